@@ -1,0 +1,53 @@
+package ledger
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType says what an Event records.
+type EventType string
+
+const (
+	// Upsert records that an object exists with the given state.
+	Upsert EventType = "upsert"
+	// Delete records that an object is gone.
+	Delete EventType = "delete"
+	// Resync records the complete set of objects of one resource in one
+	// namespace at a moment: objects the projection holds that the list
+	// lacks are removed, the listed ones are upserted.
+	Resync EventType = "resync"
+	// Reserve records an admission that charged a namespace for an object
+	// that has not been created yet.
+	Reserve EventType = "reserve"
+	// Expire records that a reservation was not confirmed in time and is
+	// released.
+	Expire EventType = "expire"
+)
+
+// EncodingVersion is the version of the event encoding this code writes.
+const EncodingVersion = 1
+
+// Event is one recorded fact. Its JSON encoding is what the stream holds.
+type Event struct {
+	Version int       `json:"v"`
+	Type    EventType `json:"type"`
+	// Resource is the group-qualified plural ("pods", "jobs.batch").
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	UID       string `json:"uid,omitempty"`
+	// ResourceVersion is the cluster's version of the object, when known.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Object is the trimmed object JSON (Upsert, Reserve).
+	Object json.RawMessage `json:"object,omitempty"`
+	// Items are the trimmed objects of a Resync.
+	Items []json.RawMessage `json:"items,omitempty"`
+	// Reservation identifies a reservation (Reserve, Expire).
+	Reservation string `json:"reservation,omitempty"`
+	// ReservationTTL is how long a Reserve holds without confirmation,
+	// counted from the time the stream recorded it.
+	ReservationTTL time.Duration `json:"reservationTTL,omitempty"`
+	// Source says where the fact came from ("pods.jsonl:12", an exporter).
+	Source string `json:"source,omitempty"`
+}
