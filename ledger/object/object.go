@@ -1,14 +1,33 @@
 package object
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// SizeMax is the largest JSON document Decode accepts. The API server
+// refuses requests above 3 MiB; a little headroom covers watch framing.
+const SizeMax = 4 << 20
 
 // Object is one Kubernetes object as the ledger keeps it: its identity and,
 // for the kinds whose fields quota accounting reads, the typed value.
 type Object struct {
 	APIVersion string
 	Kind       string
+	// Group is the API group, empty for the core group.
+	Group string
 	// Resource is the group-qualified plural resource, as quota names it in
 	// count/<resource>: "pods", "jobs.batch", "widgets.example.com".
 	Resource        string
@@ -17,17 +36,218 @@ type Object struct {
 	GenerateName    string
 	UID             string
 	ResourceVersion string
+	// DeletionTimestamp is set once the object is being deleted (finalizers
+	// or a grace period hold it); nil otherwise.
+	DeletionTimestamp *time.Time
+	// DeletionGracePeriodSeconds accompanies DeletionTimestamp.
+	DeletionGracePeriodSeconds *int64
 	// Value is the typed object (*corev1.Pod, *corev1.PersistentVolumeClaim,
 	// ...) for kinds that quota reads beyond identity; nil for the others.
 	Value runtime.Object
+
+	clusterScoped bool
 }
 
-// Decode reads one Kubernetes object from JSON.
-func Decode(raw []byte) (*Object, error) { panic("TODO") }
+// kindInfo is what the ledger knows of a built-in kind.
+type kindInfo struct {
+	resource      string // plural, without the group
+	clusterScoped bool
+	// newValue, when set, makes Decode keep a typed value of the kind.
+	newValue func() runtime.Object
+}
 
-// Trimmed returns the object's JSON reduced to the fields quota accounting
-// reads. Decode(Trimmed()) evaluates to the same charges as the original.
-func (o *Object) Trimmed() ([]byte, error) { panic("TODO") }
+type groupKind struct{ group, kind string }
+
+// knownKinds lists the built-in kinds whose plural or scope cannot be
+// guessed from the kind alone, and the kinds quota reads. Everything else
+// is treated as a namespaced kind with the guessed plural, which is what
+// the API server does for most custom resources.
+var knownKinds = map[groupKind]kindInfo{
+	{"", "Pod"}:                   {resource: "pods", newValue: func() runtime.Object { return &corev1.Pod{} }},
+	{"", "PersistentVolumeClaim"}: {resource: "persistentvolumeclaims", newValue: func() runtime.Object { return &corev1.PersistentVolumeClaim{} }},
+	{"", "Service"}:               {resource: "services", newValue: func() runtime.Object { return &corev1.Service{} }},
+	{"", "ResourceQuota"}:         {resource: "resourcequotas", newValue: func() runtime.Object { return &corev1.ResourceQuota{} }},
+	{"", "LimitRange"}:            {resource: "limitranges", newValue: func() runtime.Object { return &corev1.LimitRange{} }},
+	{"node.k8s.io", "RuntimeClass"}: {resource: "runtimeclasses", clusterScoped: true,
+		newValue: func() runtime.Object { return &nodev1.RuntimeClass{} }},
+	{"scheduling.k8s.io", "PriorityClass"}: {resource: "priorityclasses", clusterScoped: true,
+		newValue: func() runtime.Object { return &schedulingv1.PriorityClass{} }},
+	{"storage.k8s.io", "StorageClass"}: {resource: "storageclasses", clusterScoped: true,
+		newValue: func() runtime.Object { return &storagev1.StorageClass{} }},
+
+	{"", "ConfigMap"}:                                                    {resource: "configmaps"},
+	{"", "Secret"}:                                                       {resource: "secrets"},
+	{"", "ReplicationController"}:                                        {resource: "replicationcontrollers"},
+	{"", "ServiceAccount"}:                                               {resource: "serviceaccounts"},
+	{"", "Endpoints"}:                                                    {resource: "endpoints"},
+	{"", "Event"}:                                                        {resource: "events"},
+	{"", "PodTemplate"}:                                                  {resource: "podtemplates"},
+	{"", "Binding"}:                                                      {resource: "bindings"},
+	{"", "Namespace"}:                                                    {resource: "namespaces", clusterScoped: true},
+	{"", "Node"}:                                                         {resource: "nodes", clusterScoped: true},
+	{"", "PersistentVolume"}:                                             {resource: "persistentvolumes", clusterScoped: true},
+	{"", "ComponentStatus"}:                                              {resource: "componentstatuses", clusterScoped: true},
+	{"apps", "Deployment"}:                                               {resource: "deployments"},
+	{"apps", "ReplicaSet"}:                                               {resource: "replicasets"},
+	{"apps", "StatefulSet"}:                                              {resource: "statefulsets"},
+	{"apps", "DaemonSet"}:                                                {resource: "daemonsets"},
+	{"apps", "ControllerRevision"}:                                       {resource: "controllerrevisions"},
+	{"batch", "Job"}:                                                     {resource: "jobs"},
+	{"batch", "CronJob"}:                                                 {resource: "cronjobs"},
+	{"autoscaling", "HorizontalPodAutoscaler"}:                           {resource: "horizontalpodautoscalers"},
+	{"policy", "PodDisruptionBudget"}:                                    {resource: "poddisruptionbudgets"},
+	{"networking.k8s.io", "Ingress"}:                                     {resource: "ingresses"},
+	{"networking.k8s.io", "NetworkPolicy"}:                               {resource: "networkpolicies"},
+	{"networking.k8s.io", "IngressClass"}:                                {resource: "ingressclasses", clusterScoped: true},
+	{"networking.k8s.io", "IPAddress"}:                                   {resource: "ipaddresses", clusterScoped: true},
+	{"networking.k8s.io", "ServiceCIDR"}:                                 {resource: "servicecidrs", clusterScoped: true},
+	{"discovery.k8s.io", "EndpointSlice"}:                                {resource: "endpointslices"},
+	{"events.k8s.io", "Event"}:                                           {resource: "events"},
+	{"coordination.k8s.io", "Lease"}:                                     {resource: "leases"},
+	{"rbac.authorization.k8s.io", "Role"}:                                {resource: "roles"},
+	{"rbac.authorization.k8s.io", "RoleBinding"}:                         {resource: "rolebindings"},
+	{"rbac.authorization.k8s.io", "ClusterRole"}:                         {resource: "clusterroles", clusterScoped: true},
+	{"rbac.authorization.k8s.io", "ClusterRoleBinding"}:                  {resource: "clusterrolebindings", clusterScoped: true},
+	{"storage.k8s.io", "CSIDriver"}:                                      {resource: "csidrivers", clusterScoped: true},
+	{"storage.k8s.io", "CSINode"}:                                        {resource: "csinodes", clusterScoped: true},
+	{"storage.k8s.io", "VolumeAttachment"}:                               {resource: "volumeattachments", clusterScoped: true},
+	{"storage.k8s.io", "VolumeAttributesClass"}:                          {resource: "volumeattributesclasses", clusterScoped: true},
+	{"storage.k8s.io", "CSIStorageCapacity"}:                             {resource: "csistoragecapacities"},
+	{"certificates.k8s.io", "CertificateSigningRequest"}:                 {resource: "certificatesigningrequests", clusterScoped: true},
+	{"apiextensions.k8s.io", "CustomResourceDefinition"}:                 {resource: "customresourcedefinitions", clusterScoped: true},
+	{"apiregistration.k8s.io", "APIService"}:                             {resource: "apiservices", clusterScoped: true},
+	{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"}:   {resource: "validatingwebhookconfigurations", clusterScoped: true},
+	{"admissionregistration.k8s.io", "MutatingWebhookConfiguration"}:     {resource: "mutatingwebhookconfigurations", clusterScoped: true},
+	{"admissionregistration.k8s.io", "ValidatingAdmissionPolicy"}:        {resource: "validatingadmissionpolicies", clusterScoped: true},
+	{"admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"}: {resource: "validatingadmissionpolicybindings", clusterScoped: true},
+	{"admissionregistration.k8s.io", "MutatingAdmissionPolicy"}:          {resource: "mutatingadmissionpolicies", clusterScoped: true},
+	{"admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"}:   {resource: "mutatingadmissionpolicybindings", clusterScoped: true},
+	{"flowcontrol.apiserver.k8s.io", "FlowSchema"}:                       {resource: "flowschemas", clusterScoped: true},
+	{"flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"}:       {resource: "prioritylevelconfigurations", clusterScoped: true},
+	{"resource.k8s.io", "ResourceClaim"}:                                 {resource: "resourceclaims"},
+	{"resource.k8s.io", "ResourceClaimTemplate"}:                         {resource: "resourceclaimtemplates"},
+	{"resource.k8s.io", "DeviceClass"}:                                   {resource: "deviceclasses", clusterScoped: true},
+	{"resource.k8s.io", "ResourceSlice"}:                                 {resource: "resourceslices", clusterScoped: true},
+}
+
+// header is the part of every object Decode reads before choosing a type.
+type header struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name                       string       `json:"name"`
+		GenerateName               string       `json:"generateName"`
+		Namespace                  string       `json:"namespace"`
+		UID                        string       `json:"uid"`
+		ResourceVersion            string       `json:"resourceVersion"`
+		DeletionTimestamp          *metav1.Time `json:"deletionTimestamp"`
+		DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
+	} `json:"metadata"`
+}
+
+// Decode reads one Kubernetes object from JSON. A namespaced object may
+// come without a namespace (a manifest); SetNamespace supplies it.
+func Decode(raw []byte) (*Object, error) {
+	if len(raw) > SizeMax {
+		return nil, fmt.Errorf("decode object: %d bytes: %w", len(raw), ErrTooLarge)
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, fmt.Errorf("decode object: %w", ErrNotObject)
+	}
+	var h header
+	if err := json.Unmarshal(trimmed, &h); err != nil {
+		return nil, fmt.Errorf("decode object: %w: %v", ErrMalformed, err)
+	}
+	if h.Kind == "" {
+		return nil, fmt.Errorf("decode object: %w", ErrMissingKind)
+	}
+	if h.APIVersion == "" {
+		return nil, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingAPIVersion)
+	}
+	gv, err := schema.ParseGroupVersion(h.APIVersion)
+	if err != nil || gv.Version == "" {
+		return nil, fmt.Errorf("decode object %s: apiVersion %q: %w", h.Kind, h.APIVersion, ErrMalformed)
+	}
+	if h.Metadata.Name == "" && h.Metadata.GenerateName == "" {
+		return nil, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingName)
+	}
+	o := &Object{
+		APIVersion:                 h.APIVersion,
+		Kind:                       h.Kind,
+		Group:                      gv.Group,
+		Namespace:                  h.Metadata.Namespace,
+		Name:                       h.Metadata.Name,
+		GenerateName:               h.Metadata.GenerateName,
+		UID:                        h.Metadata.UID,
+		ResourceVersion:            h.Metadata.ResourceVersion,
+		DeletionGracePeriodSeconds: h.Metadata.DeletionGracePeriodSeconds,
+	}
+	if h.Metadata.DeletionTimestamp != nil {
+		t := h.Metadata.DeletionTimestamp.Time.UTC()
+		o.DeletionTimestamp = &t
+	}
+	info, known := knownKinds[groupKind{gv.Group, h.Kind}]
+	if known {
+		o.Resource = info.resource
+		o.clusterScoped = info.clusterScoped
+	} else {
+		plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(h.Kind))
+		o.Resource = plural.Resource
+	}
+	if gv.Group != "" {
+		o.Resource += "." + gv.Group
+	}
+	if o.clusterScoped {
+		// The API server ignores a namespace on a cluster-scoped object.
+		o.Namespace = ""
+	}
+	if known && info.newValue != nil {
+		v := info.newValue()
+		if err := json.Unmarshal(trimmed, v); err != nil {
+			return nil, fmt.Errorf("decode %s %q: %w: %v", h.Kind, o.displayName(), ErrMalformed, err)
+		}
+		o.Value = v
+		o.syncMeta()
+	}
+	return o, nil
+}
+
+func (o *Object) displayName() string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return o.GenerateName
+}
+
+// ClusterScoped reports whether the kind lives outside namespaces.
+func (o *Object) ClusterScoped() bool { return o.clusterScoped }
+
+// GroupResource returns the plural and group the object is stored under.
+func (o *Object) GroupResource() schema.GroupResource {
+	plural, _, _ := strings.Cut(o.Resource, ".")
+	return schema.GroupResource{Group: o.Group, Resource: plural}
+}
+
+// SetNamespace gives a namespaced object the namespace ns, in the identity
+// and in the typed value. Cluster-scoped objects are left unchanged.
+func (o *Object) SetNamespace(ns string) {
+	if o.clusterScoped {
+		return
+	}
+	o.Namespace = ns
+	if m, ok := o.Value.(metav1.Object); ok {
+		m.SetNamespace(ns)
+	}
+}
+
+// syncMeta keeps the typed value's identity equal to the Object's, so that
+// Trimmed and the evaluator agree whichever one a caller changed.
+func (o *Object) syncMeta() {
+	if m, ok := o.Value.(metav1.Object); ok {
+		m.SetNamespace(o.Namespace)
+	}
+}
 
 // Key identifies the object within the ledger: resource, namespace, name.
 func (o *Object) Key() string { return o.Resource + "/" + o.Namespace + "/" + o.Name }

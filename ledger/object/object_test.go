@@ -1,0 +1,293 @@
+package object
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// sampleObjects returns every object of every watch event in the shared
+// sample recordings, or skips when they are not beside the checkout.
+func sampleObjects(t testing.TB) [][]byte {
+	t.Helper()
+	files, _ := filepath.Glob("../../../shared/samples/*/events.jsonl")
+	more, _ := filepath.Glob("../../../shared/samples/*/cluster.jsonl")
+	files = append(files, more...)
+	if len(files) == 0 {
+		t.Skip("shared/samples not found beside the checkout")
+	}
+	var out [][]byte
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), SizeMax)
+		for sc.Scan() {
+			var ev struct {
+				Object json.RawMessage `json:"object"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out = append(out, ev.Object)
+		}
+	}
+	return out
+}
+
+func TestDecodeResource(t *testing.T) {
+	tests := []struct {
+		name, json, resource string
+		cluster              bool
+		typed                bool
+	}{
+		{"core kind is plural without group", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`, "pods", false, true},
+		{"pvc exact plural", `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a"}}`, "persistentvolumeclaims", false, true},
+		{"grouped kind is qualified", `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a"}}`, "jobs.batch", false, false},
+		{"apps deployment", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}`, "deployments.apps", false, false},
+		{"custom kind is guessed lowercase plural", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"}}`, "widgets.example.com", false, false},
+		{"custom kind ending in s gets es", `{"apiVersion":"example.com/v1","kind":"Class","metadata":{"name":"a"}}`, "classes.example.com", false, false},
+		{"custom kind ending in y gets ies", `{"apiVersion":"example.com/v1","kind":"Policy","metadata":{"name":"a"}}`, "policies.example.com", false, false},
+		{"ingress exact plural", `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"a"}}`, "ingresses.networking.k8s.io", false, false},
+		{"runtime class is cluster scoped", `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"a","namespace":"x"},"handler":"h"}`, "runtimeclasses.node.k8s.io", true, true},
+		{"priority class is cluster scoped", `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"a"},"value":5}`, "priorityclasses.scheduling.k8s.io", true, true},
+		{"storage class is cluster scoped", `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"a"},"provisioner":"p"}`, "storageclasses.storage.k8s.io", true, true},
+		{"namespace is cluster scoped", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}`, "namespaces", true, false},
+		{"generateName stands for name", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"a-"}}`, "configmaps", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := Decode([]byte(tt.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Resource != tt.resource {
+				t.Errorf("Resource: got %q, want %q", o.Resource, tt.resource)
+			}
+			if o.ClusterScoped() != tt.cluster {
+				t.Errorf("ClusterScoped: got %v, want %v", o.ClusterScoped(), tt.cluster)
+			}
+			if tt.cluster && o.Namespace != "" {
+				t.Errorf("Namespace: got %q, want empty for a cluster-scoped kind", o.Namespace)
+			}
+			if (o.Value != nil) != tt.typed {
+				t.Errorf("Value: got %T, want typed=%v", o.Value, tt.typed)
+			}
+		})
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       error
+	}{
+		{"array is not an object", `[1,2]`, ErrNotObject},
+		{"string is not an object", `"pod"`, ErrNotObject},
+		{"empty input is not an object", ``, ErrNotObject},
+		{"broken JSON is malformed", `{"kind":`, ErrMalformed},
+		{"kind is required", `{"apiVersion":"v1","metadata":{"name":"a"}}`, ErrMissingKind},
+		{"apiVersion is required", `{"kind":"Pod","metadata":{"name":"a"}}`, ErrMissingAPIVersion},
+		{"name or generateName is required", `{"apiVersion":"v1","kind":"Pod","metadata":{}}`, ErrMissingName},
+		{"typed field of wrong type is malformed", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":"x"}}`, ErrMalformed},
+		{"bad quantity is malformed", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"lots"}}}]}}`, ErrMalformed},
+		{"bad apiVersion is malformed", `{"apiVersion":"a/b/c","kind":"Pod","metadata":{"name":"a"}}`, ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.json))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeNamespaceOptional(t *testing.T) {
+	o, err := Decode([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Namespace != "" {
+		t.Fatalf("got namespace %q, want empty", o.Namespace)
+	}
+	o.SetNamespace("team")
+	if got := o.Value.(*corev1.Pod).Namespace; got != "team" || o.Namespace != "team" {
+		t.Fatalf("got %q/%q, want team", o.Namespace, got)
+	}
+	if got, want := o.Key(), "pods/team/a"; got != want {
+		t.Fatalf("Key: got %q, want %q", got, want)
+	}
+}
+
+func TestSetNamespaceIgnoresClusterScoped(t *testing.T) {
+	o, err := Decode([]byte(`{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"kata"},"handler":"kata"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SetNamespace("team")
+	if o.Namespace != "" {
+		t.Fatalf("got %q, want empty", o.Namespace)
+	}
+}
+
+func TestTrimmedSamplesRoundTrip(t *testing.T) {
+	for i, raw := range sampleObjects(t) {
+		o, err := Decode(raw)
+		if err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+		b1, err := o.Trimmed()
+		if err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+		o2, err := Decode(b1)
+		if err != nil {
+			t.Fatalf("object %d: decode trimmed %s: %v", i, b1, err)
+		}
+		b2, err := o2.Trimmed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Errorf("object %d: trimming is not idempotent:\n got %s\nwant %s", i, b2, b1)
+		}
+		if o2.Key() != o.Key() || o2.UID != o.UID || o2.ResourceVersion != o.ResourceVersion {
+			t.Errorf("object %d: identity changed: got %+v, want %+v", i, o2, o)
+		}
+		if len(b1) > len(raw) {
+			t.Errorf("object %d: trimmed is larger than the original: %d > %d", i, len(b1), len(raw))
+		}
+	}
+}
+
+const churnPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"ns","uid":"u1","resourceVersion":"7",
+ "labels":{"app":"web"},"creationTimestamp":"2026-01-01T00:00:00Z"},
+ "spec":{"nodeName":"n1","containers":[{"name":"c","image":"img","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"200m"}}}]},
+ "status":{"phase":"Running","qosClass":"Burstable","podIP":"10.0.0.1","startTime":"2026-01-01T00:00:01Z",
+  "conditions":[{"type":"Ready","status":"True"}],
+  "containerStatuses":[{"name":"c","ready":true,"restartCount":0,"image":"img","imageID":"x","state":{"running":{}}}]}}`
+
+func TestTrimmedIgnoresStatusChurn(t *testing.T) {
+	var base map[string]any
+	if err := json.Unmarshal([]byte(churnPod), &base); err != nil {
+		t.Fatal(err)
+	}
+	mutations := map[string]func(m map[string]any){
+		"pod IP changes":     func(m map[string]any) { status(m)["podIP"] = "10.9.9.9" },
+		"start time changes": func(m map[string]any) { status(m)["startTime"] = "2026-02-02T00:00:00Z" },
+		"conditions change": func(m map[string]any) {
+			status(m)["conditions"] = []any{map[string]any{"type": "Ready", "status": "False"}}
+		},
+		"restart count changes": func(m map[string]any) { status(m)["containerStatuses"].([]any)[0].(map[string]any)["restartCount"] = 3 },
+		"labels change":         func(m map[string]any) { m["metadata"].(map[string]any)["labels"] = map[string]any{"app": "other"} },
+		"managed fields are added": func(m map[string]any) {
+			m["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "x"}}
+		},
+		"node name changes": func(m map[string]any) { m["spec"].(map[string]any)["nodeName"] = "n2" },
+		"container image changes": func(m map[string]any) {
+			m["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"] = "img:2"
+		},
+		"host IP appears in status": func(m map[string]any) { status(m)["hostIP"] = "192.0.2.1" },
+	}
+	want := trimJSON(t, base)
+	for name, mutate := range mutations {
+		t.Run(name, func(t *testing.T) {
+			var m map[string]any
+			_ = json.Unmarshal([]byte(churnPod), &m)
+			mutate(m)
+			if got := trimJSON(t, m); !bytes.Equal(got, want) {
+				t.Fatalf("got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+func TestTrimmedKeepsAccountingFields(t *testing.T) {
+	var base map[string]any
+	_ = json.Unmarshal([]byte(churnPod), &base)
+	before := trimJSON(t, base)
+	mutations := map[string]func(m map[string]any){
+		"phase": func(m map[string]any) { status(m)["phase"] = "Succeeded" },
+		"cpu request": func(m map[string]any) {
+			container(m)["resources"] = map[string]any{"requests": map[string]any{"cpu": "1"}}
+		},
+		"qos class":       func(m map[string]any) { status(m)["qosClass"] = "BestEffort" },
+		"priority":        func(m map[string]any) { m["spec"].(map[string]any)["priorityClassName"] = "high" },
+		"deadline":        func(m map[string]any) { m["spec"].(map[string]any)["activeDeadlineSeconds"] = 5 },
+		"deletion":        func(m map[string]any) { m["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:09Z" },
+		"resourceVersion": func(m map[string]any) { m["metadata"].(map[string]any)["resourceVersion"] = "8" },
+		"allocated resources": func(m map[string]any) {
+			status(m)["containerStatuses"].([]any)[0].(map[string]any)["allocatedResources"] = map[string]any{"cpu": "300m"}
+		},
+		"resize infeasible": func(m map[string]any) {
+			status(m)["conditions"] = []any{map[string]any{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}}
+		},
+	}
+	for name, mutate := range mutations {
+		t.Run(name, func(t *testing.T) {
+			var m map[string]any
+			_ = json.Unmarshal([]byte(churnPod), &m)
+			mutate(m)
+			if got := trimJSON(t, m); bytes.Equal(got, before) {
+				t.Fatalf("change lost by trimming: %s", got)
+			}
+		})
+	}
+}
+
+func status(m map[string]any) map[string]any { return m["status"].(map[string]any) }
+func container(m map[string]any) map[string]any {
+	return m["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+}
+
+func trimJSON(t *testing.T, m map[string]any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := o.Trimmed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(churnPod))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a","annotations":{"volume.beta.kubernetes.io/storage-class":"gold"}},"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"a"},"spec":{"type":"NodePort","ports":[{"port":80}]}}`))
+	f.Add([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"generateName":"w-"}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		o, err := Decode(raw)
+		if err != nil {
+			return
+		}
+		b, err := o.Trimmed()
+		if err != nil {
+			t.Fatalf("Trimmed of a decoded object failed: %v", err)
+		}
+		o2, err := Decode(b)
+		if err != nil {
+			t.Fatalf("trimmed bytes do not decode: %v\n%s", err, b)
+		}
+		b2, err := o2.Trimmed()
+		if err != nil || !bytes.Equal(b, b2) {
+			t.Fatalf("trimming is not idempotent: %v\n%s\n%s", err, b, b2)
+		}
+	})
+}

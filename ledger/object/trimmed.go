@@ -1,0 +1,355 @@
+package object
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BetaStorageClassAnnotation names a claim's storage class before
+// spec.storageClassName existed; quota still prefers it when set.
+const BetaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
+
+// trimmedMeta is the identity every trimmed object keeps.
+type trimmedMeta struct {
+	Name                       string            `json:"name,omitempty"`
+	GenerateName               string            `json:"generateName,omitempty"`
+	Namespace                  string            `json:"namespace,omitempty"`
+	UID                        string            `json:"uid,omitempty"`
+	ResourceVersion            string            `json:"resourceVersion,omitempty"`
+	DeletionTimestamp          *metav1.Time      `json:"deletionTimestamp,omitempty"`
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+}
+
+// trimmedObject is the envelope of every trimmed object. Spec and Status
+// hold kind-specific reduced structs, or nothing.
+type trimmedObject struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   trimmedMeta `json:"metadata"`
+	Spec       any         `json:"spec,omitempty"`
+	Status     any         `json:"status,omitempty"`
+	// Flat fields of kinds that keep them at the top level.
+	Handler  string           `json:"handler,omitempty"`
+	Overhead *nodev1.Overhead `json:"overhead,omitempty"`
+	Value    *int32           `json:"value,omitempty"`
+	// GlobalDefault and Provisioner are kept for the record only.
+	GlobalDefault bool   `json:"globalDefault,omitempty"`
+	Provisioner   string `json:"provisioner,omitempty"`
+}
+
+type trimmedResources struct {
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Limits   corev1.ResourceList `json:"limits,omitempty"`
+}
+
+type trimmedContainer struct {
+	Name          string                         `json:"name"`
+	Resources     *trimmedResources              `json:"resources,omitempty"`
+	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy,omitempty"`
+}
+
+type trimmedAffinityTerm struct {
+	Namespaces        []string              `json:"namespaces,omitempty"`
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+type trimmedWeightedTerm struct {
+	PodAffinityTerm trimmedAffinityTerm `json:"podAffinityTerm"`
+}
+
+type trimmedPodAffinity struct {
+	Required  []trimmedAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	Preferred []trimmedWeightedTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+type trimmedAffinity struct {
+	PodAffinity     *trimmedPodAffinity `json:"podAffinity,omitempty"`
+	PodAntiAffinity *trimmedPodAffinity `json:"podAntiAffinity,omitempty"`
+}
+
+type trimmedPodSpec struct {
+	InitContainers        []trimmedContainer  `json:"initContainers,omitempty"`
+	Containers            []trimmedContainer  `json:"containers"`
+	ActiveDeadlineSeconds *int64              `json:"activeDeadlineSeconds,omitempty"`
+	Affinity              *trimmedAffinity    `json:"affinity,omitempty"`
+	PriorityClassName     string              `json:"priorityClassName,omitempty"`
+	RuntimeClassName      *string             `json:"runtimeClassName,omitempty"`
+	Overhead              corev1.ResourceList `json:"overhead,omitempty"`
+	Resources             *trimmedResources   `json:"resources,omitempty"`
+}
+
+type trimmedContainerStatus struct {
+	Name               string              `json:"name"`
+	AllocatedResources corev1.ResourceList `json:"allocatedResources,omitempty"`
+	Resources          *trimmedResources   `json:"resources,omitempty"`
+}
+
+type trimmedCondition struct {
+	Type   corev1.PodConditionType `json:"type"`
+	Status corev1.ConditionStatus  `json:"status,omitempty"`
+	Reason string                  `json:"reason,omitempty"`
+}
+
+type trimmedPodStatus struct {
+	Phase                 corev1.PodPhase          `json:"phase,omitempty"`
+	QOSClass              corev1.PodQOSClass       `json:"qosClass,omitempty"`
+	Conditions            []trimmedCondition       `json:"conditions,omitempty"`
+	InitContainerStatuses []trimmedContainerStatus `json:"initContainerStatuses,omitempty"`
+	ContainerStatuses     []trimmedContainerStatus `json:"containerStatuses,omitempty"`
+}
+
+type trimmedPVCSpec struct {
+	Resources                 trimmedResources `json:"resources"`
+	StorageClassName          *string          `json:"storageClassName,omitempty"`
+	VolumeAttributesClassName *string          `json:"volumeAttributesClassName,omitempty"`
+}
+
+type trimmedModifyVolumeStatus struct {
+	TargetVolumeAttributesClassName string `json:"targetVolumeAttributesClassName,omitempty"`
+}
+
+type trimmedPVCStatus struct {
+	AllocatedResources               corev1.ResourceList        `json:"allocatedResources,omitempty"`
+	CurrentVolumeAttributesClassName *string                    `json:"currentVolumeAttributesClassName,omitempty"`
+	ModifyVolumeStatus               *trimmedModifyVolumeStatus `json:"modifyVolumeStatus,omitempty"`
+}
+
+type trimmedServicePort struct {
+	Port     int32 `json:"port,omitempty"`
+	NodePort int32 `json:"nodePort,omitempty"`
+}
+
+type trimmedServiceSpec struct {
+	Type                          corev1.ServiceType   `json:"type,omitempty"`
+	Ports                         []trimmedServicePort `json:"ports,omitempty"`
+	AllocateLoadBalancerNodePorts *bool                `json:"allocateLoadBalancerNodePorts,omitempty"`
+}
+
+type trimmedQuotaSpec struct {
+	Hard          corev1.ResourceList         `json:"hard,omitempty"`
+	Scopes        []corev1.ResourceQuotaScope `json:"scopes,omitempty"`
+	ScopeSelector *corev1.ScopeSelector       `json:"scopeSelector,omitempty"`
+}
+
+type trimmedQuotaStatus struct {
+	Hard corev1.ResourceList `json:"hard,omitempty"`
+	Used corev1.ResourceList `json:"used,omitempty"`
+}
+
+type trimmedLimitRangeSpec struct {
+	Limits []corev1.LimitRangeItem `json:"limits"`
+}
+
+// Trimmed returns the object's JSON reduced to the fields quota accounting
+// reads. Decode(Trimmed()) evaluates to the same charges as the original,
+// and two states that differ only in fields quota ignores give equal bytes.
+// It reads the typed value, so changes made to it (defaulting, a namespace)
+// are included.
+func (o *Object) Trimmed() ([]byte, error) {
+	t := trimmedObject{
+		APIVersion: o.APIVersion,
+		Kind:       o.Kind,
+		Metadata: trimmedMeta{
+			Name:                       o.Name,
+			GenerateName:               o.GenerateName,
+			Namespace:                  o.Namespace,
+			UID:                        o.UID,
+			ResourceVersion:            o.ResourceVersion,
+			DeletionGracePeriodSeconds: o.DeletionGracePeriodSeconds,
+		},
+	}
+	if o.DeletionTimestamp != nil {
+		t.Metadata.DeletionTimestamp = &metav1.Time{Time: *o.DeletionTimestamp}
+	}
+	switch v := o.Value.(type) {
+	case nil:
+	case *corev1.Pod:
+		spec, status := trimPod(v)
+		t.Spec = spec
+		if status != nil {
+			t.Status = status
+		}
+	case *corev1.PersistentVolumeClaim:
+		if class, ok := v.Annotations[BetaStorageClassAnnotation]; ok {
+			t.Metadata.Annotations = map[string]string{BetaStorageClassAnnotation: class}
+		}
+		spec, status := trimPVC(v)
+		t.Spec = spec
+		if status != nil {
+			t.Status = status
+		}
+	case *corev1.Service:
+		t.Spec = trimService(v)
+	case *corev1.ResourceQuota:
+		t.Spec = &trimmedQuotaSpec{Hard: v.Spec.Hard, Scopes: v.Spec.Scopes, ScopeSelector: v.Spec.ScopeSelector}
+		if len(v.Status.Hard) > 0 || len(v.Status.Used) > 0 {
+			t.Status = &trimmedQuotaStatus{Hard: v.Status.Hard, Used: v.Status.Used}
+		}
+	case *corev1.LimitRange:
+		t.Spec = &trimmedLimitRangeSpec{Limits: v.Spec.Limits}
+	case *nodev1.RuntimeClass:
+		t.Handler = v.Handler
+		t.Overhead = v.Overhead
+	case *schedulingv1.PriorityClass:
+		value := v.Value
+		t.Value = &value
+		t.GlobalDefault = v.GlobalDefault
+	case *storagev1.StorageClass:
+		t.Provisioner = v.Provisioner
+	default:
+		return nil, fmt.Errorf("trim %s: unexpected value type %T", o.Kind, o.Value)
+	}
+	b, err := json.Marshal(&t)
+	if err != nil {
+		return nil, fmt.Errorf("trim %s %q: %w", o.Kind, o.displayName(), err)
+	}
+	return b, nil
+}
+
+func trimResources(r corev1.ResourceRequirements) *trimmedResources {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return nil
+	}
+	return &trimmedResources{Requests: r.Requests, Limits: r.Limits}
+}
+
+func trimContainers(cs []corev1.Container) []trimmedContainer {
+	if cs == nil {
+		return nil
+	}
+	out := make([]trimmedContainer, len(cs))
+	for i := range cs {
+		out[i] = trimmedContainer{
+			Name:          cs[i].Name,
+			Resources:     trimResources(cs[i].Resources),
+			RestartPolicy: cs[i].RestartPolicy,
+		}
+	}
+	return out
+}
+
+func trimAffinityTerms(terms []corev1.PodAffinityTerm) []trimmedAffinityTerm {
+	if terms == nil {
+		return nil
+	}
+	out := make([]trimmedAffinityTerm, len(terms))
+	for i := range terms {
+		out[i] = trimmedAffinityTerm{Namespaces: terms[i].Namespaces, NamespaceSelector: terms[i].NamespaceSelector}
+	}
+	return out
+}
+
+func trimPodAffinity(a *corev1.PodAffinity, anti *corev1.PodAntiAffinity) *trimmedPodAffinity {
+	var required []corev1.PodAffinityTerm
+	var preferred []corev1.WeightedPodAffinityTerm
+	switch {
+	case a != nil:
+		required, preferred = a.RequiredDuringSchedulingIgnoredDuringExecution, a.PreferredDuringSchedulingIgnoredDuringExecution
+	case anti != nil:
+		required, preferred = anti.RequiredDuringSchedulingIgnoredDuringExecution, anti.PreferredDuringSchedulingIgnoredDuringExecution
+	default:
+		return nil
+	}
+	out := &trimmedPodAffinity{Required: trimAffinityTerms(required)}
+	if preferred != nil {
+		out.Preferred = make([]trimmedWeightedTerm, len(preferred))
+		for i := range preferred {
+			t := preferred[i].PodAffinityTerm
+			out.Preferred[i] = trimmedWeightedTerm{PodAffinityTerm: trimmedAffinityTerm{Namespaces: t.Namespaces, NamespaceSelector: t.NamespaceSelector}}
+		}
+	}
+	return out
+}
+
+func trimContainerStatuses(ss []corev1.ContainerStatus) []trimmedContainerStatus {
+	var out []trimmedContainerStatus
+	for i := range ss {
+		s := trimmedContainerStatus{Name: ss[i].Name, AllocatedResources: ss[i].AllocatedResources}
+		if ss[i].Resources != nil {
+			s.Resources = &trimmedResources{Requests: ss[i].Resources.Requests, Limits: ss[i].Resources.Limits}
+		}
+		if s.AllocatedResources == nil && s.Resources == nil {
+			// A status without resources reads the same as no status.
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func trimPod(p *corev1.Pod) (*trimmedPodSpec, *trimmedPodStatus) {
+	spec := &trimmedPodSpec{
+		InitContainers:        trimContainers(p.Spec.InitContainers),
+		Containers:            trimContainers(p.Spec.Containers),
+		ActiveDeadlineSeconds: p.Spec.ActiveDeadlineSeconds,
+		PriorityClassName:     p.Spec.PriorityClassName,
+		RuntimeClassName:      p.Spec.RuntimeClassName,
+		Overhead:              p.Spec.Overhead,
+	}
+	if spec.Containers == nil {
+		spec.Containers = []trimmedContainer{}
+	}
+	if p.Spec.Resources != nil {
+		spec.Resources = &trimmedResources{Requests: p.Spec.Resources.Requests, Limits: p.Spec.Resources.Limits}
+	}
+	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		spec.Affinity = &trimmedAffinity{
+			PodAffinity:     trimPodAffinity(a.PodAffinity, nil),
+			PodAntiAffinity: trimPodAffinity(nil, a.PodAntiAffinity),
+		}
+	}
+	status := &trimmedPodStatus{
+		Phase:                 p.Status.Phase,
+		QOSClass:              p.Status.QOSClass,
+		InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:     trimContainerStatuses(p.Status.ContainerStatuses),
+	}
+	for _, c := range p.Status.Conditions {
+		// Only a pending resize changes what quota charges.
+		if c.Type == corev1.PodResizePending {
+			status.Conditions = append(status.Conditions, trimmedCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+		}
+	}
+	if status.Phase == "" && status.QOSClass == "" && status.Conditions == nil &&
+		status.InitContainerStatuses == nil && status.ContainerStatuses == nil {
+		status = nil
+	}
+	return spec, status
+}
+
+func trimPVC(c *corev1.PersistentVolumeClaim) (*trimmedPVCSpec, *trimmedPVCStatus) {
+	spec := &trimmedPVCSpec{
+		Resources:                 trimmedResources{Requests: c.Spec.Resources.Requests, Limits: c.Spec.Resources.Limits},
+		StorageClassName:          c.Spec.StorageClassName,
+		VolumeAttributesClassName: c.Spec.VolumeAttributesClassName,
+	}
+	status := &trimmedPVCStatus{
+		AllocatedResources:               c.Status.AllocatedResources,
+		CurrentVolumeAttributesClassName: c.Status.CurrentVolumeAttributesClassName,
+	}
+	if m := c.Status.ModifyVolumeStatus; m != nil && m.TargetVolumeAttributesClassName != "" {
+		status.ModifyVolumeStatus = &trimmedModifyVolumeStatus{TargetVolumeAttributesClassName: m.TargetVolumeAttributesClassName}
+	}
+	if status.AllocatedResources == nil && status.CurrentVolumeAttributesClassName == nil && status.ModifyVolumeStatus == nil {
+		status = nil
+	}
+	return spec, status
+}
+
+func trimService(s *corev1.Service) *trimmedServiceSpec {
+	spec := &trimmedServiceSpec{Type: s.Spec.Type, AllocateLoadBalancerNodePorts: s.Spec.AllocateLoadBalancerNodePorts}
+	if s.Spec.Ports != nil {
+		spec.Ports = make([]trimmedServicePort, len(s.Spec.Ports))
+		for i, p := range s.Spec.Ports {
+			spec.Ports[i] = trimmedServicePort{Port: p.Port, NodePort: p.NodePort}
+		}
+	}
+	return spec
+}
