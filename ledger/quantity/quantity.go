@@ -1,6 +1,8 @@
 package quantity
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/apd/v3"
 )
 
@@ -18,42 +20,257 @@ const (
 	DecimalExponent
 )
 
+// String returns the name Kubernetes gives the format.
+func (f Format) String() string {
+	switch f {
+	case DecimalSI:
+		return "DecimalSI"
+	case BinarySI:
+		return "BinarySI"
+	case DecimalExponent:
+		return "DecimalExponent"
+	}
+	return fmt.Sprintf("Format(%d)", uint8(f))
+}
+
 // Quantity is an exact decimal with a Kubernetes print format. The zero
 // value is 0 in DecimalSI. Quantities are values: methods never modify the
 // receiver.
 type Quantity struct {
-	d      apd.Decimal
+	// When d is nil the value is i * 10^scale. While wide is false, i and
+	// scale are exactly the int64Amount Kubernetes would hold, so that its
+	// overflow decisions can be repeated.
+	i     int64
+	scale int32
+	// format is the print format.
 	format Format
+	// wide records that Kubernetes would hold this value as an inf.Dec
+	// rather than an int64. It changes one thing only: how a BinarySI value
+	// of exactly -2^63 prints.
+	wide bool
+	// d, when not nil, holds the value. It is never modified after the
+	// Quantity is built, so copies of a Quantity may share it.
+	d *apd.Decimal
 	// s caches the original string when Kubernetes would reuse it.
 	s string
 }
 
-// Parse parses s exactly as Kubernetes' resource.ParseQuantity does.
-func Parse(s string) (Quantity, error) { panic("TODO") }
-
-// MustParse is Parse for constants in code and tests; it panics on error.
-func MustParse(s string) Quantity { panic("TODO") }
+// exactContext never rounds (precision 0 disables rounding in apd) and turns
+// every condition that would lose a digit into an error.
+var exactContext = apd.Context{
+	Precision:   0,
+	MaxExponent: apd.MaxExponent,
+	MinExponent: apd.MinExponent,
+	Traps:       apd.DefaultTraps | apd.Inexact | apd.Rounded,
+}
 
 // NewInt returns the integer v in DecimalSI.
-func NewInt(v int64) Quantity { panic("TODO") }
-
-// String prints q as resource.Quantity.String() does.
-func (q Quantity) String() string { panic("TODO") }
+func NewInt(v int64) Quantity {
+	return Quantity{i: v}
+}
 
 // Format reports q's print format.
 func (q Quantity) Format() Format { return q.format }
 
-// Add returns q+y with resource.Quantity.Add's format rule.
-func (q Quantity) Add(y Quantity) Quantity { panic("TODO") }
+// decimal returns q's value as an apd decimal, using tmp for an int64 value.
+func (q *Quantity) decimal(tmp *apd.Decimal) *apd.Decimal {
+	if q.d != nil {
+		return q.d
+	}
+	return tmp.SetFinite(q.i, q.scale)
+}
 
-// Sub returns q-y with resource.Quantity.Sub's format rule.
-func (q Quantity) Sub(y Quantity) Quantity { panic("TODO") }
+// setDecimal makes d the value of q, holding it as an int64 when the
+// coefficient fits, which keeps later arithmetic on the cheap path. It must
+// only be used for wide values, whose int64 form Kubernetes does not mirror.
+func (q *Quantity) setDecimal(d *apd.Decimal) {
+	q.d, q.i, q.scale = nil, 0, 0
+	if d.Coeff.IsInt64() {
+		q.i, q.scale = d.Coeff.Int64(), d.Exponent
+		if d.Negative {
+			q.i = -q.i
+		}
+		return
+	}
+	q.d = d
+}
+
+// Add returns q+y with resource.Quantity.Add's format rule: the result keeps
+// q's format unless q is zero, in which case it takes y's.
+func (q Quantity) Add(y Quantity) Quantity { return q.add(y, false) }
+
+// Sub returns q-y with resource.Quantity.Sub's format rule, which is Add's.
+func (q Quantity) Sub(y Quantity) Quantity { return q.add(y, true) }
+
+func (q Quantity) add(y Quantity, subtract bool) Quantity {
+	r := Quantity{format: q.format, wide: q.wide || y.wide}
+	if q.IsZero() {
+		r.format = y.format
+	}
+	if q.d == nil && y.d == nil {
+		yi := y.i
+		if subtract {
+			yi = -yi
+		}
+		// Negating the most negative int64 wraps, so that case takes the
+		// decimal path.
+		if !subtract || y.i != int64Min {
+			if v, s, ok := addAmount(q.i, q.scale, yi, y.scale); ok {
+				r.i, r.scale = v, s
+				return r
+			}
+		}
+		// Kubernetes moves to its decimal form when int64 arithmetic
+		// overflows.
+		r.wide = true
+	}
+	var tq, ty apd.Decimal
+	d := new(apd.Decimal)
+	var cond apd.Condition
+	var err error
+	if subtract {
+		cond, err = exactContext.Sub(d, q.decimal(&tq), y.decimal(&ty))
+	} else {
+		cond, err = exactContext.Add(d, q.decimal(&tq), y.decimal(&ty))
+	}
+	if err != nil || cond.Inexact() || cond.Rounded() {
+		panic(fmt.Sprintf("quantity: %v %v %v is not exact: %v %v", q, map[bool]string{false: "+", true: "-"}[subtract], y, cond, err))
+	}
+	r.setDecimal(d)
+	return r
+}
 
 // Cmp compares q and y by value: -1, 0 or +1.
-func (q Quantity) Cmp(y Quantity) int { panic("TODO") }
+func (q Quantity) Cmp(y Quantity) int {
+	if q.d == nil && y.d == nil {
+		return cmpAmount(q.i, q.scale, y.i, y.scale)
+	}
+	var tq, ty apd.Decimal
+	return q.decimal(&tq).Cmp(y.decimal(&ty))
+}
+
+// cmpInt compares q with the integer v.
+func (q Quantity) cmpInt(v int64) int {
+	if q.d == nil {
+		return cmpAmount(q.i, q.scale, v, 0)
+	}
+	var t apd.Decimal
+	return q.d.Cmp(t.SetFinite(v, 0))
+}
 
 // Sign is -1, 0 or +1.
-func (q Quantity) Sign() int { panic("TODO") }
+func (q Quantity) Sign() int {
+	if q.d == nil {
+		return sign64(q.i)
+	}
+	return q.d.Sign()
+}
 
 // IsZero reports whether q is 0.
-func (q Quantity) IsZero() bool { panic("TODO") }
+func (q Quantity) IsZero() bool {
+	if q.d == nil {
+		return q.i == 0
+	}
+	return q.d.IsZero()
+}
+
+// IsInteger reports whether q is a whole number.
+func (q Quantity) IsInteger() bool {
+	if q.d == nil {
+		return isIntegerAmount(q.i, q.scale)
+	}
+	if q.d.Exponent >= 0 || q.d.IsZero() {
+		return true
+	}
+	n := -int64(q.d.Exponent)
+	if n > q.d.NumDigits() {
+		return false
+	}
+	var p, r apd.BigInt
+	p.Exp(apd.NewBigInt(10), apd.NewBigInt(n), nil)
+	r.Rem(&q.d.Coeff, &p)
+	return r.Sign() == 0
+}
+
+// Neg returns -q in q's format. Unlike resource.Quantity.Neg it is exact for
+// the most negative int64, which Kubernetes leaves unchanged.
+func (q Quantity) Neg() Quantity {
+	r := q
+	r.s = ""
+	if q.d == nil {
+		if q.i != int64Min {
+			r.i = -q.i
+			return r
+		}
+		r.wide = true
+		r.setDecimal(new(apd.Decimal).Neg(new(apd.Decimal).SetFinite(q.i, q.scale)))
+		return r
+	}
+	r.setDecimal(new(apd.Decimal).Neg(q.d))
+	return r
+}
+
+// Max returns the larger of a and b by value, and a when they are equal.
+// Which of two equal quantities is kept matters because they may print
+// differently ("1Gi" and "1073741824").
+func Max(a, b Quantity) Quantity {
+	if b.Cmp(a) > 0 {
+		return b
+	}
+	return a
+}
+
+// RoundUp returns q rounded away from zero to a multiple of 10^scale and
+// reports whether that lost nothing, as resource.Quantity.RoundUp does:
+// RoundUp(0) is what Kubernetes' quota evaluator applies to a claim's
+// requested storage so that it is charged in whole bytes. A quantity already
+// at that scale is returned unchanged, keeping the text it was parsed from;
+// otherwise the result prints canonically in q's format.
+func (q Quantity) RoundUp(scale int32) (Quantity, bool) {
+	r := q
+	if q.d == nil {
+		if q.scale >= scale {
+			if q.wide {
+				r.s = ""
+			}
+			return r, true
+		}
+		r.s = ""
+		v, exact := roundAmount(q.i, q.scale, scale)
+		if !q.wide {
+			r.i, r.scale = v, scale
+			return r, exact
+		}
+		r.setDecimal(new(apd.Decimal).SetFinite(v, scale))
+		return r, exact
+	}
+	r.s = ""
+	if q.d.Exponent >= scale {
+		return r, true
+	}
+	n := int64(scale) - int64(q.d.Exponent)
+	d := &apd.Decimal{Negative: q.d.Negative, Exponent: scale}
+	if n > q.d.NumDigits() {
+		// Every digit lies below 10^scale and q is not zero.
+		d.Coeff.SetInt64(1)
+		r.setDecimal(d)
+		return r, false
+	}
+	var p, rem apd.BigInt
+	p.Exp(apd.NewBigInt(10), apd.NewBigInt(n), nil)
+	d.Coeff.QuoRem(&q.d.Coeff, &p, &rem)
+	exact := rem.Sign() == 0
+	if !exact {
+		d.Coeff.Add(&d.Coeff, apd.NewBigInt(1))
+	}
+	r.setDecimal(d)
+	return r, exact
+}
+
+// Decimal returns a copy of q's exact value.
+func (q Quantity) Decimal() *apd.Decimal {
+	if q.d != nil {
+		return new(apd.Decimal).Set(q.d)
+	}
+	return apd.New(q.i, q.scale)
+}

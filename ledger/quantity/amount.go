@@ -1,0 +1,174 @@
+package quantity
+
+import "math"
+
+// The helpers in this file work on a value held as i * 10^scale in an int64,
+// the form Kubernetes calls int64Amount. Each reports overflow instead of
+// wrapping, so the int64 form is only ever used while it is exact.
+
+const (
+	int64Max = math.MaxInt64
+	int64Min = math.MinInt64
+)
+
+// pow10 holds the powers of ten that fit in an int64.
+var pow10 = [19]int64{
+	1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
+	1000000000, 10000000000, 100000000000, 1000000000000, 10000000000000,
+	100000000000000, 1000000000000000, 10000000000000000,
+	100000000000000000, 1000000000000000000,
+}
+
+// add64 returns a+b, or false if the sum does not fit in an int64.
+func add64(a, b int64) (int64, bool) {
+	c := a + b
+	if (a > 0 && b > 0 && c < 0) || (a < 0 && b < 0 && c >= 0) {
+		return 0, false
+	}
+	return c, true
+}
+
+// mul64 returns a*b, or false if the product does not fit in an int64.
+func mul64(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	c := a * b
+	if (a == -1 && b == int64Min) || (b == -1 && a == int64Min) || c/b != a {
+		return 0, false
+	}
+	return c, true
+}
+
+// scaleUp returns v * 10^n for n >= 0, or false if that does not fit.
+func scaleUp(v int64, n int64) (int64, bool) {
+	if v == 0 || n == 0 {
+		return v, true
+	}
+	if n >= int64(len(pow10)) {
+		return 0, false
+	}
+	p := pow10[n]
+	if v > 0 && v > int64Max/p || v < 0 && v < int64Min/p {
+		return 0, false
+	}
+	return v * p, true
+}
+
+// addAmount adds two int64 amounts the way Kubernetes' int64Amount.Add does:
+// a zero operand yields the other unchanged, and otherwise the operand with
+// the larger scale is brought down to the smaller one. It reports false,
+// exactly when Kubernetes falls back to its decimal form, if any step
+// overflows.
+func addAmount(av int64, as int32, bv int64, bs int32) (int64, int32, bool) {
+	switch {
+	case bv == 0:
+		return av, as, true
+	case av == 0:
+		return bv, bs, true
+	case as == bs:
+		c, ok := add64(av, bv)
+		return c, as, ok
+	case as > bs:
+		a, ok := scaleUp(av, int64(as)-int64(bs))
+		if !ok {
+			return 0, 0, false
+		}
+		c, ok := add64(a, bv)
+		return c, bs, ok
+	default:
+		b, ok := scaleUp(bv, int64(bs)-int64(as))
+		if !ok {
+			return 0, 0, false
+		}
+		c, ok := add64(av, b)
+		return c, as, ok
+	}
+}
+
+// cmp64 compares two int64s.
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func sign64(v int64) int {
+	return cmp64(v, 0)
+}
+
+// cmpAmount compares two int64 amounts by value.
+func cmpAmount(av int64, as int32, bv int64, bs int32) int {
+	if as == bs {
+		return cmp64(av, bv)
+	}
+	sa, sb := sign64(av), sign64(bv)
+	if sa != sb || sa == 0 {
+		return cmp64(int64(sa), int64(sb))
+	}
+	if as > bs {
+		a, ok := scaleUp(av, int64(as)-int64(bs))
+		if !ok {
+			// a has the larger magnitude, and both have the same sign.
+			return sa
+		}
+		return cmp64(a, bv)
+	}
+	b, ok := scaleUp(bv, int64(bs)-int64(as))
+	if !ok {
+		return -sa
+	}
+	return cmp64(av, b)
+}
+
+// isIntegerAmount reports whether v * 10^scale is a whole number.
+func isIntegerAmount(v int64, scale int32) bool {
+	if scale >= 0 || v == 0 {
+		return true
+	}
+	if -int64(scale) >= int64(len(pow10)) {
+		return false
+	}
+	return v%pow10[-scale] == 0
+}
+
+// roundAmount rounds v * 10^from to a multiple of 10^to (to > from), away
+// from zero, and reports whether no digit was lost. It is Kubernetes'
+// negativeScaleInt64.
+func roundAmount(v int64, from, to int32) (int64, bool) {
+	n := int64(to) - int64(from)
+	var result int64
+	var lost bool
+	if n >= int64(len(pow10)) {
+		result, lost = 0, v != 0
+	} else {
+		p := pow10[n]
+		result, lost = v/p, v%p != 0
+	}
+	if lost {
+		if v > 0 {
+			result++
+		} else {
+			result--
+		}
+	}
+	return result, !lost
+}
+
+// digits64 returns the number of decimal digits of |v|, with 1 for 0.
+func digits64(v int64) int64 {
+	u := uint64(v)
+	if v < 0 {
+		u = -u
+	}
+	n := int64(1)
+	for u >= 10 {
+		u /= 10
+		n++
+	}
+	return n
+}

@@ -1,0 +1,220 @@
+package quantity
+
+import (
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/apd/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+const (
+	// exactExponentMax is the largest leading power of ten ParseExact
+	// accepts. Sums may grow past ExponentMax by one digit per ten-fold
+	// increase in the number of terms; twenty digits more covers any count
+	// of terms an int64 can hold.
+	exactExponentMax = ExponentMax + 20
+
+	// ExactLengthMax is the longest text ParseExact accepts: enough for
+	// every digit from 10^exactExponentMax down to 10^-ExponentMax, a sign,
+	// a suffix and the format.
+	ExactLengthMax = exactExponentMax + ExponentMax + 64
+)
+
+// Exact returns a text that ParseExact turns back into a Quantity with the
+// same value, Format and String(). It has one of two forms:
+//
+//	=TEXT         q is what Parse(TEXT) returned, and prints as TEXT
+//	VALUE;FORMAT  VALUE is q's exact value in Kubernetes notation (String()
+//	              when that is exact, the e-notation otherwise) and FORMAT is
+//	              DecimalSI, BinarySI or DecimalExponent
+func (q Quantity) Exact() string {
+	if q.s != "" {
+		return "=" + q.s
+	}
+	var buf [48]byte
+	b, lossless := q.appendCanonical(buf[:0])
+	if !lossless {
+		var t apd.Decimal
+		b, _ = appendDecimalBig(buf[:0], q.decimal(&t), DecimalExponent)
+	}
+	b = append(b, ';')
+	b = append(b, q.format.String()...)
+	return string(b)
+}
+
+// ParseExact parses a text written by Exact.
+func ParseExact(s string) (Quantity, error) {
+	if len(s) > ExactLengthMax {
+		return Quantity{}, fmt.Errorf("exact quantity of %d bytes: %w", len(s), ErrRange)
+	}
+	if text, ok := strings.CutPrefix(s, "="); ok {
+		q, err := Parse(text)
+		if err != nil {
+			return Quantity{}, fmt.Errorf("exact quantity %q: %w", s, err)
+		}
+		return q, nil
+	}
+	value, name, ok := strings.Cut(s, ";")
+	if !ok {
+		return Quantity{}, fmt.Errorf("exact quantity %q has no format: %w", s, ErrExactForm)
+	}
+	var format Format
+	switch name {
+	case "DecimalSI":
+		format = DecimalSI
+	case "BinarySI":
+		format = BinarySI
+	case "DecimalExponent":
+		format = DecimalExponent
+	default:
+		return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
+	}
+	d, err := parseExactValue(value)
+	if err != nil {
+		return Quantity{}, fmt.Errorf("exact quantity %q: %w", s, err)
+	}
+	return fromExactDecimal(d, format), nil
+}
+
+// fromExactDecimal builds a quantity without a cached text. A value whose
+// coefficient fits an int64 is held the way Kubernetes holds a quantity
+// built from an int64; any other is one Kubernetes holds as an inf.Dec.
+func fromExactDecimal(d *apd.Decimal, format Format) Quantity {
+	q := Quantity{format: format}
+	q.setDecimal(d)
+	q.wide = q.d != nil
+	return q
+}
+
+// parseExactValue reads Kubernetes notation exactly: no rounding, no cap and
+// no 32-bit exponent.
+func parseExactValue(s string) (*apd.Decimal, error) {
+	p, err := scan(s)
+	if err != nil {
+		return nil, err
+	}
+	if s == "" || strings.IndexAny(p.value, "0123456789") < 0 {
+		return nil, ErrExactForm
+	}
+	base, exponent, _, ok := interpretSuffix(p.suffix)
+	if !ok {
+		return nil, ErrSuffix
+	}
+	e := int64(exponent)
+	if base == 10 && len(p.suffix) > 1 {
+		// An e-notation exponent, read again without truncation.
+		if e, err = strconv.ParseInt(p.suffix[1:], 10, 64); err != nil {
+			return nil, ErrSuffix
+		}
+	}
+	digits := strings.TrimLeft(p.num+p.denom, "0")
+	c := new(big.Int)
+	if digits != "" {
+		c.SetString(digits, 10)
+	}
+	if base == 2 {
+		c.Lsh(c, uint(exponent))
+		e = 0
+	}
+	e -= int64(len(p.denom))
+	if err := checkRange(c, e, exactExponentMax); err != nil {
+		return nil, err
+	}
+	d := &apd.Decimal{Negative: p.negative && c.Sign() != 0, Exponent: int32(e)}
+	d.Coeff.SetMathBigInt(c)
+	return d, nil
+}
+
+// checkRange returns ErrRange unless the non-negative c * 10^e has its
+// leading digit at most at 10^max and its last non-zero digit at least at
+// 10^-ExponentMax. Zero is always in range.
+func checkRange(c *big.Int, e int64, max int64) error {
+	if c.Sign() == 0 {
+		return nil
+	}
+	text := c.String()
+	if e+int64(len(text))-1 > max {
+		return ErrRange
+	}
+	low := e + int64(len(text)-len(strings.TrimRight(text, "0")))
+	if low < -ExponentMax {
+		return ErrRange
+	}
+	return nil
+}
+
+// FromKube returns the quantity k holds: the same exact value, the same
+// Format and the same String(). A Format other than Kubernetes' three prints
+// in Kubernetes as DecimalExponent and becomes DecimalExponent here. It
+// returns ErrRange for a value beyond ExponentMax.
+func FromKube(k resource.Quantity) (Quantity, error) {
+	var format Format
+	switch k.Format {
+	case resource.DecimalSI:
+		format = DecimalSI
+	case resource.BinarySI:
+		format = BinarySI
+	default:
+		format = DecimalExponent
+	}
+	// AsDec converts its receiver in place; the copy keeps k's own form,
+	// which String below depends on. An inf.Dec k already holds is shared
+	// with the caller and only read.
+	copied := k
+	dec := copied.AsDec()
+	unscaled := new(big.Int).Abs(dec.UnscaledBig())
+	e := -int64(dec.Scale())
+	if err := checkRange(unscaled, e, ExponentMax); err != nil {
+		return Quantity{}, fmt.Errorf("kubernetes quantity: %w", err)
+	}
+	d := &apd.Decimal{Negative: dec.Sign() < 0, Exponent: int32(e)}
+	d.Coeff.SetMathBigInt(unscaled)
+	q := fromExactDecimal(d, format)
+
+	text := k.String()
+	if q.String() == text {
+		return q, nil
+	}
+	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently.
+	other := q
+	other.wide = !q.wide
+	if q.d == nil && other.String() == text {
+		return other, nil
+	}
+	// Otherwise k keeps the text it was parsed from.
+	if p, err := Parse(text); err == nil && p.format == q.format && p.Cmp(q) == 0 {
+		return p, nil
+	}
+	return q, nil
+}
+
+// MarshalJSON writes String() as a JSON string, as resource.Quantity does.
+func (q Quantity) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, len(q.s)+24)
+	out = append(out, '"')
+	out, _ = q.AppendText(out)
+	return append(out, '"'), nil
+}
+
+// UnmarshalJSON reads a JSON string (or bare number) with Parse after
+// trimming spaces, as resource.Quantity does; JSON escapes are not decoded,
+// as Kubernetes does not decode them. null sets q to zero; Kubernetes would
+// also keep q's earlier format and printed text.
+func (q *Quantity) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*q = Quantity{}
+		return nil
+	}
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		b = b[1 : len(b)-1]
+	}
+	p, err := Parse(strings.TrimSpace(string(b)))
+	if err != nil {
+		return err
+	}
+	*q = p
+	return nil
+}
