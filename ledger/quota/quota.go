@@ -1,50 +1,340 @@
 package quota
 
 import (
-	"time"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quantity"
 )
 
-// ResourceList maps resource names (requests.cpu, pods, count/jobs.batch) to
-// quantities.
-type ResourceList map[string]quantity.Quantity
-
-// Charge is what one object contributes to the quotas of its namespace,
-// independent of any quota: its full usage and the facts scopes match on.
-// It is stored with the object in the projection, so it must round-trip
-// through JSON exactly (formats included).
-type Charge struct {
-	Usage ResourceList `json:"usage"`
-	Scope ScopeFacts   `json:"scope"`
+// ScopeRequirement is one scope a quota is restricted to: an entry of
+// spec.scopeSelector.matchExpressions, or a spec.scopes entry read as
+// Exists.
+type ScopeRequirement struct {
+	ScopeName string   `json:"scopeName"`
+	Operator  string   `json:"operator"`
+	Values    []string `json:"values,omitempty"`
 }
 
-// ScopeFacts are the attributes of an object that quota scopes read.
-type ScopeFacts struct {
-	// TODO: defined by the evaluator.
+// String prints the requirement as Kubernetes prints its Go struct in the
+// "insufficient quota to match these scopes" message.
+func (r ScopeRequirement) String() string {
+	return fmt.Sprintf("{%s %s %v}", r.ScopeName, r.Operator, r.Values)
 }
-
-// Evaluate computes an object's charge as stored (after API defaulting),
-// at the time now (for pods stuck terminating past their grace period).
-func Evaluate(o *object.Object, now time.Time) (Charge, error) { panic("TODO") }
 
 // Quota is a validated ResourceQuota.
 type Quota struct {
-	Namespace string
-	Name      string
-	Hard      ResourceList
+	Namespace string       `json:"namespace"`
+	Name      string       `json:"name"`
+	Hard      ResourceList `json:"hard"`
+	// Scopes are spec.scopes followed by spec.scopeSelector.matchExpressions,
+	// in that order; an object must match all of them.
+	Scopes []ScopeRequirement `json:"scopes,omitempty"`
 	// Invalid holds Kubernetes' validation message when the spec is not
 	// valid; an invalid quota charges nothing and admits nothing.
-	Invalid string
-	// TODO: scopes, selector.
+	Invalid string `json:"invalid,omitempty"`
 }
 
-// FromObject reads a ResourceQuota object.
-func FromObject(o *object.Object) (*Quota, error) { panic("TODO") }
+// FromObject reads a ResourceQuota object. A spec that Kubernetes would
+// refuse gives a Quota with Invalid set, Hard empty and no scopes, rather
+// than an error: the record of the object is kept.
+func FromObject(o *object.Object) (*Quota, error) {
+	if o == nil {
+		return nil, ErrNoObject
+	}
+	rq, ok := o.Value.(*corev1.ResourceQuota)
+	if !ok {
+		return nil, fmt.Errorf("quota from %s %q: %w", o.Kind, o.Name, ErrNotResourceQuota)
+	}
+	q := &Quota{Namespace: o.Namespace, Name: o.Name}
+	if errs := validateSpec(&rq.Spec); len(errs) > 0 {
+		q.Invalid = fmt.Sprintf("ResourceQuota %q is invalid: %v", o.Name, errs.ToAggregate())
+		q.Hard = ResourceList{}
+		return q, nil
+	}
+	var cv converter
+	q.Hard = cv.list(rq.Spec.Hard)
+	if cv.err != nil {
+		return nil, fmt.Errorf("quota %s/%s: %w", o.Namespace, o.Name, cv.err)
+	}
+	if q.Hard == nil {
+		q.Hard = ResourceList{}
+	}
+	for _, s := range rq.Spec.Scopes {
+		q.Scopes = append(q.Scopes, ScopeRequirement{ScopeName: string(s), Operator: OperatorExists})
+	}
+	if sel := rq.Spec.ScopeSelector; sel != nil {
+		for _, r := range sel.MatchExpressions {
+			q.Scopes = append(q.Scopes, ScopeRequirement{ScopeName: string(r.ScopeName), Operator: string(r.Operator), Values: r.Values})
+		}
+	}
+	return q, nil
+}
 
-// Matches reports whether an object with charge c is charged to q.
-func (q *Quota) Matches(c Charge) bool { panic("TODO") }
+// sortedHard returns the hard resource names in order, so that the
+// validation message is stable (Kubernetes walks a Go map).
+func sortedHard(hard corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(hard))
+	for k := range hard {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}
+
+// validateSpec is Kubernetes' ValidateResourceQuotaSpec.
+func validateSpec(spec *corev1.ResourceQuotaSpec) field.ErrorList {
+	var errs field.ErrorList
+	hardPath := field.NewPath("spec").Child("hard")
+	for _, k := range sortedHard(spec.Hard) {
+		path := hardPath.Key(string(k))
+		errs = append(errs, validateResourceName(string(k), path)...)
+		errs = append(errs, validateQuantity(string(k), spec.Hard[k], path)...)
+	}
+	errs = append(errs, validateScopes(spec)...)
+	errs = append(errs, validateScopeSelector(spec)...)
+	return errs
+}
+
+func validateResourceName(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if len(errs) != 0 {
+		return errs
+	}
+	if !containsSlash(name) {
+		if !isStandardResourceName(name) {
+			errs = append(errs, field.Invalid(path, name, "must be a standard resource type or fully qualified"))
+		}
+		if !isStandardQuotaResourceName(name) {
+			errs = append(errs, field.Invalid(path, name, "must be a standard resource for quota"))
+		}
+	}
+	return errs
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+func validateQuantity(name string, v resource.Quantity, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if v.Sign() < 0 {
+		errs = append(errs, field.Invalid(path, v.String(), "must be greater than or equal to 0"))
+	}
+	if isIntegerResourceName(name) && v.MilliValue()%1000 != 0 {
+		errs = append(errs, field.Invalid(path, v, "must be an integer"))
+	}
+	return errs
+}
+
+var conflictingScopes = [][2]string{
+	{ScopeBestEffort, ScopeNotBestEffort},
+	{ScopeTerminating, ScopeNotTerminating},
+}
+
+func validateScopes(spec *corev1.ResourceQuotaSpec) field.ErrorList {
+	var errs field.ErrorList
+	if len(spec.Scopes) == 0 {
+		return nil
+	}
+	path := field.NewPath("spec").Child("scopes")
+	seen := map[string]bool{}
+	for _, scope := range spec.Scopes {
+		if !standardScopes[string(scope)] {
+			errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope"))
+		}
+		for _, k := range sortedHard(spec.Hard) {
+			if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(string(scope), string(k)) {
+				errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope applied to resource"))
+			}
+		}
+		seen[string(scope)] = true
+	}
+	for _, pair := range conflictingScopes {
+		if seen[pair[0]] && seen[pair[1]] {
+			errs = append(errs, field.Invalid(path, spec.Scopes, "conflicting scopes"))
+		}
+	}
+	return errs
+}
+
+func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
+	if spec.ScopeSelector == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	path := field.NewPath("spec").Child("scopeSelector").Child("matchExpressions")
+	seen := map[string]bool{}
+	for _, req := range spec.ScopeSelector.MatchExpressions {
+		scope := string(req.ScopeName)
+		if !standardScopes[scope] {
+			errs = append(errs, field.Invalid(path.Child("scopeName"), req.ScopeName, "unsupported scope"))
+		}
+		for _, k := range sortedHard(spec.Hard) {
+			if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(scope, string(k)) {
+				errs = append(errs, field.Invalid(path, spec.ScopeSelector, "unsupported scope applied to resource"))
+			}
+		}
+		switch scope {
+		case ScopeBestEffort, ScopeNotBestEffort, ScopeTerminating, ScopeNotTerminating, ScopeCrossNamespacePodAffinity:
+			if req.Operator != corev1.ScopeSelectorOpExists {
+				errs = append(errs, field.Invalid(path.Child("operator"), req.Operator,
+					"must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"))
+			}
+		}
+		switch string(req.Operator) {
+		case OperatorIn, OperatorNotIn:
+			if len(req.Values) == 0 {
+				errs = append(errs, field.Required(path.Child("values"),
+					"must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"))
+			}
+		case OperatorExists, OperatorDoesNotExist:
+			if len(req.Values) != 0 {
+				errs = append(errs, field.Invalid(path.Child("values"), req.Values,
+					"must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"))
+			}
+		default:
+			errs = append(errs, field.Invalid(path.Child("operator"), req.Operator, "not a valid selector operator"))
+		}
+		seen[scope] = true
+	}
+	for _, pair := range conflictingScopes {
+		if seen[pair[0]] && seen[pair[1]] {
+			errs = append(errs, field.Invalid(path, spec.Scopes, "conflicting scopes"))
+		}
+	}
+	return errs
+}
+
+// hardNames returns the sorted names q tracks.
+func (q *Quota) hardNames() []string { return q.Hard.Names() }
+
+// tracksAny reports whether q tracks at least one resource that the
+// evaluator of resource produces.
+func (q *Quota) tracksAny(resource string) bool {
+	for name := range q.Hard {
+		if evaluatorProduces(resource, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Matches reports whether an object with charge c is charged to q: q is
+// valid, tracks a resource the object's evaluator produces, and every
+// scope of q matches the object.
+func (q *Quota) Matches(c Charge) bool {
+	if q == nil || q.Invalid != "" || !q.tracksAny(c.Resource) {
+		return false
+	}
+	for _, s := range q.Scopes {
+		if !scopeMatches(s, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// scopeMatches decides one scope for one object. Pods answer the pod
+// scopes, claims the VolumeAttributesClass scope; every other pairing fails.
+func scopeMatches(s ScopeRequirement, c Charge) bool {
+	if c.Scope.Pod {
+		switch s.ScopeName {
+		case ScopeTerminating:
+			return c.Scope.Terminating
+		case ScopeNotTerminating:
+			return !c.Scope.Terminating
+		case ScopeBestEffort:
+			return c.Scope.BestEffort
+		case ScopeNotBestEffort:
+			return !c.Scope.BestEffort
+		case ScopeCrossNamespacePodAffinity:
+			return c.Scope.CrossNamespacePodAffinity
+		case ScopePriorityClass:
+			if c.Scope.PriorityClass == "" {
+				return labelMatches(s, nil)
+			}
+			return labelMatches(s, []string{c.Scope.PriorityClass})
+		}
+		return false
+	}
+	if c.Resource == "persistentvolumeclaims" && s.ScopeName == ScopeVolumeAttributesClass {
+		if s.Operator == OperatorExists {
+			return len(c.Scope.VolumeAttributesClasses) != 0
+		}
+		if len(c.Scope.VolumeAttributesClasses) == 0 {
+			return labelMatches(s, nil)
+		}
+		for _, name := range c.Scope.VolumeAttributesClasses {
+			if labelMatches(s, []string{name}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// labelMatches evaluates s as a label selector requirement on a label set
+// holding the scope name with value values[0], or no such label when values
+// is empty.
+func labelMatches(s ScopeRequirement, values []string) bool {
+	present := len(values) == 1
+	in := func() bool {
+		for _, v := range s.Values {
+			if present && v == values[0] {
+				return true
+			}
+		}
+		return false
+	}
+	switch s.Operator {
+	case OperatorIn:
+		return present && in()
+	case OperatorNotIn:
+		return !present || !in()
+	case OperatorExists:
+		return present
+	case OperatorDoesNotExist:
+		return !present
+	}
+	return false
+}
 
 // Mask returns the part of usage q tracks (the resources in q.Hard).
-func (q *Quota) Mask(usage ResourceList) ResourceList { panic("TODO") }
+func (q *Quota) Mask(usage ResourceList) ResourceList {
+	return maskNames(usage, q.hardNames())
+}
+
+// SumMatching returns q's used: zero for every resource q tracks, plus the
+// tracked part of every charge q matches, summed in the order given (the
+// order decides the print format when formats are mixed, so callers pass
+// charges in a stable order, such as by object key).
+func SumMatching(q *Quota, charges []Charge) ResourceList {
+	used := make(ResourceList, len(q.Hard))
+	if q.Invalid != "" {
+		return used
+	}
+	for name := range q.Hard {
+		used[name] = quantity.NewInt(0)
+	}
+	for _, c := range charges {
+		if q.Matches(c) {
+			used = Add(used, q.Mask(c.Usage))
+		}
+	}
+	return used
+}

@@ -1,0 +1,385 @@
+package quota
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotaledger/quota/ledger/object"
+)
+
+// Operation is the admission operation, as admission.k8s.io names it.
+type Operation string
+
+// Operations quota admission distinguishes.
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+	Delete Operation = "DELETE"
+)
+
+// ReasonForbidden is the status reason of a quota denial.
+const ReasonForbidden = "Forbidden"
+
+// QuotaState is one quota of the namespace with its current used.
+type QuotaState struct {
+	Quota *Quota
+	Used  ResourceList
+}
+
+// LimitedResource is one entry of the ResourceQuota admission plugin's
+// limitedResources configuration: consuming a resource of this group and
+// resource whose name contains one of MatchContains, or matching one of
+// MatchScopes, needs a covering quota.
+type LimitedResource struct {
+	APIGroup      string             `json:"apiGroup,omitempty"`
+	Resource      string             `json:"resource"`
+	MatchContains []string           `json:"matchContains,omitempty"`
+	MatchScopes   []ScopeRequirement `json:"matchScopes,omitempty"`
+}
+
+// AdmitRequest is one admission question.
+type AdmitRequest struct {
+	Operation Operation
+	// Object is the object to create or the new state of an update, with
+	// its namespace set and (for raw manifests) Default applied.
+	Object *object.Object
+	// OldObject is the stored state for an update.
+	OldObject *object.Object
+	// Quotas are the namespace's quotas; Admit reads them sorted by name.
+	Quotas []QuotaState
+	// Limited is the limitedResources configuration; nil for none.
+	Limited []LimitedResource
+	// Now is the time pods' grace periods are measured against.
+	Now time.Time
+}
+
+// Decision is the answer to an AdmitRequest.
+type Decision struct {
+	Allowed bool
+	// Message is the full status message kube-apiserver returns, empty when
+	// allowed.
+	Message string
+	// Code is the HTTP status: 200 allowed, 403 denied, 500 when the
+	// request could not be evaluated.
+	Code int32
+	// Reason is the status reason: Forbidden for denials.
+	Reason string
+	// Used is every quota's used after the request, by quota name; only
+	// matching quotas change.
+	Used map[string]ResourceList
+	// Charge is the object's charge, what a reservation holds.
+	Charge Charge
+}
+
+// handles reports whether the quota plugin evaluates this operation on this
+// resource: pods on create and on resize updates, claims and services on
+// create and update, every other counted object on create only.
+func handles(op Operation, resource string) bool {
+	switch resource {
+	case "pods", "persistentvolumeclaims", "services":
+		return op == Create || op == Update
+	}
+	return op == Create
+}
+
+// Admit decides a request as the ResourceQuota admission plugin's
+// CheckRequest does.
+func Admit(req AdmitRequest) Decision {
+	states := make([]QuotaState, 0, len(req.Quotas))
+	for _, s := range req.Quotas {
+		if s.Quota != nil && s.Quota.Invalid == "" {
+			states = append(states, s)
+		}
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i].Quota.Name < states[j].Quota.Name })
+	d := Decision{Allowed: true, Code: http.StatusOK, Used: make(map[string]ResourceList, len(states))}
+	for _, s := range states {
+		d.Used[s.Quota.Name] = s.Used
+	}
+	o := req.Object
+	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource) {
+		return d
+	}
+	input, err := Evaluate(o, req.Now)
+	if err != nil {
+		return internalError(d, err)
+	}
+	d.Charge = input
+
+	limitedScopes := matchedLimitedScopes(input, req.Limited)
+	var limitedNames []string
+	for _, l := range req.Limited {
+		if l.APIGroup == o.Group && l.Resource == o.GroupResource().Resource {
+			limitedNames = append(limitedNames, limitedByDefault(input.Usage, l)...)
+		}
+	}
+
+	var interesting []int
+	restricted := map[string]bool{}
+	var restrictedScopes []ScopeRequirement
+	for i, s := range states {
+		for _, sc := range s.Quota.Scopes {
+			if scopeMatches(sc, input) {
+				restrictedScopes = append(restrictedScopes, sc)
+			}
+		}
+		if !s.Quota.Matches(input) {
+			continue
+		}
+		required := matchingResources(o.Resource, s.Quota.hardNames())
+		if msg := constraints(o, required); msg != "" {
+			return forbidden(d, o, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg))
+		}
+		var unknown []string
+		for _, r := range required {
+			if _, ok := s.Used[r]; !ok {
+				unknown = append(unknown, r)
+			}
+		}
+		if len(unknown) > 0 {
+			return forbidden(d, o, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required)))
+		}
+		interesting = append(interesting, i)
+		for _, r := range required {
+			restricted[r] = true
+		}
+	}
+
+	if neg := negativeNames(input.Usage); len(neg) > 0 {
+		return forbidden(d, o, "quota usage is negative for resource(s): "+strings.Join(neg, ","))
+	}
+
+	delta := make(map[int]ResourceList, len(interesting))
+	for _, i := range interesting {
+		delta[i] = input.Usage
+	}
+	var deltaNoQuota ResourceList
+	if req.Operation == Create && len(interesting) == 0 {
+		deltaNoQuota = input.Usage
+	}
+	if req.Operation == Update {
+		if req.OldObject == nil {
+			return forbidden(d, o, "unable to get previous usage since prior version of object was not found")
+		}
+		if req.OldObject.ResourceVersion != "" {
+			prev, err := Evaluate(req.OldObject, req.Now)
+			if err != nil {
+				return internalError(d, err)
+			}
+			growth := SubtractNonNegative(input.Usage, prev.Usage)
+			if len(interesting) == 0 {
+				deltaNoQuota = growth
+			}
+			for _, i := range interesting {
+				if states[i].Quota.Matches(prev) {
+					delta[i] = growth
+				}
+			}
+		} else if len(interesting) == 0 {
+			deltaNoQuota = input.Usage
+		}
+	}
+	for i, l := range delta {
+		l = removeZeros(l)
+		if len(l) == 0 {
+			delete(delta, i)
+		} else {
+			delta[i] = l
+		}
+	}
+	if len(interesting) != 0 {
+		if len(delta) == 0 {
+			return d
+		}
+	} else if len(removeZeros(deltaNoQuota)) == 0 {
+		return d
+	}
+
+	var uncovered []string
+	for _, n := range limitedNames {
+		if !restricted[n] {
+			uncovered = append(uncovered, n)
+		}
+	}
+	if len(uncovered) > 0 {
+		return forbidden(d, o, "insufficient quota to consume: "+joinSorted(uncovered))
+	}
+	if missing := uncoveredScopes(limitedScopes, restrictedScopes); len(missing) > 0 {
+		// Kubernetes returns this one as a plain error, which the API
+		// server reports as an internal error with the bare message.
+		parts := make([]string, len(missing))
+		for i, m := range missing {
+			parts[i] = m.String()
+		}
+		d.Allowed = false
+		d.Code = http.StatusInternalServerError
+		d.Reason = ""
+		d.Message = "insufficient quota to match these scopes: [" + strings.Join(parts, " ") + "]"
+		return d
+	}
+
+	newUsed := make(map[string]ResourceList, len(states))
+	for k, v := range d.Used {
+		newUsed[k] = v
+	}
+	for _, i := range interesting {
+		l, ok := delta[i]
+		if !ok {
+			continue
+		}
+		q := states[i].Quota
+		requested := q.Mask(l)
+		used := Add(states[i].Used, requested)
+		if ok, exceeded := lessThanOrEqual(maskNames(used, requested.Names()), q.Hard); !ok {
+			return forbidden(d, o, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
+				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded)))
+		}
+		newUsed[q.Name] = used
+	}
+	d.Used = newUsed
+	return d
+}
+
+func joinSorted(names []string) string {
+	s := append([]string(nil), names...)
+	sort.Strings(s)
+	out := s[:0]
+	for i, n := range s {
+		if i == 0 || n != s[i-1] {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// forbidden turns d into a 403 with kube-apiserver's message layout:
+// `<resource> "<name>" is forbidden: <reason>`.
+func forbidden(d Decision, o *object.Object, reason string) Decision {
+	name := o.Name
+	if name == "" {
+		// Names are generated after admission; Kubernetes reports the
+		// prefix meanwhile.
+		name = o.GenerateName
+	}
+	d.Allowed = false
+	d.Code = http.StatusForbidden
+	d.Reason = ReasonForbidden
+	if name == "" {
+		d.Message = fmt.Sprintf("%s is forbidden: %s", o.Resource, reason)
+	} else {
+		d.Message = fmt.Sprintf("%s %q is forbidden: %s", o.Resource, name, reason)
+	}
+	return d
+}
+
+func internalError(d Decision, err error) Decision {
+	d.Allowed = false
+	d.Code = http.StatusInternalServerError
+	d.Reason = "InternalError"
+	d.Message = "Internal error occurred: " + err.Error()
+	return d
+}
+
+// constraints is the pod evaluator's "must specify" rule: when a quota
+// tracks cpu or memory requests or limits, every container and init
+// container must state them. It returns the reason, or "" when satisfied.
+func constraints(o *object.Object, required []string) string {
+	pod, ok := o.Value.(*corev1.Pod)
+	if o.Resource != "pods" || !ok {
+		return ""
+	}
+	requiredSet := map[string]bool{}
+	for _, r := range required {
+		if mustSpecify[r] {
+			requiredSet[r] = true
+		}
+	}
+	if len(requiredSet) == 0 {
+		return ""
+	}
+	missing := map[string]map[string]bool{}
+	check := func(c *corev1.Container) {
+		// Only the names matter here, so a conversion failure is moot.
+		var cv converter
+		usage := computeUsage(cv.list(c.Resources.Requests), cv.list(c.Resources.Limits))
+		for r := range requiredSet {
+			if _, ok := usage[r]; !ok {
+				if missing[r] == nil {
+					missing[r] = map[string]bool{}
+				}
+				missing[r][c.Name] = true
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.InitContainers {
+		check(&pod.Spec.InitContainers[i])
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(missing))
+	for r := range missing {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, r := range names {
+		parts[i] = r + " for: " + containerNames(missing[r])
+	}
+	return "must specify " + strings.Join(parts, "; ")
+}
+
+// limitedByDefault returns the consumed resources of usage whose names
+// contain one of l's MatchContains.
+func limitedByDefault(usage ResourceList, l LimitedResource) []string {
+	var out []string
+	for _, k := range usage.Names() {
+		if usage[k].Sign() != 1 {
+			continue
+		}
+		for _, m := range l.MatchContains {
+			if strings.Contains(k, m) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func matchedLimitedScopes(c Charge, limited []LimitedResource) []ScopeRequirement {
+	var out []ScopeRequirement
+	for _, l := range limited {
+		for _, s := range l.MatchScopes {
+			if scopeMatches(s, c) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func uncoveredScopes(limited, matched []ScopeRequirement) []ScopeRequirement {
+	var out []ScopeRequirement
+	for _, l := range limited {
+		covered := false
+		for _, m := range matched {
+			if m.ScopeName == l.ScopeName {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, l)
+		}
+	}
+	return out
+}

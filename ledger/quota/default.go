@@ -1,0 +1,222 @@
+package quota
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/quotaledger/quota/ledger/object"
+)
+
+// Environment is what the API server consults while admitting a raw
+// manifest: the namespace's LimitRanges and the cluster's RuntimeClasses.
+type Environment struct {
+	// LimitRanges are the LimitRanges of the object's namespace; nil for
+	// none.
+	LimitRanges []*corev1.LimitRange
+	// RuntimeClasses holds RuntimeClasses by name; nil for none.
+	RuntimeClasses map[string]*nodev1.RuntimeClass
+}
+
+// Default applies to a raw manifest what the API server applies before
+// quota admission sees it: pod defaulting (requests default to limits),
+// the LimitRanger plugin's container defaults, and the RuntimeClass
+// plugin's pod overhead. Objects other than pods are left unchanged. It
+// must not be applied to objects that came from the API server.
+func Default(o *object.Object, env Environment) error {
+	pod, ok := o.Value.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	defaultPodRequests(pod)
+	for _, lr := range env.LimitRanges {
+		if lr == nil {
+			continue
+		}
+		requests, limits := containerDefaults(lr)
+		for i := range pod.Spec.Containers {
+			mergeDefaults(&pod.Spec.Containers[i], requests, limits)
+		}
+		for i := range pod.Spec.InitContainers {
+			mergeDefaults(&pod.Spec.InitContainers[i], requests, limits)
+		}
+	}
+	return setOverhead(o, pod, env)
+}
+
+// defaultPodRequests is the API defaulting of container requests: a
+// container with a limit and no request for a resource requests the limit.
+// Pod-level requests default the same way from pod-level limits.
+func defaultPodRequests(pod *corev1.Pod) {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			if r.Limits == nil {
+				continue
+			}
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			for k, v := range r.Limits {
+				if _, ok := r.Requests[k]; !ok {
+					r.Requests[k] = v.DeepCopy()
+				}
+			}
+		}
+	}
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	requests := r.Requests
+	if requests == nil {
+		requests = corev1.ResourceList{}
+	}
+	// Containers that state requests give the pod their aggregate; for
+	// resources no container requests, the pod requests its limit.
+	for k, v := range aggregateKube(pod) {
+		if _, ok := requests[k]; !ok && isSupportedPodLevel(string(k)) && !isHugePages(string(k)) {
+			requests[k] = v
+		}
+	}
+	for k, v := range r.Limits {
+		if _, ok := requests[k]; !ok && isSupportedPodLevel(string(k)) {
+			requests[k] = v.DeepCopy()
+		}
+	}
+	if len(requests) > 0 {
+		r.Requests = requests
+	}
+}
+
+// aggregateKube is aggregateContainers over spec requests in Kubernetes'
+// own quantities, for defaulting that writes back into the pod.
+func aggregateKube(pod *corev1.Pod) corev1.ResourceList {
+	add := func(dst, src corev1.ResourceList) {
+		for k, v := range src {
+			if w, ok := dst[k]; ok {
+				w.Add(v)
+				dst[k] = w
+			} else {
+				dst[k] = v.DeepCopy()
+			}
+		}
+	}
+	raise := func(dst, src corev1.ResourceList) {
+		for k, v := range src {
+			if w, ok := dst[k]; !ok || v.Cmp(w) > 0 {
+				dst[k] = v.DeepCopy()
+			}
+		}
+	}
+	result := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		add(result, pod.Spec.Containers[i].Resources.Requests)
+	}
+	sidecars, peak := corev1.ResourceList{}, corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if isRestartable(c) {
+			add(result, c.Resources.Requests)
+			add(sidecars, c.Resources.Requests)
+			raise(peak, sidecars)
+			continue
+		}
+		running := corev1.ResourceList{}
+		add(running, c.Resources.Requests)
+		add(running, sidecars)
+		raise(peak, running)
+	}
+	raise(result, peak)
+	return result
+}
+
+// containerDefaults returns the default requests and limits a LimitRange
+// gives containers, with the LimitRange's own defaulting applied (a default
+// limit falls back to max, a default request to the default limit, then to
+// min), as stored LimitRanges already carry it.
+func containerDefaults(lr *corev1.LimitRange) (requests, limits corev1.ResourceList) {
+	requests, limits = corev1.ResourceList{}, corev1.ResourceList{}
+	for _, item := range lr.Spec.Limits {
+		if item.Type != corev1.LimitTypeContainer {
+			continue
+		}
+		def := corev1.ResourceList{}
+		for k, v := range item.Default {
+			def[k] = v
+		}
+		for k, v := range item.Max {
+			if _, ok := def[k]; !ok {
+				def[k] = v
+			}
+		}
+		defReq := corev1.ResourceList{}
+		for k, v := range item.DefaultRequest {
+			defReq[k] = v
+		}
+		for k, v := range def {
+			if _, ok := defReq[k]; !ok {
+				defReq[k] = v
+			}
+		}
+		for k, v := range item.Min {
+			if _, ok := defReq[k]; !ok {
+				defReq[k] = v
+			}
+		}
+		for k, v := range defReq {
+			requests[k] = v.DeepCopy()
+		}
+		for k, v := range def {
+			limits[k] = v.DeepCopy()
+		}
+	}
+	return requests, limits
+}
+
+// mergeDefaults fills in the requests and limits a container does not
+// state, as the LimitRanger plugin does.
+func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
+	if len(limits) > 0 && c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	if len(requests) > 0 && c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	for k, v := range limits {
+		if _, ok := c.Resources.Limits[k]; !ok {
+			c.Resources.Limits[k] = v.DeepCopy()
+		}
+	}
+	for k, v := range requests {
+		if _, ok := c.Resources.Requests[k]; !ok {
+			c.Resources.Requests[k] = v.DeepCopy()
+		}
+	}
+}
+
+// setOverhead copies the RuntimeClass's pod overhead into a pod that names
+// one, refusing a pod that states a different overhead.
+func setOverhead(o *object.Object, pod *corev1.Pod, env Environment) error {
+	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
+		return nil
+	}
+	name := *pod.Spec.RuntimeClassName
+	rc, ok := env.RuntimeClasses[name]
+	if !ok || rc == nil {
+		return fmt.Errorf("pod %q: RuntimeClass %q: %w", o.Name, name, ErrRuntimeClassNotFound)
+	}
+	if rc.Overhead == nil || rc.Overhead.PodFixed == nil {
+		return nil
+	}
+	if pod.Spec.Overhead != nil {
+		if !apiequality.Semantic.DeepEqual(pod.Spec.Overhead, rc.Overhead.PodFixed) {
+			return fmt.Errorf("pod %q: %w", o.Name, ErrOverheadMismatch)
+		}
+		return nil
+	}
+	pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
+	return nil
+}

@@ -1,0 +1,68 @@
+// Package quota is Kubernetes' ResourceQuota accounting as pure functions:
+// what an object charges, which quotas it is charged to, what a quota has
+// used, whether a new object is admitted, and how a raw manifest is
+// defaulted before that question is asked. It follows Kubernetes v1.36
+// (pkg/quota/v1/evaluator/core, the apiserver's resourcequota admission
+// plugin, and ValidateResourceQuota) and does no I/O.
+//
+// Rules, one sentence each:
+//
+//   - A pod always charges count/pods; it charges pods and compute only while
+//     it is not Failed or Succeeded and not past deletionTimestamp plus its
+//     grace period.
+//   - A pod's requests and limits are the sum over its containers and
+//     sidecars (restartable init containers), raised to the peak of each init
+//     container plus the sidecars started before it, replaced by pod-level
+//     resources where set, plus spec.overhead (limits only where non-zero).
+//   - During an in-place resize a pod charges the larger of its spec and what
+//     the kubelet allocated or actuated (only the latter when the resize is
+//     infeasible).
+//   - Requests charge cpu/requests.cpu, memory/requests.memory,
+//     ephemeral-storage/requests.ephemeral-storage, hugepages-<size> and
+//     requests.hugepages-<size>; extended resources charge requests.<name>
+//     only; limits charge limits.<name>.
+//   - A claim charges persistentvolumeclaims, count/persistentvolumeclaims,
+//     requests.storage (the larger of its request and allocated size, rounded
+//     up to whole bytes) and the same under
+//     <class>.storageclass.storage.k8s.io/, the class coming from the beta
+//     annotation before spec.storageClassName.
+//   - A service charges services and count/services, one load balancer if it
+//     is a LoadBalancer, and a node port per port for NodePort and
+//     LoadBalancer (only explicit node ports when allocation is off).
+//   - Every other object charges count/<resource> and, for secrets,
+//     configmaps, replicationcontrollers and resourcequotas, the legacy name.
+//   - A quota matches an object when it tracks a resource the object's
+//     evaluator produces and every scope matches; only pods match pod scopes
+//     and only claims match VolumeAttributesClass, so scoped quotas never
+//     match other objects.
+//   - A quota's used starts at zero for every hard resource and adds the
+//     tracked part of each matching charge.
+//   - Admission checks "must specify" (cpu and memory requests and limits on
+//     every container once a quota tracks them), negative usage,
+//     limitedResources, and then that each matching quota's used plus the
+//     request stays within hard, naming only the exceeded resources.
+//   - An update is charged only what grows; a delete is always allowed.
+//   - Raw manifests get requests from limits, LimitRange container defaults
+//     and RuntimeClass overhead before admission (Default).
+//
+// # Caveats
+//
+// Sums keep the format of their first non-zero term, so SumMatching must be
+// given charges in a stable order for its output to be stable; Kubernetes
+// itself sums in informer order.
+//
+// A quota whose spec Kubernetes would refuse has Invalid set and is ignored
+// by Matches, SumMatching and Admit; it can only come from a hand-written
+// event, never from a cluster.
+//
+// Pod-level in-place resize (pod status resources) is read as disabled, as
+// its feature gate is off by default; pod-level resources in the spec are
+// honoured.
+//
+// The "insufficient quota to match these scopes" refusal is a plain error in
+// Kubernetes, which the API server reports with code 500 and the bare
+// message; Decision reproduces that.
+//
+// Default is for manifests only: applying it to an object the API server
+// stored applies LimitRange defaults a second time.
+package quota

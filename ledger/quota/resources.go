@@ -1,0 +1,197 @@
+package quota
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/quotaledger/quota/ledger/quantity"
+)
+
+// ResourceList maps resource names (requests.cpu, pods, count/jobs.batch) to
+// quantities.
+type ResourceList map[string]quantity.Quantity
+
+// MarshalJSON writes each quantity in quantity's exact form, so that the
+// print format survives a round trip (a binary-SI 512 stays binary SI).
+func (l ResourceList) MarshalJSON() ([]byte, error) {
+	if l == nil {
+		return []byte("null"), nil
+	}
+	m := make(map[string]string, len(l))
+	for k, v := range l {
+		m[k] = v.Exact()
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (l *ResourceList) UnmarshalJSON(b []byte) error {
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("resource list: %w", err)
+	}
+	if m == nil {
+		*l = nil
+		return nil
+	}
+	out := make(ResourceList, len(m))
+	for k, s := range m {
+		q, err := quantity.ParseExact(s)
+		if err != nil {
+			return fmt.Errorf("resource list %s: %w", k, err)
+		}
+		out[k] = q
+	}
+	*l = out
+	return nil
+}
+
+// Names returns the resource names of l, sorted.
+func (l ResourceList) Names() []string {
+	names := make([]string, 0, len(l))
+	for k := range l {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// String prints l as the quota admission plugin does in its messages:
+// name=quantity pairs sorted by name, joined by commas.
+func (l ResourceList) String() string {
+	parts := make([]string, 0, len(l))
+	for _, k := range l.Names() {
+		parts = append(parts, k+"="+l[k].String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// Add returns a+b for every resource in either list. A resource only in b is
+// copied, so the sum keeps the format rules of quantity.Add.
+func Add(a, b ResourceList) ResourceList {
+	out := make(ResourceList, len(a)+len(b))
+	for k, v := range a {
+		if w, ok := b[k]; ok {
+			v = v.Add(w)
+		}
+		out[k] = v
+	}
+	for k, w := range b {
+		if _, ok := out[k]; !ok {
+			out[k] = w
+		}
+	}
+	return out
+}
+
+// Subtract returns a-b for every resource in either list; a resource only
+// in b comes out negated.
+func Subtract(a, b ResourceList) ResourceList {
+	out := make(ResourceList, len(a)+len(b))
+	for k, v := range a {
+		if w, ok := b[k]; ok {
+			v = v.Sub(w)
+		}
+		out[k] = v
+	}
+	for k, w := range b {
+		if _, ok := out[k]; !ok {
+			out[k] = w.Neg()
+		}
+	}
+	return out
+}
+
+// SubtractNonNegative returns a-b clamped at zero for every resource in
+// either list, as an update is charged only for what grows.
+func SubtractNonNegative(a, b ResourceList) ResourceList {
+	zero := quantity.NewInt(0)
+	out := make(ResourceList, len(a)+len(b))
+	for k, v := range a {
+		if w, ok := b[k]; ok {
+			v = v.Sub(w)
+		}
+		if v.Sign() > 0 {
+			out[k] = v
+		} else {
+			out[k] = zero
+		}
+	}
+	for k := range b {
+		if _, ok := out[k]; !ok {
+			out[k] = zero
+		}
+	}
+	return out
+}
+
+// Equal reports whether a and b name the same resources with equal values.
+// Formats are not compared, as Kubernetes' quota.Equals does not.
+func Equal(a, b ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// maskNames returns the part of l whose names are in names.
+func maskNames(l ResourceList, names []string) ResourceList {
+	out := make(ResourceList, len(names))
+	for _, n := range names {
+		if v, ok := l[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// removeZeros returns l without its zero quantities.
+func removeZeros(l ResourceList) ResourceList {
+	out := make(ResourceList, len(l))
+	for k, v := range l {
+		if !v.IsZero() {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// negativeNames returns the sorted names of negative quantities in l.
+func negativeNames(l ResourceList) []string {
+	var out []string
+	for _, k := range l.Names() {
+		if l[k].Sign() < 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// lessThanOrEqual reports whether every resource of a that b bounds is
+// within b, and the sorted names that are not.
+func lessThanOrEqual(a, b ResourceList) (bool, []string) {
+	var exceeded []string
+	for _, k := range a.Names() {
+		if limit, ok := b[k]; ok && a[k].Cmp(limit) > 0 {
+			exceeded = append(exceeded, k)
+		}
+	}
+	return len(exceeded) == 0, exceeded
+}
+
+// clone returns a copy of l that can be changed independently.
+func clone(l ResourceList) ResourceList {
+	out := make(ResourceList, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
