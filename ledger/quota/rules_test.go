@@ -1,0 +1,550 @@
+package quota
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quantity"
+)
+
+var testNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func decode(t testing.TB, js string) *object.Object {
+	t.Helper()
+	o, err := object.Decode([]byte(js))
+	if err != nil {
+		t.Fatalf("decode %s: %v", js, err)
+	}
+	if o.Namespace == "" {
+		o.SetNamespace("team")
+	}
+	return o
+}
+
+func evaluate(t testing.TB, js string) Charge {
+	t.Helper()
+	c, err := Evaluate(decode(t, js), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// pod builds a pod manifest around a spec (and optional status) fragment.
+func pod(name, spec string, status ...string) string {
+	s := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"team","resourceVersion":"1"},"spec":` + spec
+	if len(status) > 0 {
+		s += `,"status":` + status[0]
+	}
+	return s + `}`
+}
+
+func ctr(name, requests, limits string) string {
+	r := `{"name":"` + name + `","resources":{`
+	var parts []string
+	if requests != "" {
+		parts = append(parts, `"requests":{`+requests+`}`)
+	}
+	if limits != "" {
+		parts = append(parts, `"limits":{`+limits+`}`)
+	}
+	return r + strings.Join(parts, ",") + `}}`
+}
+
+func sidecar(name, requests string) string {
+	return `{"name":"` + name + `","restartPolicy":"Always","resources":{"requests":{` + requests + `}}}`
+}
+
+func list(pairs ...string) ResourceList {
+	l := ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		l[pairs[i]] = quantity.MustParse(pairs[i+1])
+	}
+	return l
+}
+
+func assertUsage(t *testing.T, got ResourceList, want map[string]string) {
+	t.Helper()
+	g := printList(got)
+	if !equalStrings(g, want) {
+		t.Errorf("usage:\n got %v\nwant %v", g, want)
+	}
+}
+
+func TestEvaluatePodRules(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  string
+		want map[string]string
+	}{
+		{"containers are summed",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"100m","memory":"1Gi"`, `"cpu":"200m","memory":"1Gi"`)+`,`+ctr("b", `"cpu":"250m","memory":"512Mi"`, `"cpu":"1","memory":"512Mi"`)+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "350m", "requests.cpu": "350m", "limits.cpu": "1200m", "memory": "1536Mi", "requests.memory": "1536Mi", "limits.memory": "1536Mi"}},
+		{"init container larger than the sum wins",
+			pod("p", `{"initContainers":[`+ctr("i", `"cpu":"2"`, "")+`],"containers":[`+ctr("a", `"cpu":"500m"`, "")+`,`+ctr("b", `"cpu":"500m"`, "")+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "2", "requests.cpu": "2"}},
+		{"sidecar adds to the sum and to later init containers",
+			pod("p", `{"initContainers":[`+sidecar("s", `"cpu":"100m"`)+`,`+ctr("i", `"cpu":"1"`, "")+`],"containers":[`+ctr("a", `"cpu":"300m"`, "")+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1100m", "requests.cpu": "1100m"}},
+		{"sidecar sum beats small init container",
+			pod("p", `{"initContainers":[`+ctr("i", `"cpu":"200m"`, "")+`,`+sidecar("s", `"cpu":"100m"`)+`],"containers":[`+ctr("a", `"cpu":"300m"`, "")+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "400m", "requests.cpu": "400m"}},
+		{"overhead is added to requests and to set limits",
+			pod("p", `{"overhead":{"cpu":"250m","memory":"120Mi"},"containers":[`+ctr("a", `"cpu":"1","memory":"1Gi"`, `"cpu":"2"`)+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1250m", "requests.cpu": "1250m", "limits.cpu": "2250m", "memory": "1144Mi", "requests.memory": "1144Mi"}},
+		{"pod-level resources replace the container totals",
+			pod("p", `{"resources":{"requests":{"cpu":"2"},"limits":{"cpu":"4"}},"containers":[`+ctr("a", `"cpu":"1","memory":"1Gi"`, "")+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "2", "requests.cpu": "2", "limits.cpu": "4", "memory": "1Gi", "requests.memory": "1Gi"}},
+		{"ephemeral storage is charged both ways",
+			pod("p", `{"containers":[`+ctr("a", `"ephemeral-storage":"1Gi"`, `"ephemeral-storage":"2Gi"`)+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "ephemeral-storage": "1Gi", "requests.ephemeral-storage": "1Gi", "limits.ephemeral-storage": "2Gi"}},
+		{"hugepages are charged bare and as requests",
+			pod("p", `{"containers":[`+ctr("a", `"memory":"1Gi","hugepages-2Mi":"4Mi"`, `"memory":"1Gi","hugepages-2Mi":"4Mi"`)+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "memory": "1Gi", "requests.memory": "1Gi", "limits.memory": "1Gi", "hugepages-2Mi": "4Mi", "requests.hugepages-2Mi": "4Mi"}},
+		{"extended resources are charged as requests only",
+			pod("p", `{"containers":[`+ctr("a", `"nvidia.com/gpu":"2"`, `"nvidia.com/gpu":"2"`)+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "requests.nvidia.com/gpu": "2"}},
+		{"succeeded pod counts only as an object",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`, `{"phase":"Succeeded"}`),
+			map[string]string{"count/pods": "1"}},
+		{"failed pod counts only as an object",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`, `{"phase":"Failed"}`),
+			map[string]string{"count/pods": "1"}},
+		{"pod stuck terminating past its grace period stops counting",
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-06-01T11:00:00Z","deletionGracePeriodSeconds":30},"spec":{"containers":[` + ctr("a", `"cpu":"1"`, "") + `]}}`,
+			map[string]string{"count/pods": "1"}},
+		{"pod terminating within its grace period still counts",
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-06-01T11:59:50Z","deletionGracePeriodSeconds":30},"spec":{"containers":[` + ctr("a", `"cpu":"1"`, "") + `]}}`,
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1"}},
+		{"in-place resize charges the larger of spec and allocated",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"500m"`, "")+`]}`, `{"phase":"Running","containerStatuses":[{"name":"a","allocatedResources":{"cpu":"1"},"resources":{"requests":{"cpu":"1"}}}]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1"}},
+		{"infeasible resize charges what is actuated",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"4"`, "")+`]}`, `{"phase":"Running","conditions":[{"type":"PodResizePending","status":"True","reason":"Infeasible"}],"containerStatuses":[{"name":"a","allocatedResources":{"cpu":"1"},"resources":{"requests":{"cpu":"1"}}}]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1"}},
+		{"memory sums keep binary SI",
+			pod("p", `{"containers":[`+ctr("a", `"memory":"1Gi"`, "")+`,`+ctr("b", `"memory":"512Mi"`, "")+`]}`),
+			map[string]string{"count/pods": "1", "pods": "1", "memory": "1536Mi", "requests.memory": "1536Mi"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := evaluate(t, tt.pod)
+			assertUsage(t, c.Usage, tt.want)
+			assertTrimmedSameCharge(t, decode(t, tt.pod))
+		})
+	}
+}
+
+func TestEvaluateOtherKindsRules(t *testing.T) {
+	tests := []struct {
+		name, obj string
+		want      map[string]string
+	}{
+		{"claim charges its class from spec",
+			`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c"},"spec":{"storageClassName":"gold","resources":{"requests":{"storage":"10Gi"}}}}`,
+			map[string]string{"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1", "requests.storage": "10Gi",
+				"gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1", "gold.storageclass.storage.k8s.io/requests.storage": "10Gi"}},
+		{"beta annotation wins over storageClassName",
+			`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c","annotations":{"volume.beta.kubernetes.io/storage-class":"bronze"}},"spec":{"storageClassName":"gold","resources":{"requests":{"storage":"1Gi"}}}}`,
+			map[string]string{"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1", "requests.storage": "1Gi",
+				"bronze.storageclass.storage.k8s.io/persistentvolumeclaims": "1", "bronze.storageclass.storage.k8s.io/requests.storage": "1Gi"}},
+		{"claim charges the larger allocated size",
+			`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c"},"spec":{"resources":{"requests":{"storage":"1Gi"}}},"status":{"allocatedResources":{"storage":"2Gi"}}}`,
+			map[string]string{"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1", "requests.storage": "2Gi"}},
+		{"claim storage is rounded up to whole bytes",
+			`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c"},"spec":{"resources":{"requests":{"storage":"1500m"}}}}`,
+			map[string]string{"persistentvolumeclaims": "1", "count/persistentvolumeclaims": "1", "requests.storage": "2"}},
+		{"cluster IP service counts only as a service",
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}]}}`,
+			map[string]string{"services": "1", "count/services": "1", "services.loadbalancers": "0", "services.nodeports": "0"}},
+		{"node port service counts a node port per port",
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"type":"NodePort","ports":[{"port":80},{"port":81}]}}`,
+			map[string]string{"services": "1", "count/services": "1", "services.loadbalancers": "0", "services.nodeports": "2"}},
+		{"load balancer counts node ports by default",
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"type":"LoadBalancer","ports":[{"port":80}]}}`,
+			map[string]string{"services": "1", "count/services": "1", "services.loadbalancers": "1", "services.nodeports": "1"}},
+		{"load balancer without node port allocation counts explicit node ports",
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"type":"LoadBalancer","allocateLoadBalancerNodePorts":false,"ports":[{"port":80},{"port":81,"nodePort":30001}]}}`,
+			map[string]string{"services": "1", "count/services": "1", "services.loadbalancers": "1", "services.nodeports": "1"}},
+		{"secret counts under both names",
+			`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`,
+			map[string]string{"secrets": "1", "count/secrets": "1"}},
+		{"configmap counts under both names",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"}}`,
+			map[string]string{"configmaps": "1", "count/configmaps": "1"}},
+		{"job counts as count/jobs.batch",
+			`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"}}`,
+			map[string]string{"count/jobs.batch": "1"}},
+		{"custom resource counts under its guessed plural",
+			`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`,
+			map[string]string{"count/widgets.example.com": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertUsage(t, evaluate(t, tt.obj).Usage, tt.want)
+			assertTrimmedSameCharge(t, decode(t, tt.obj))
+		})
+	}
+}
+
+func TestScopeFactsRules(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  string
+		want ScopeFacts
+	}{
+		{"active deadline makes a pod terminating",
+			pod("p", `{"activeDeadlineSeconds":0,"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`),
+			ScopeFacts{Pod: true, Terminating: true}},
+		{"no requests or limits is best effort",
+			pod("p", `{"containers":[{"name":"a"}]}`),
+			ScopeFacts{Pod: true, BestEffort: true}},
+		{"extended resources alone are still best effort",
+			pod("p", `{"containers":[`+ctr("a", `"nvidia.com/gpu":"1"`, `"nvidia.com/gpu":"1"`)+`]}`),
+			ScopeFacts{Pod: true, BestEffort: true}},
+		{"recorded QoS class is used",
+			pod("p", `{"containers":[{"name":"a"}]}`, `{"qosClass":"Burstable"}`),
+			ScopeFacts{Pod: true}},
+		{"priority class is recorded",
+			pod("p", `{"priorityClassName":"high","containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`),
+			ScopeFacts{Pod: true, PriorityClass: "high"}},
+		{"affinity naming namespaces is cross-namespace",
+			pod("p", `{"affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"k","namespaces":["other"]}]}},"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`),
+			ScopeFacts{Pod: true, CrossNamespacePodAffinity: true}},
+		{"anti-affinity with an empty namespace selector is cross-namespace",
+			pod("p", `{"affinity":{"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"podAffinityTerm":{"topologyKey":"k","namespaceSelector":{}}}]}},"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`),
+			ScopeFacts{Pod: true, CrossNamespacePodAffinity: true}},
+		{"affinity within the namespace is not cross-namespace",
+			pod("p", `{"affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"k"}]}},"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`),
+			ScopeFacts{Pod: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := evaluate(t, tt.pod).Scope
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(tt.want)
+			if string(gj) != string(wj) {
+				t.Errorf("got %s, want %s", gj, wj)
+			}
+			assertTrimmedSameCharge(t, decode(t, tt.pod))
+		})
+	}
+}
+
+func TestChargeJSONRoundTripKeepsFormats(t *testing.T) {
+	c := evaluate(t, pod("p", `{"priorityClassName":"high","containers":[`+ctr("a", `"cpu":"100m","memory":"0.5Ki"`, `"memory":"1.5Ki"`)+`]}`))
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Charge
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := json.Marshal(back)
+	if string(b) != string(b2) {
+		t.Fatalf("got %s, want %s", b2, b)
+	}
+	for k, v := range c.Usage {
+		w := back.Usage[k]
+		if v.Cmp(w) != 0 || v.Format() != w.Format() || v.String() != w.String() {
+			t.Errorf("%s: got %s (%v), want %s (%v)", k, w, w.Format(), v, v.Format())
+		}
+	}
+	// A binary-SI 512 must stay binary SI: adding 512Mi prints in Mi.
+	sum := back.Usage["requests.memory"].Add(quantity.MustParse("512Mi"))
+	if got, want := sum.String(), c.Usage["requests.memory"].Add(quantity.MustParse("512Mi")).String(); got != want {
+		t.Errorf("sum after round trip: got %s, want %s", got, want)
+	}
+}
+
+func quotaFrom(t testing.TB, spec string) *Quota {
+	t.Helper()
+	o := decode(t, `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"team"},"spec":`+spec+`}`)
+	q, err := FromObject(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestValidationRules(t *testing.T) {
+	tests := []struct {
+		name, spec, want string
+	}{
+		{"standard resources are valid", `{"hard":{"pods":"10","requests.cpu":"4","count/jobs.batch":"2","requests.nvidia.com/gpu":"4"}}`, ""},
+		{"object counts must be integers", `{"hard":{"pods":"1500m"}}`,
+			`ResourceQuota "q" is invalid: spec.hard[pods]: Invalid value: "1500m": must be an integer`},
+		{"quantities must not be negative", `{"hard":{"requests.cpu":"-1"}}`,
+			`ResourceQuota "q" is invalid: spec.hard[requests.cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		{"unknown unqualified names are refused", `{"hard":{"gpus":"1"}}`,
+			`ResourceQuota "q" is invalid: [spec.hard[gpus]: Invalid value: "gpus": must be a standard resource type or fully qualified, spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota]`},
+		{"best effort and not best effort conflict", `{"hard":{"pods":"1"},"scopes":["BestEffort","NotBestEffort"]}`,
+			`ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["BestEffort","NotBestEffort"]: conflicting scopes`},
+		{"terminating and not terminating conflict", `{"hard":{"pods":"1"},"scopes":["Terminating","NotTerminating"]}`,
+			`ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["Terminating","NotTerminating"]: conflicting scopes`},
+		{"unknown scope is unsupported", `{"hard":{"pods":"1"},"scopes":["Sometimes"]}`,
+			`ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["Sometimes"]: unsupported scope`},
+		{"best effort tracks only pods", `{"hard":{"requests.cpu":"1"},"scopes":["BestEffort"]}`,
+			`ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["BestEffort"]: unsupported scope applied to resource`},
+		{"terminating tracks only compute and pods", `{"hard":{"services":"1"},"scopes":["Terminating"]}`,
+			`ResourceQuota "q" is invalid: spec.scopes: Invalid value: ["Terminating"]: unsupported scope applied to resource`},
+		{"In needs values", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In"}]}}`,
+			"ResourceQuota \"q\" is invalid: spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"},
+		{"Exists takes no values", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"Exists","values":["a"]}]}}`,
+			"ResourceQuota \"q\" is invalid: spec.scopeSelector.matchExpressions.values: Invalid value: [\"a\"]: must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"},
+		{"unknown operator is refused", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"Near","values":["a"]}]}}`,
+			`ResourceQuota "q" is invalid: spec.scopeSelector.matchExpressions.operator: Invalid value: "Near": not a valid selector operator`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := quotaFrom(t, tt.spec)
+			if q.Invalid != tt.want {
+				t.Errorf("got  %q\nwant %q", q.Invalid, tt.want)
+			}
+			if tt.want != "" && (len(q.Hard) != 0 || len(q.Scopes) != 0) {
+				t.Errorf("invalid quota is half applied: %+v", q)
+			}
+		})
+	}
+}
+
+func TestMatchRules(t *testing.T) {
+	bestEffortPod := pod("p", `{"containers":[{"name":"a"}]}`)
+	burstablePod := pod("p", `{"containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`)
+	highPod := pod("p", `{"priorityClassName":"high","containers":[`+ctr("a", `"cpu":"1"`, "")+`]}`)
+	secret := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`
+	tests := []struct {
+		name, spec, obj string
+		want            bool
+	}{
+		{"unscoped quota matches tracked object", `{"hard":{"pods":"1"}}`, burstablePod, true},
+		{"quota must track a resource the object produces", `{"hard":{"secrets":"1"}}`, burstablePod, false},
+		{"count quota matches its kind", `{"hard":{"count/secrets":"1"}}`, secret, true},
+		{"scoped quota never matches non-pods", `{"hard":{"count/secrets":"1"},"scopes":["NotTerminating"]}`, secret, false},
+		{"best effort scope matches best effort pod", `{"hard":{"pods":"1"},"scopes":["BestEffort"]}`, bestEffortPod, true},
+		{"best effort scope skips burstable pod", `{"hard":{"pods":"1"},"scopes":["BestEffort"]}`, burstablePod, false},
+		{"not best effort scope matches burstable pod", `{"hard":{"pods":"1"},"scopes":["NotBestEffort"]}`, burstablePod, true},
+		{"priority In matches named class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["high"]}]}}`, highPod, true},
+		{"priority In skips pod without class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["high"]}]}}`, burstablePod, false},
+		{"priority NotIn matches pod without class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"NotIn","values":["high"]}]}}`, burstablePod, true},
+		{"priority NotIn skips named class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"NotIn","values":["high"]}]}}`, highPod, false},
+		{"priority Exists matches any class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"Exists"}]}}`, highPod, true},
+		{"priority DoesNotExist matches pod without class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"DoesNotExist"}]}}`, burstablePod, true},
+		{"invalid quota matches nothing", `{"hard":{"pods":"0.5"}}`, burstablePod, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := quotaFrom(t, tt.spec).Matches(evaluate(t, tt.obj)); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func state(q *Quota, used ...string) QuotaState {
+	u := list(used...)
+	for name := range q.Hard {
+		if _, ok := u[name]; !ok {
+			u[name] = quantity.NewInt(0)
+		}
+	}
+	return QuotaState{Quota: q, Used: u}
+}
+
+func admitOne(t *testing.T, obj string, states ...QuotaState) Decision {
+	t.Helper()
+	o := decode(t, obj)
+	if err := Default(o, Environment{}); err != nil {
+		t.Fatal(err)
+	}
+	return Admit(AdmitRequest{Operation: Create, Object: o, Quotas: states, Now: testNow})
+}
+
+func TestAdmitRules(t *testing.T) {
+	compute := `{"hard":{"requests.cpu":"1","requests.memory":"1Gi","limits.cpu":"2","limits.memory":"2Gi"}}`
+	tests := []struct {
+		name   string
+		obj    string
+		states []QuotaState
+		want   string // "" for allowed
+	}{
+		{"must specify names every missing resource and container",
+			pod("web-1", `{"containers":[`+ctr("c1", `"cpu":"100m"`, "")+`,`+ctr("c2", `"cpu":"100m","memory":"1Mi"`, `"cpu":"100m","memory":"1Mi"`)+`]}`),
+			[]QuotaState{state(quotaFrom(t, compute))},
+			`pods "web-1" is forbidden: failed quota: q: must specify limits.cpu for: c1; limits.memory for: c1; requests.memory for: c1`},
+		{"must specify covers init containers",
+			pod("web-1", `{"initContainers":[{"name":"init"}],"containers":[`+ctr("c1", `"cpu":"100m"`, "")+`]}`),
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"requests.cpu":"1"}}`))},
+			`pods "web-1" is forbidden: failed quota: q: must specify requests.cpu for: init`},
+		{"exceeded names only the exceeded resources",
+			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"600m","memory":"100Mi"`, `"cpu":"600m","memory":"100Mi"`)+`]}`),
+			[]QuotaState{state(quotaFrom(t, compute), "requests.cpu", "500m")},
+			`pods "web-1" is forbidden: exceeded quota: q, requested: requests.cpu=600m, used: requests.cpu=500m, limited: requests.cpu=1`},
+		{"landing exactly on the limit is allowed",
+			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"500m","memory":"100Mi"`, `"cpu":"500m","memory":"100Mi"`)+`]}`),
+			[]QuotaState{state(quotaFrom(t, compute), "requests.cpu", "500m")}, ""},
+		{"every matching quota must fit, first by name fails first",
+			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`),
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"pods":"0"}}`)), state(&Quota{Name: "a", Hard: list("count/pods", "0")})},
+			`pods "web-1" is forbidden: exceeded quota: a, requested: count/pods=1, used: count/pods=0, limited: count/pods=0`},
+		{"qualified resource names the group",
+			`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"x"}}`,
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"count/jobs.batch":"0"}}`))},
+			`jobs.batch "x" is forbidden: exceeded quota: q, requested: count/jobs.batch=1, used: count/jobs.batch=0, limited: count/jobs.batch=0`},
+		{"generated names report the prefix",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"cfg-"}}`,
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"configmaps":"0"}}`))},
+			`configmaps "cfg-" is forbidden: exceeded quota: q, requested: configmaps=1, used: configmaps=0, limited: configmaps=0`},
+		{"objects no quota tracks are allowed",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`,
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"pods":"0"}}`))}, ""},
+		{"invalid quotas are ignored",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`,
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"configmaps":"0.5"}}`))}, ""},
+		{"negative usage is refused",
+			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"-1"`, "")+`]}`),
+			[]QuotaState{state(quotaFrom(t, `{"hard":{"pods":"5"}}`))},
+			`pods "web-1" is forbidden: quota usage is negative for resource(s): cpu,requests.cpu`},
+		{"status unknown when used lacks a tracked resource",
+			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`),
+			[]QuotaState{{Quota: quotaFrom(t, `{"hard":{"pods":"5","requests.cpu":"4"}}`), Used: list("pods", "1")}},
+			`pods "web-1" is forbidden: status unknown for quota: q, resources: pods,requests.cpu`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := admitOne(t, tt.obj, tt.states...)
+			got := ""
+			if !d.Allowed {
+				got = d.Message
+			}
+			if got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+			if !d.Allowed && (d.Code != 403 || d.Reason != ReasonForbidden) {
+				t.Errorf("got %d %q, want 403 Forbidden", d.Code, d.Reason)
+			}
+		})
+	}
+}
+
+func TestAdmitReturnsNewUsedAndCharge(t *testing.T) {
+	q := quotaFrom(t, `{"hard":{"pods":"5","requests.memory":"4Gi"}}`)
+	other := &Quota{Name: "objects", Hard: list("configmaps", "5")}
+	d := admitOne(t, pod("p", `{"containers":[`+ctr("c", `"memory":"512Mi"`, "")+`]}`), state(q, "requests.memory", "1Gi", "pods", "1"), state(other))
+	if !d.Allowed {
+		t.Fatal(d.Message)
+	}
+	assertUsage(t, d.Used["q"], map[string]string{"pods": "2", "requests.memory": "1536Mi"})
+	assertUsage(t, d.Used["objects"], map[string]string{"configmaps": "0"})
+	if got := d.Charge.Usage["requests.memory"].String(); got != "512Mi" {
+		t.Errorf("charge: got %s, want 512Mi", got)
+	}
+}
+
+func TestAdmitUpdateChargesOnlyGrowth(t *testing.T) {
+	q := quotaFrom(t, `{"hard":{"requests.storage":"10Gi","persistentvolumeclaims":"1"}}`)
+	claim := func(size string) *object.Object {
+		return decode(t, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c","resourceVersion":"5"},"spec":{"resources":{"requests":{"storage":"`+size+`"}}}}`)
+	}
+	st := state(q, "requests.storage", "8Gi", "persistentvolumeclaims", "1")
+	d := Admit(AdmitRequest{Operation: Update, Object: claim("9Gi"), OldObject: claim("8Gi"), Quotas: []QuotaState{st}, Now: testNow})
+	if !d.Allowed {
+		t.Fatalf("growth within quota refused: %s", d.Message)
+	}
+	assertUsage(t, d.Used["q"], map[string]string{"requests.storage": "9Gi", "persistentvolumeclaims": "1"})
+	d = Admit(AdmitRequest{Operation: Update, Object: claim("12Gi"), OldObject: claim("8Gi"), Quotas: []QuotaState{st}, Now: testNow})
+	want := `persistentvolumeclaims "c" is forbidden: exceeded quota: q, requested: requests.storage=4Gi, used: requests.storage=8Gi, limited: requests.storage=10Gi`
+	if d.Allowed || d.Message != want {
+		t.Errorf("got %q, want %q", d.Message, want)
+	}
+	d = Admit(AdmitRequest{Operation: Delete, Object: claim("8Gi"), Quotas: []QuotaState{st}, Now: testNow})
+	if !d.Allowed {
+		t.Errorf("delete refused: %s", d.Message)
+	}
+}
+
+func TestAdmitLimitedResources(t *testing.T) {
+	limited := []LimitedResource{{Resource: "pods", MatchContains: []string{"nvidia.com/gpu"}}}
+	gpuPod := pod("g", `{"containers":[`+ctr("c", `"nvidia.com/gpu":"1"`, `"nvidia.com/gpu":"1"`)+`]}`)
+	o := decode(t, gpuPod)
+	d := Admit(AdmitRequest{Operation: Create, Object: o, Limited: limited, Now: testNow,
+		Quotas: []QuotaState{state(quotaFrom(t, `{"hard":{"pods":"5"}}`))}})
+	want := `pods "g" is forbidden: insufficient quota to consume: requests.nvidia.com/gpu`
+	if d.Allowed || d.Message != want {
+		t.Errorf("got %q, want %q", d.Message, want)
+	}
+	d = Admit(AdmitRequest{Operation: Create, Object: o, Limited: limited, Now: testNow,
+		Quotas: []QuotaState{state(quotaFrom(t, `{"hard":{"requests.nvidia.com/gpu":"4"}}`))}})
+	if !d.Allowed {
+		t.Errorf("covered gpu pod refused: %s", d.Message)
+	}
+
+	scoped := []LimitedResource{{Resource: "pods", MatchScopes: []ScopeRequirement{{ScopeName: ScopePriorityClass, Operator: OperatorIn, Values: []string{"cluster-services"}}}}}
+	critical := decode(t, pod("c", `{"priorityClassName":"cluster-services","containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`))
+	d = Admit(AdmitRequest{Operation: Create, Object: critical, Limited: scoped, Now: testNow})
+	want = `insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]`
+	if d.Allowed || d.Message != want {
+		t.Errorf("got %q, want %q", d.Message, want)
+	}
+	d = Admit(AdmitRequest{Operation: Create, Object: critical, Limited: scoped, Now: testNow,
+		Quotas: []QuotaState{state(quotaFrom(t, `{"hard":{"pods":"10"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["cluster-services"]}]}}`))}})
+	if !d.Allowed {
+		t.Errorf("covered critical pod refused: %s", d.Message)
+	}
+}
+
+func TestDefaultRules(t *testing.T) {
+	lr := &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type:           corev1.LimitTypeContainer,
+		Default:        corev1.ResourceList{"cpu": resource.MustParse("1"), "memory": resource.MustParse("512Mi")},
+		DefaultRequest: corev1.ResourceList{"cpu": resource.MustParse("250m")},
+	}}}}
+	rc := &nodev1.RuntimeClass{Handler: "kata", Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": resource.MustParse("250m"), "memory": resource.MustParse("120Mi")}}}
+	env := Environment{LimitRanges: []*corev1.LimitRange{lr}, RuntimeClasses: map[string]*nodev1.RuntimeClass{"kata": rc}}
+	tests := []struct {
+		name string
+		pod  string
+		env  Environment
+		want map[string]string
+	}{
+		{"a limit with no request charges the limit",
+			pod("p", `{"containers":[`+ctr("c", "", `"cpu":"500m"`)+`]}`), Environment{},
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "500m", "requests.cpu": "500m", "limits.cpu": "500m"}},
+		{"limit range fills missing requests and limits",
+			pod("p", `{"containers":[{"name":"c"}]}`), env,
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "250m", "requests.cpu": "250m", "limits.cpu": "1",
+				"memory": "512Mi", "requests.memory": "512Mi", "limits.memory": "512Mi"}},
+		{"own limit defaults the request before the limit range",
+			pod("p", `{"containers":[`+ctr("c", "", `"cpu":"2"`)+`]}`), env,
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "2", "requests.cpu": "2", "limits.cpu": "2",
+				"memory": "512Mi", "requests.memory": "512Mi", "limits.memory": "512Mi"}},
+		{"runtime class adds its overhead",
+			pod("p", `{"runtimeClassName":"kata","containers":[`+ctr("c", `"cpu":"1"`, `"cpu":"1"`)+`]}`), Environment{RuntimeClasses: env.RuntimeClasses},
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1250m", "requests.cpu": "1250m", "limits.cpu": "1250m", "memory": "120Mi", "requests.memory": "120Mi"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := decode(t, tt.pod)
+			if err := Default(o, tt.env); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Evaluate(o, testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertUsage(t, c.Usage, tt.want)
+		})
+	}
+	o := decode(t, pod("p", `{"runtimeClassName":"gvisor","containers":[{"name":"c"}]}`))
+	if err := Default(o, env); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("unknown runtime class: got %v, want not found", err)
+	}
+}
