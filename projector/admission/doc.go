@@ -1,0 +1,29 @@
+// Package admission answers "may this object be created?" over NATS
+// request-reply, speaking Kubernetes' admission.k8s.io/v1 AdmissionReview
+// on the subject quota.admit.<namespace>.
+//
+// A decision reads one consistent view of the namespace in the projection
+// (its quotas with their usage, LimitRanges, RuntimeClasses) and the
+// sequence S of the namespace's last applied event, and asks ledger/quota
+// for the verdict. An allowed create that charges a quota is then reserved:
+// a Reserve event is appended to the namespace's subject expecting its last
+// sequence to still be S. If another admission (on any replica) appended
+// first, JetStream refuses the append, the responder waits for its
+// projection to catch up and decides again. So two admissions racing for
+// the last unit of a quota cannot both be allowed, whatever the number of
+// clients and replicas. The reply is sent once the projection has applied
+// the reservation, so the next query sees it.
+//
+// A reservation holds until the object's own event arrives (an upsert of
+// the same resource, namespace and name replaces it) or until its TTL,
+// counted from the stream's timestamp of the Reserve event, has passed; a
+// sweeper then appends an Expire event, so replay reproduces the release.
+//
+// # Caveats
+//
+// Dry-run, UPDATE and DELETE requests never reserve: updates are decided
+// against the projection but their increase is charged only when the
+// object's MODIFIED event arrives. An object offered with generateName and
+// no name is reserved under a placeholder name; its ADDED event carries the
+// generated name, so the reservation is only released by expiry.
+package admission

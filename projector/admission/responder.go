@@ -1,0 +1,341 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/projector"
+)
+
+// Subjects and limits of the admission responder.
+const (
+	// SubjectPrefix is followed by the namespace: quota.admit.<namespace>.
+	SubjectPrefix = "quota.admit."
+	// QueueGroup lets several servers share admission requests.
+	QueueGroup = "quota-admit"
+	// DefaultReservationTTL is how long an unconfirmed reservation holds.
+	DefaultReservationTTL = time.Minute
+	// DefaultSweepInterval is how often expired reservations are released.
+	DefaultSweepInterval = time.Second
+	// ReserveAttemptsMax bounds the decide-and-append rounds of one
+	// admission before it fails with ErrContention.
+	ReserveAttemptsMax = 64
+	// RequestTimeout bounds the handling of one request.
+	RequestTimeout = 10 * time.Second
+	// InFlightMax bounds the requests handled at once.
+	InFlightMax = 256
+	// SweepBatchMax bounds the reservations expired in one sweep.
+	SweepBatchMax = 1024
+)
+
+// Config configures a Responder.
+type Config struct {
+	// ReservationTTL is how long an allowed, unconfirmed create holds its
+	// charge. Zero: DefaultReservationTTL.
+	ReservationTTL time.Duration
+	// SweepInterval is how often expired reservations are released. Zero:
+	// DefaultSweepInterval.
+	SweepInterval time.Duration
+	// Logger receives logs. Nil: slog.Default().
+	Logger *slog.Logger
+	// Now is the wall clock used only to decide when to append Expire
+	// events (the release itself is recorded in the stream). Nil: time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem of c in one error.
+func (c *Config) Validate() error {
+	var problems []string
+	if c.ReservationTTL < 0 {
+		problems = append(problems, "ReservationTTL is negative")
+	}
+	if c.SweepInterval < 0 {
+		problems = append(problems, "SweepInterval is negative")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid admission config: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Responder answers quota.admit.<namespace>.
+type Responder struct {
+	nc     *nats.Conn
+	stream *ledger.Stream
+	proj   *projector.Projector
+	cfg    Config
+}
+
+// NewResponder returns a Responder.
+func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projector, cfg Config) (*Responder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ReservationTTL == 0 {
+		cfg.ReservationTTL = DefaultReservationTTL
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg}, nil
+}
+
+// Run serves admission requests and sweeps expired reservations until ctx
+// ends.
+func (r *Responder) Run(ctx context.Context) error {
+	sem := make(chan struct{}, InFlightMax)
+	sub, err := r.nc.QueueSubscribe(SubjectPrefix+"*", QueueGroup, func(m *nats.Msg) {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			r.serve(ctx, m)
+		}()
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
+	}
+	ticker := time.NewTicker(r.cfg.SweepInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				r.cfg.Logger.Warn("drain admission subscription", "err", err)
+			}
+			for range InFlightMax {
+				sem <- struct{}{}
+			}
+			return nil
+		case <-ticker.C:
+			if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Warn("reservation sweep failed", "err", err)
+			}
+		}
+	}
+}
+
+func (r *Responder) serve(ctx context.Context, m *nats.Msg) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	namespace := strings.TrimPrefix(m.Subject, SubjectPrefix)
+	review, err := r.Review(ctx, namespace, m.Data)
+	if err != nil {
+		r.cfg.Logger.Warn("admission request failed", "subject", m.Subject, "err", err)
+	}
+	b, err := json.Marshal(review)
+	if err != nil {
+		r.cfg.Logger.Error("encode admission reply", "err", err)
+		return
+	}
+	if err := m.Respond(b); err != nil {
+		r.cfg.Logger.Warn("admission reply not sent", "subject", m.Subject, "err", err)
+	}
+}
+
+// Review answers one AdmissionReview for namespace. It always returns a
+// reply to send; the error, when set, is what went wrong (the reply says it
+// too, with code 400 for a bad request and 500 otherwise).
+func (r *Responder) Review(ctx context.Context, namespace string, data []byte) (*admissionv1.AdmissionReview, error) {
+	var in admissionv1.AdmissionReview
+	uid := types.UID("")
+	err := json.Unmarshal(data, &in)
+	if err == nil && in.Request == nil {
+		err = errors.New("request is missing")
+	}
+	if err != nil {
+		err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return reply(uid, failure(400, "BadRequest", err.Error())), err
+	}
+	uid = in.Request.UID
+	resp, err := r.admit(ctx, namespace, in.Request)
+	if err != nil {
+		code, reason := int32(500), metav1.StatusReasonInternalError
+		if errors.Is(err, ErrBadRequest) {
+			code, reason = 400, metav1.StatusReasonBadRequest
+		}
+		return reply(uid, failure(code, reason, err.Error())), err
+	}
+	return reply(uid, resp), nil
+}
+
+func reply(uid types.UID, resp *admissionv1.AdmissionResponse) *admissionv1.AdmissionReview {
+	resp.UID = uid
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Response: resp,
+	}
+}
+
+func failure(code int32, reason metav1.StatusReason, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{
+		Allowed: false,
+		Result:  &metav1.Status{Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: code},
+	}
+}
+
+func (r *Responder) admit(ctx context.Context, namespace string, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
+	if namespace == "" || strings.ContainsAny(namespace, ".*> ") {
+		return nil, fmt.Errorf("%w: subject names no valid namespace", ErrBadRequest)
+	}
+	if req.Namespace != "" && req.Namespace != namespace {
+		return nil, fmt.Errorf("%w: request namespace %q on the subject of namespace %q", ErrBadRequest, req.Namespace, namespace)
+	}
+	op := req.Operation
+	switch op {
+	case admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
+	default:
+		return nil, fmt.Errorf("%w: unknown operation %q", ErrBadRequest, op)
+	}
+	if op == admissionv1.Delete || op == admissionv1.Connect {
+		return &admissionv1.AdmissionResponse{Allowed: true}, nil
+	}
+	if _, err := decodeObject(req.Object.Raw, namespace); err != nil {
+		return nil, fmt.Errorf("%w: object: %v", ErrBadRequest, err)
+	}
+	var old *object.Object
+	if op == admissionv1.Update {
+		if len(req.OldObject.Raw) == 0 {
+			return nil, fmt.Errorf("%w: UPDATE without oldObject", ErrBadRequest)
+		}
+		var err error
+		if old, err = decodeObject(req.OldObject.Raw, namespace); err != nil {
+			return nil, fmt.Errorf("%w: oldObject: %v", ErrBadRequest, err)
+		}
+	}
+	dryRun := req.DryRun != nil && *req.DryRun
+	reservation := string(req.UID)
+	if reservation == "" {
+		reservation = newReservationID()
+	}
+	for range ReserveAttemptsMax {
+		st, err := r.proj.Namespace(namespace)
+		if err != nil {
+			return nil, err
+		}
+		d, err := decide(st, op, req.Object.Raw, old)
+		if err != nil {
+			return nil, err
+		}
+		if !d.allowed {
+			return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
+		}
+		if dryRun || op != admissionv1.Create || !d.charged {
+			return &admissionv1.AdmissionResponse{Allowed: true}, nil
+		}
+		seq, err := r.reserve(ctx, st, d, reservation)
+		if errors.Is(err, ledger.ErrConflict) {
+			// Another admission wrote to the namespace after our view:
+			// catch up with the subject and decide again.
+			last, err := r.stream.LastSubjectSeq(ctx, namespace)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.proj.WaitApplied(ctx, last); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := r.proj.WaitApplied(ctx, seq); err != nil {
+			return nil, err
+		}
+		return &admissionv1.AdmissionResponse{Allowed: true}, nil
+	}
+	return nil, ErrContention
+}
+
+// reserve appends the reservation of an allowed create, expecting the
+// namespace's subject to be where the decision read it.
+func (r *Responder) reserve(ctx context.Context, st *projector.NamespaceState, d *decision, id string) (uint64, error) {
+	o := d.object
+	name := o.Name
+	if name == "" {
+		name = o.GenerateName + "reserved-" + id
+		o.Name = name
+	}
+	trimmed, err := o.Trimmed()
+	if err != nil {
+		return 0, err
+	}
+	ev := ledger.Event{
+		Version:        ledger.EncodingVersion,
+		Type:           ledger.Reserve,
+		Resource:       o.Resource,
+		Namespace:      st.Namespace,
+		Name:           name,
+		Object:         trimmed,
+		Reservation:    id,
+		ReservationTTL: r.cfg.ReservationTTL,
+		Source:         "admission",
+	}
+	expect := st.SubjectSeq
+	res, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: "reserve/" + id, ExpectLastSubjectSeq: &expect})
+	if err != nil {
+		return 0, err
+	}
+	return res.Seq, nil
+}
+
+// sweep appends an Expire event for every reservation past its expiry. The
+// message id makes concurrent sweeps on several replicas harmless.
+func (r *Responder) sweep(ctx context.Context) error {
+	expired, err := r.proj.ExpiredReservations(r.cfg.Now(), SweepBatchMax)
+	if err != nil {
+		return err
+	}
+	for _, e := range expired {
+		ev := ledger.Event{
+			Version:     ledger.EncodingVersion,
+			Type:        ledger.Expire,
+			Resource:    e.Resource,
+			Namespace:   e.Namespace,
+			Name:        e.Name,
+			Reservation: e.ID,
+			Source:      "reservation sweep",
+		}
+		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: "expire/" + e.ID}); err != nil {
+			return fmt.Errorf("expire reservation %s: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
+func decodeObject(raw []byte, namespace string) (*object.Object, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("missing")
+	}
+	o, err := object.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if o.ClusterScoped() {
+		return nil, fmt.Errorf("%s is cluster-scoped; quotas are per namespace", o.Kind)
+	}
+	if o.Namespace == "" {
+		o.SetNamespace(namespace)
+	}
+	if o.Namespace != namespace {
+		return nil, fmt.Errorf("object namespace %q differs from %q", o.Namespace, namespace)
+	}
+	return o, nil
+}

@@ -1,0 +1,17 @@
+package projector
+
+import "errors"
+
+var (
+	// ErrSchemaVersion is returned by Open when the projection file was
+	// written by a different layout version. Delete it to rebuild.
+	ErrSchemaVersion = errors.New("projection file has another schema version")
+	// ErrNotCaughtUp is returned by WaitApplied when the projection does not
+	// reach the requested sequence before the context ends.
+	ErrNotCaughtUp = errors.New("projection has not caught up with the stream")
+	// ErrQuotaNotFound is returned by queries naming a quota that the
+	// projection does not hold.
+	ErrQuotaNotFound = errors.New("quota not found")
+	// ErrConfig is wrapped by Config.Validate.
+	ErrConfig = errors.New("invalid projector config")
+)

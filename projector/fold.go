@@ -1,0 +1,463 @@
+package projector
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quantity"
+	"github.com/quotaledger/quota/ledger/quota"
+)
+
+// ErrInvariant is wrapped by every error that reports a broken invariant of
+// the projection: a bug, never bad input. The projector stops on it.
+var ErrInvariant = errors.New("projection invariant broken")
+
+// errSkip marks a record that the fold cannot apply (bad bytes, an object
+// that does not decode). The record is noted and the fold goes on.
+type errSkip struct{ reason string }
+
+func (e *errSkip) Error() string { return e.reason }
+
+func skipf(format string, args ...any) error {
+	return &errSkip{reason: fmt.Sprintf(format, args...)}
+}
+
+// Skipped describes a stream record that the fold noted and passed over.
+type Skipped struct {
+	Seq     uint64
+	Subject string
+	Reason  string
+}
+
+// ApplyBatch applies stream records, in order, to the projection in tx and
+// records the last sequence as applied. It is the one fold: the projector
+// and replay both call it. Records at or below the applied sequence break
+// the exactly-once invariant and are refused with ErrInvariant. It returns
+// the records it skipped.
+func ApplyBatch(tx *bolt.Tx, records []ledger.Record) ([]Skipped, error) {
+	if len(records) == 0 {
+		return nil, nil
+	}
+	applied := appliedSeq(tx)
+	var skipped []Skipped
+	f := fold{tx: tx}
+	for i := range records {
+		rec := &records[i]
+		if rec.Seq <= applied {
+			return skipped, fmt.Errorf("%w: record seq %d after applied seq %d", ErrInvariant, rec.Seq, applied)
+		}
+		applied = rec.Seq
+		err := f.apply(rec)
+		var skip *errSkip
+		switch {
+		case errors.As(err, &skip):
+			s := Skipped{Seq: rec.Seq, Subject: rec.Subject, Reason: skip.reason}
+			skipped = append(skipped, s)
+			b, _ := json.Marshal(skippedRecord{Seq: rec.Seq, Subject: rec.Subject, Time: rec.Time, Reason: skip.reason})
+			if err := tx.Bucket(bucketSkipped).Put(seqBytes(rec.Seq), b); err != nil {
+				return skipped, fmt.Errorf("note skipped seq %d: %w", rec.Seq, err)
+			}
+		case err != nil:
+			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
+		}
+		if err := tx.Bucket(bucketSubjects).Put(subjectKey(rec.Event.Namespace), seqBytes(rec.Seq)); err != nil {
+			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
+		}
+	}
+	if err := tx.Bucket(bucketMeta).Put(keyApplied, seqBytes(applied)); err != nil {
+		return skipped, fmt.Errorf("store applied seq %d: %w", applied, err)
+	}
+	return skipped, nil
+}
+
+// fold applies records inside one transaction.
+type fold struct {
+	tx *bolt.Tx
+}
+
+func (f *fold) apply(rec *ledger.Record) error {
+	if rec.Err != nil {
+		return skipf("undecodable record: %v", rec.Err)
+	}
+	ev := &rec.Event
+	switch ev.Type {
+	case ledger.Upsert:
+		return f.upsert(rec, ev.Object, "", 0)
+	case ledger.Reserve:
+		return f.upsert(rec, ev.Object, ev.Reservation, ev.ReservationTTL)
+	case ledger.Delete:
+		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
+	case ledger.Expire:
+		return f.expire(ev.Reservation)
+	case ledger.Resync:
+		return f.resync(rec)
+	default:
+		return skipf("unknown event type %q", ev.Type)
+	}
+}
+
+// decode reads an object carried by an event and checks that it is the one
+// the event names.
+func decode(ev *ledger.Event, raw json.RawMessage) (*object.Object, error) {
+	o, err := object.Decode(raw)
+	if err != nil {
+		return nil, skipf("decode object: %v", err)
+	}
+	if o.Namespace == "" && !o.ClusterScoped() {
+		o.SetNamespace(ev.Namespace)
+	}
+	if o.Namespace != ev.Namespace {
+		return nil, skipf("object %s/%s is in namespace %q, event in %q", o.Resource, o.Name, o.Namespace, ev.Namespace)
+	}
+	if o.Name == "" {
+		return nil, skipf("object %s in %q has no name", o.Resource, o.Namespace)
+	}
+	return o, nil
+}
+
+func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, reservation string, ttl time.Duration) error {
+	o, err := decode(&rec.Event, raw)
+	if err != nil {
+		return err
+	}
+	charge, err := quota.Evaluate(o, rec.Time)
+	if err != nil {
+		return skipf("evaluate %s %s/%s: %v", o.Resource, o.Namespace, o.Name, err)
+	}
+	key := objectKey(o.Namespace, o.Resource, o.Name)
+	old, err := getObject(f.tx, key)
+	if err != nil {
+		return err
+	}
+	if reservation != "" && old != nil {
+		// The object exists already (or holds another reservation): a
+		// create of it would fail, so the reservation charges nothing.
+		return nil
+	}
+	if old != nil && old.Reservation != "" {
+		if err := f.tx.Bucket(bucketReserved).Delete([]byte(old.Reservation)); err != nil {
+			return err
+		}
+	}
+	next := &objectRecord{
+		Resource:    o.Resource,
+		Namespace:   o.Namespace,
+		Name:        o.Name,
+		UID:         o.UID,
+		Kind:        o.Kind,
+		Object:      raw,
+		Charge:      charge,
+		Seq:         rec.Seq,
+		Reservation: reservation,
+	}
+	if reservation != "" {
+		next.ExpiresAt = rec.Time.Add(ttl)
+		if err := f.tx.Bucket(bucketReserved).Put([]byte(reservation), key); err != nil {
+			return err
+		}
+	}
+	if err := putObject(f.tx, next); err != nil {
+		return err
+	}
+	var oldCharge *quota.Charge
+	if old != nil {
+		oldCharge = &old.Charge
+	}
+	if err := f.recharge(o.Namespace, oldCharge, &next.Charge); err != nil {
+		return err
+	}
+	if o.Resource == "resourcequotas" && reservation == "" {
+		return f.upsertQuota(o, raw, rec.Seq)
+	}
+	return nil
+}
+
+func (f *fold) delete(namespace, resource, name, reservation string) error {
+	key := objectKey(namespace, resource, name)
+	old, err := getObject(f.tx, key)
+	if err != nil || old == nil {
+		return err
+	}
+	if reservation != "" && old.Reservation != reservation {
+		return nil
+	}
+	if old.Reservation != "" {
+		if err := f.tx.Bucket(bucketReserved).Delete([]byte(old.Reservation)); err != nil {
+			return err
+		}
+	}
+	if err := f.tx.Bucket(bucketObjects).Delete(key); err != nil {
+		return err
+	}
+	if err := f.recharge(namespace, &old.Charge, nil); err != nil {
+		return err
+	}
+	if resource == "resourcequotas" && old.Reservation == "" {
+		return f.tx.Bucket(bucketQuotas).Delete(quotaKey(namespace, name))
+	}
+	return nil
+}
+
+func (f *fold) expire(reservation string) error {
+	key := f.tx.Bucket(bucketReserved).Get([]byte(reservation))
+	if key == nil {
+		return nil // confirmed or released already
+	}
+	old, err := getObject(f.tx, key)
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		return fmt.Errorf("%w: reservation %s points at missing object %q", ErrInvariant, reservation, key)
+	}
+	return f.delete(old.Namespace, old.Resource, old.Name, reservation)
+}
+
+func (f *fold) resync(rec *ledger.Record) error {
+	ev := &rec.Event
+	listed := make(map[string]bool, len(ev.Items))
+	for i, raw := range ev.Items {
+		o, err := decode(ev, raw)
+		if err != nil {
+			return skipf("resync item %d: %v", i, err)
+		}
+		if o.Resource != ev.Resource {
+			return skipf("resync of %s lists a %s", ev.Resource, o.Resource)
+		}
+		listed[o.Name] = true
+	}
+	var gone []string
+	err := forEachObjectOf(f.tx, ev.Namespace, ev.Resource, func(r *objectRecord) error {
+		if r.Reservation == "" && !listed[r.Name] {
+			gone = append(gone, r.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range gone {
+		if err := f.delete(ev.Namespace, ev.Resource, name, ""); err != nil {
+			return err
+		}
+	}
+	for _, raw := range ev.Items {
+		if err := f.upsert(rec, raw, "", 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertQuota stores a ResourceQuota and, when its spec changed, recomputes
+// its usage from the namespace's objects as the quota controller does.
+func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) error {
+	q, err := quota.FromObject(o)
+	if err != nil {
+		return skipf("read quota %s/%s: %v", o.Namespace, o.Name, err)
+	}
+	key := quotaKey(o.Namespace, o.Name)
+	old, err := getQuota(f.tx, key)
+	if err != nil {
+		return err
+	}
+	r := &quotaRecord{Namespace: o.Namespace, Name: o.Name, Object: raw, Invalid: q.Invalid, Seq: seq}
+	if old != nil && sameSpec(old.Object, raw) {
+		r.Used, r.Terms = old.Used, old.Terms
+		return putQuota(f.tx, r)
+	}
+	if q.Invalid == "" {
+		if err := f.recompute(r, q); err != nil {
+			return err
+		}
+	}
+	return putQuota(f.tx, r)
+}
+
+// sameSpec reports whether two stored quota objects have the same spec.
+func sameSpec(a, b json.RawMessage) bool {
+	var x, y struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return string(x.Spec) == string(y.Spec)
+}
+
+// recompute sets a quota's usage from scratch: the sum, in key order, of
+// the charges of the namespace's objects that it matches.
+func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
+	used := make(quota.ResourceList, len(q.Hard))
+	terms := make(map[string]*[formatCount]int, len(q.Hard))
+	for name := range q.Hard {
+		used[name] = quantity.Quantity{}
+		terms[name] = new([formatCount]int)
+	}
+	err := forEachObject(f.tx, r.Namespace, func(o *objectRecord) error {
+		if !q.Matches(o.Charge) {
+			return nil
+		}
+		for name, v := range q.Mask(o.Charge.Usage) {
+			used[name] = used[name].Add(v)
+			if !v.IsZero() {
+				terms[name][v.Format()]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for name, v := range used {
+		if v.Sign() < 0 {
+			return fmt.Errorf("%w: quota %s/%s used %s=%s", ErrInvariant, r.Namespace, r.Name, name, v)
+		}
+		used[name] = settle(v)
+	}
+	r.Used, r.Terms = used, terms
+	return nil
+}
+
+// recharge moves the quotas of a namespace from an object's old charge to
+// its new one (either may be nil). An increase is added to Used as an
+// admission adds it; a decrease is what the quota controller's recount
+// would give.
+func (f *fold) recharge(namespace string, old, next *quota.Charge) error {
+	var quotas []*quotaRecord
+	err := forEachQuota(f.tx, namespace, false, func(r *quotaRecord) error {
+		if r.Invalid == "" {
+			quotas = append(quotas, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range quotas {
+		o, err := object.Decode(r.Object)
+		if err != nil {
+			return fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+		}
+		q, err := quota.FromObject(o)
+		if err != nil {
+			return fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+		}
+		var oldPart, newPart quota.ResourceList
+		if old != nil && q.Matches(*old) {
+			oldPart = q.Mask(old.Usage)
+		}
+		if next != nil && q.Matches(*next) {
+			newPart = q.Mask(next.Usage)
+		}
+		changed, rescan, err := adjust(r, oldPart, newPart)
+		if err != nil {
+			return err
+		}
+		if rescan {
+			if err := f.recompute(r, q); err != nil {
+				return err
+			}
+		}
+		if changed || rescan {
+			if err := putQuota(f.tx, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// adjust applies the difference between two charges to a quota's usage. It
+// reports whether Used changed and whether a decrease needs a rescan to
+// learn the print format Kubernetes' recount would give.
+func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, rescan bool, err error) {
+	if len(oldPart) == 0 && len(newPart) == 0 {
+		return false, false, nil
+	}
+	if r.Used == nil {
+		r.Used = quota.ResourceList{}
+	}
+	if r.Terms == nil {
+		r.Terms = map[string]*[formatCount]int{}
+	}
+	names := make(map[string]struct{}, len(oldPart)+len(newPart))
+	for n := range oldPart {
+		names[n] = struct{}{}
+	}
+	for n := range newPart {
+		names[n] = struct{}{}
+	}
+	for name := range names {
+		o, n := oldPart[name], newPart[name]
+		terms := r.Terms[name]
+		if terms == nil {
+			terms = new([formatCount]int)
+			r.Terms[name] = terms
+		}
+		if !o.IsZero() {
+			terms[o.Format()]--
+		}
+		if !n.IsZero() {
+			terms[n.Format()]++
+		}
+		if terms[0] < 0 || terms[1] < 0 || terms[2] < 0 {
+			return false, false, fmt.Errorf("%w: quota %s/%s: negative term count for %s", ErrInvariant, r.Namespace, r.Name, name)
+		}
+		d := n.Cmp(o)
+		if d == 0 {
+			continue
+		}
+		changed = true
+		used := r.Used[name]
+		if d > 0 {
+			used = settle(used.Add(n.Sub(o)))
+		} else {
+			used = used.Sub(o.Sub(n))
+			switch format, ok := soleFormat(terms); {
+			case !ok:
+				rescan = true
+			case used.IsZero():
+				used = quantity.Quantity{}
+			default:
+				used = settle(used.WithFormat(format))
+			}
+		}
+		if used.Sign() < 0 {
+			return false, false, fmt.Errorf("%w: quota %s/%s used %s=%s", ErrInvariant, r.Namespace, r.Name, name, used)
+		}
+		r.Used[name] = used
+	}
+	return changed, rescan, nil
+}
+
+// soleFormat reports the one format all non-zero terms share. With no
+// terms it reports DecimalSI, the format of Kubernetes' zero.
+func soleFormat(terms *[formatCount]int) (quantity.Format, bool) {
+	var format quantity.Format = quantity.DecimalSI
+	seen := 0
+	for f, n := range terms {
+		if n > 0 {
+			format = quantity.Format(f)
+			seen++
+		}
+	}
+	return format, seen <= 1
+}
+
+// settle gives a usage figure the format it has after Kubernetes stores it
+// in the quota's status and reads it back: the format its printed form
+// parses to. The next admission adds to that.
+func settle(q quantity.Quantity) quantity.Quantity {
+	p, err := quantity.Parse(q.String())
+	if err != nil {
+		panic(fmt.Sprintf("quantity %q does not parse back: %v", q.String(), err))
+	}
+	return p
+}

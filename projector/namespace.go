@@ -1,0 +1,117 @@
+package projector
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quota"
+)
+
+// Resources the admission decision reads besides quotas.
+const (
+	resourceLimitRanges    = "limitranges"
+	resourceRuntimeClasses = "runtimeclasses.node.k8s.io"
+)
+
+// NamespaceState is what an admission decision for one namespace reads,
+// taken from one consistent view of the projection.
+type NamespaceState struct {
+	Namespace string
+	// SubjectSeq is the stream sequence of the namespace's last applied
+	// event: the expected last subject sequence for a reservation decided
+	// on this state.
+	SubjectSeq uint64
+	// Applied is the projection's applied sequence at the time of the view.
+	Applied uint64
+	// Quotas are the namespace's valid quotas, sorted by name.
+	Quotas []quota.QuotaState
+	// LimitRanges are the namespace's LimitRanges.
+	LimitRanges []*corev1.LimitRange
+	// RuntimeClasses are the cluster's RuntimeClasses by name.
+	RuntimeClasses map[string]*nodev1.RuntimeClass
+}
+
+// Namespace reads the state an admission decision in namespace needs.
+func (p *Projector) Namespace(namespace string) (*NamespaceState, error) {
+	var st *NamespaceState
+	err := p.db.View(func(tx *bolt.Tx) error {
+		var err error
+		st, err = namespaceState(tx, namespace)
+		return err
+	})
+	return st, err
+}
+
+func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
+	st := &NamespaceState{
+		Namespace:      namespace,
+		SubjectSeq:     subjectSeq(tx, namespace),
+		Applied:        appliedSeq(tx),
+		RuntimeClasses: map[string]*nodev1.RuntimeClass{},
+	}
+	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
+		if r.Invalid != "" {
+			return nil
+		}
+		q, err := decodeQuota(r)
+		if err != nil {
+			return err
+		}
+		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = forEachObjectOf(tx, namespace, resourceLimitRanges, func(r *objectRecord) error {
+		if r.Reservation != "" {
+			return nil
+		}
+		o, err := object.Decode(r.Object)
+		if err != nil {
+			return fmt.Errorf("%w: stored limit range %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+		}
+		lr, ok := o.Value.(*corev1.LimitRange)
+		if !ok {
+			return fmt.Errorf("%w: stored limit range %s/%s is a %T", ErrInvariant, r.Namespace, r.Name, o.Value)
+		}
+		st.LimitRanges = append(st.LimitRanges, lr)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = forEachObjectOf(tx, "", resourceRuntimeClasses, func(r *objectRecord) error {
+		o, err := object.Decode(r.Object)
+		if err != nil {
+			return fmt.Errorf("%w: stored runtime class %s: %v", ErrInvariant, r.Name, err)
+		}
+		rc, ok := o.Value.(*nodev1.RuntimeClass)
+		if !ok {
+			return fmt.Errorf("%w: stored runtime class %s is a %T", ErrInvariant, r.Name, o.Value)
+		}
+		st.RuntimeClasses[r.Name] = rc
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// decodeQuota reads the validated quota of a stored record.
+func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
+	o, err := object.Decode(r.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+	}
+	q, err := quota.FromObject(o)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+	}
+	return q, nil
+}

@@ -1,0 +1,237 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger"
+)
+
+// Defaults for Config's zero values.
+const (
+	// DefaultBatchSizeMax bounds the records applied in one transaction.
+	DefaultBatchSizeMax = 1024
+	// DefaultFetchWaitTimeout bounds how long an idle fetch waits for a
+	// first record. Records that have arrived are applied at once; this
+	// only paces the loop when the stream is quiet.
+	DefaultFetchWaitTimeout = 250 * time.Millisecond
+	// BatchSizeLimit is the largest BatchSizeMax accepted: one transaction
+	// holds the whole batch in memory.
+	BatchSizeLimit = 65536
+	// openTimeout bounds the wait for bbolt's file lock, so a second
+	// process on the same file fails fast instead of hanging.
+	openTimeout = 2 * time.Second
+)
+
+// Config configures a Projector.
+type Config struct {
+	// Path is the bbolt file of the projection. Required.
+	Path string
+	// BatchSizeMax is the most records applied in one transaction.
+	// Zero means DefaultBatchSizeMax.
+	BatchSizeMax int
+	// FetchWaitTimeout is how long an idle fetch waits for a first record.
+	// Zero means DefaultFetchWaitTimeout.
+	FetchWaitTimeout time.Duration
+	// NoSync skips bbolt's fsync on commit. The stream stays the truth, so
+	// a projection lost to a power failure is rebuilt from it; a process
+	// crash alone loses nothing either way. Zero (false) syncs every batch.
+	NoSync bool
+	// Logger receives structured logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports every problem with c in one error.
+func (c *Config) Validate() error {
+	var problems []string
+	if c.Path == "" {
+		problems = append(problems, "Path is required")
+	}
+	if c.BatchSizeMax < 0 || c.BatchSizeMax > BatchSizeLimit {
+		problems = append(problems, fmt.Sprintf("BatchSizeMax %d is outside 0..%d", c.BatchSizeMax, BatchSizeLimit))
+	}
+	if c.FetchWaitTimeout < 0 {
+		problems = append(problems, "FetchWaitTimeout is negative")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSizeMax == 0 {
+		c.BatchSizeMax = DefaultBatchSizeMax
+	}
+	if c.FetchWaitTimeout == 0 {
+		c.FetchWaitTimeout = DefaultFetchWaitTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Projector keeps a projection file up to date with a stream.
+type Projector struct {
+	cfg    Config
+	db     *bolt.DB
+	stream *ledger.Stream
+
+	applied atomic.Uint64
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced after every commit
+}
+
+// Open opens (or creates) the projection file. stream may be nil for a
+// projection that is only read or folded by hand (replay).
+func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{
+		Timeout:      openTimeout,
+		NoSync:       cfg.NoSync,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
+	}
+	p := &Projector{cfg: cfg, db: db, stream: stream, changed: make(chan struct{})}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := initBuckets(tx); err != nil {
+			return err
+		}
+		p.applied.Store(appliedSeq(tx))
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
+	}
+	return p, nil
+}
+
+// Close closes the projection file.
+func (p *Projector) Close() error { return p.db.Close() }
+
+// DB exposes the bbolt handle for read-only use by the query code and
+// replay's comparison.
+func (p *Projector) DB() *bolt.DB { return p.db }
+
+// Applied returns the last stream sequence the projection reflects.
+func (p *Projector) Applied() uint64 { return p.applied.Load() }
+
+// Run follows the stream from the applied sequence onward, applying one
+// bounded batch per transaction, until ctx ends. A batch in hand when ctx
+// ends is still committed. It returns nil on cancellation and an error only
+// for a failure that must stop the projector (storage, a broken invariant).
+func (p *Projector) Run(ctx context.Context) error {
+	if p.stream == nil {
+		return errors.New("projector has no stream to follow")
+	}
+	log := p.cfg.Logger
+	reader, err := p.stream.Reader(ctx, p.Applied()+1)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("follow stream from seq %d: %w", p.Applied()+1, err)
+	}
+	defer reader.Close()
+	log.Info("projector following stream", "from_seq", p.Applied()+1, "path", p.cfg.Path)
+	for {
+		records, err := reader.Next(ctx, p.cfg.BatchSizeMax, p.cfg.FetchWaitTimeout)
+		if len(records) > 0 {
+			if err := p.Apply(ctx, records); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), err)
+		}
+	}
+}
+
+// Apply applies records (which must continue the applied sequence) in one
+// transaction, then reports skipped records to the log and the stream's
+// dead-letter place.
+func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
+	var skipped []Skipped
+	err := p.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		skipped, err = ApplyBatch(tx, records)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("apply batch seq %d..%d: %w", records[0].Seq, records[len(records)-1].Seq, err)
+	}
+	p.publishApplied(records[len(records)-1].Seq)
+	for _, s := range skipped {
+		p.cfg.Logger.Warn("skipped stream record", "seq", s.Seq, "subject", s.Subject, "reason", s.Reason)
+		if p.stream != nil {
+			raw := recordRaw(records, s.Seq)
+			rej := ledger.Rejection{Source: fmt.Sprintf("stream seq %d (%s)", s.Seq, s.Subject), Reason: s.Reason, Raw: raw}
+			if err := p.stream.Reject(ctx, rej); err != nil {
+				p.cfg.Logger.Error("could not keep skipped record as dead letter", "seq", s.Seq, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+func recordRaw(records []ledger.Record, seq uint64) []byte {
+	for i := range records {
+		if records[i].Seq == seq {
+			return records[i].Raw
+		}
+	}
+	return nil
+}
+
+func (p *Projector) publishApplied(seq uint64) {
+	p.mu.Lock()
+	p.applied.Store(seq)
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// WaitApplied blocks until the projection reflects seq or ctx ends.
+func (p *Projector) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		p.mu.Lock()
+		ch := p.changed
+		p.mu.Unlock()
+		if p.applied.Load() >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: at seq %d, want %d: %v", ErrNotCaughtUp, p.applied.Load(), seq, ctx.Err())
+		}
+	}
+}
+
+// CatchUp waits until the projection reflects everything appended to the
+// stream before the call: the read-your-writes point for queries.
+func (p *Projector) CatchUp(ctx context.Context) error {
+	last, err := p.stream.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("read stream position: %w", err)
+	}
+	return p.WaitApplied(ctx, last)
+}

@@ -1,0 +1,85 @@
+package projector
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Quotas returns the quotas of one namespace (or of every namespace when
+// all is set), optionally only the one called name, as a Kubernetes
+// ResourceQuotaList whose status carries the projection's Used.
+func (p *Projector) Quotas(namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
+	var list *corev1.ResourceQuotaList
+	err := p.db.View(func(tx *bolt.Tx) error {
+		var err error
+		list, err = QuotaList(tx, namespace, name, all)
+		return err
+	})
+	return list, err
+}
+
+// QuotaList reads quotas from a projection transaction; see Quotas.
+func QuotaList(tx *bolt.Tx, namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
+	list := &corev1.ResourceQuotaList{
+		TypeMeta: metav1.TypeMeta{Kind: "ResourceQuotaList", APIVersion: "v1"},
+		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(appliedSeq(tx), 10)},
+		Items:    []corev1.ResourceQuota{},
+	}
+	err := forEachQuota(tx, namespace, all, func(r *quotaRecord) error {
+		if name != "" && r.Name != name {
+			return nil
+		}
+		item, err := r.resourceQuota()
+		if err != nil {
+			return err
+		}
+		list.Items = append(list.Items, *item)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if name != "" && len(list.Items) == 0 {
+		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
+	}
+	return list, nil
+}
+
+// resourceQuota renders a stored quota as the Kubernetes object: the spec as
+// recorded, status.hard as the quota controller copies it from spec.hard,
+// and status.used from the projection.
+func (r *quotaRecord) resourceQuota() (*corev1.ResourceQuota, error) {
+	var q corev1.ResourceQuota
+	if err := json.Unmarshal(r.Object, &q); err != nil {
+		return nil, fmt.Errorf("decode stored quota %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	q.Kind, q.APIVersion = "", ""
+	q.Namespace = r.Namespace
+	q.Status = corev1.ResourceQuotaStatus{}
+	if r.Invalid != "" {
+		if q.Annotations == nil {
+			q.Annotations = map[string]string{}
+		}
+		q.Annotations[InvalidAnnotation] = r.Invalid
+		return &q, nil
+	}
+	q.Status.Hard = corev1.ResourceList{}
+	for k, v := range q.Spec.Hard {
+		q.Status.Hard[k] = v.DeepCopy()
+	}
+	q.Status.Used = corev1.ResourceList{}
+	for k, v := range r.Used {
+		kq, err := resource.ParseQuantity(v.String())
+		if err != nil {
+			return nil, fmt.Errorf("%w: quota %s/%s used %s=%q does not parse: %v", ErrInvariant, r.Namespace, r.Name, k, v.String(), err)
+		}
+		q.Status.Used[corev1.ResourceName(k)] = kq
+	}
+	return &q, nil
+}

@@ -1,0 +1,242 @@
+package projector
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger/quota"
+)
+
+// SchemaVersion is the layout version of the projection file.
+const SchemaVersion = 1
+
+// Bucket names. Every key that names a namespace object starts with the
+// namespace and a zero byte, so one namespace is one contiguous key range.
+var (
+	bucketMeta     = []byte("meta")     // applied sequence, schema version
+	bucketSubjects = []byte("subjects") // namespace → last applied seq of its subject
+	bucketObjects  = []byte("objects")  // ns\0resource\0name → objectRecord
+	bucketQuotas   = []byte("quotas")   // ns\0name → quotaRecord
+	bucketReserved = []byte("reserved") // reservation id → object key
+	bucketSkipped  = []byte("skipped")  // seq → skippedRecord
+
+	keyApplied = []byte("applied")
+	keySchema  = []byte("schema")
+)
+
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketSkipped}
+
+// objectRecord is one object as the projection keeps it.
+type objectRecord struct {
+	Resource  string          `json:"resource"`
+	Namespace string          `json:"namespace"`
+	Name      string          `json:"name"`
+	UID       string          `json:"uid,omitempty"`
+	Kind      string          `json:"kind,omitempty"`
+	Object    json.RawMessage `json:"object"`
+	Charge    quota.Charge    `json:"charge"`
+	// Seq is the stream sequence of the record that last set this state.
+	Seq uint64 `json:"seq"`
+	// Reservation is set while the object is only reserved by an admission
+	// and not yet reported by the cluster.
+	Reservation string    `json:"reservation,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+}
+
+// quotaRecord is one ResourceQuota with its usage.
+type quotaRecord struct {
+	Namespace string          `json:"namespace"`
+	Name      string          `json:"name"`
+	Object    json.RawMessage `json:"object"`
+	// Invalid is Kubernetes' validation message for a quota whose spec is
+	// not valid; such a quota charges and admits nothing.
+	Invalid string             `json:"invalid,omitempty"`
+	Used    quota.ResourceList `json:"used,omitempty"`
+	// Terms counts, per resource, the non-zero charges summed into Used by
+	// print format. Kubernetes recomputes usage after a release, and a
+	// fresh sum prints in the format of its first non-zero term; while all
+	// terms share one format that format is known without a rescan.
+	Terms map[string]*[formatCount]int `json:"terms,omitempty"`
+	Seq   uint64                       `json:"seq"`
+}
+
+const formatCount = 3
+
+// skippedRecord notes a stream record that the fold could not apply.
+type skippedRecord struct {
+	Seq     uint64    `json:"seq"`
+	Subject string    `json:"subject"`
+	Time    time.Time `json:"time"`
+	Reason  string    `json:"reason"`
+}
+
+func objectKey(namespace, resource, name string) []byte {
+	k := make([]byte, 0, len(namespace)+len(resource)+len(name)+2)
+	k = append(k, namespace...)
+	k = append(k, 0)
+	k = append(k, resource...)
+	k = append(k, 0)
+	k = append(k, name...)
+	return k
+}
+
+func quotaKey(namespace, name string) []byte {
+	k := make([]byte, 0, len(namespace)+len(name)+1)
+	k = append(k, namespace...)
+	k = append(k, 0)
+	k = append(k, name...)
+	return k
+}
+
+func namespacePrefix(namespace string) []byte {
+	return append([]byte(namespace), 0)
+}
+
+func seqBytes(seq uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	return b[:]
+}
+
+// initBuckets creates the buckets of a new file, or checks the schema
+// version of an existing one.
+func initBuckets(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keySchema); v != nil {
+		if got := binary.BigEndian.Uint64(v); got != SchemaVersion {
+			return fmt.Errorf("%w: file has %d, this build reads %d", ErrSchemaVersion, got, SchemaVersion)
+		}
+		return nil
+	}
+	return meta.Put(keySchema, seqBytes(SchemaVersion))
+}
+
+// appliedSeq reads the last applied stream sequence (0 for a new file).
+func appliedSeq(tx *bolt.Tx) uint64 {
+	v := tx.Bucket(bucketMeta).Get(keyApplied)
+	if v == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// subjectKey names a namespace in the subjects bucket; cluster-scoped
+// objects ("" namespace) use a key no namespace can have.
+func subjectKey(namespace string) []byte {
+	if namespace == "" {
+		return []byte("_cluster")
+	}
+	return []byte(namespace)
+}
+
+// subjectSeq reads the last applied stream sequence of a namespace's subject.
+func subjectSeq(tx *bolt.Tx, namespace string) uint64 {
+	v := tx.Bucket(bucketSubjects).Get(subjectKey(namespace))
+	if v == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func getObject(tx *bolt.Tx, key []byte) (*objectRecord, error) {
+	v := tx.Bucket(bucketObjects).Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	var r objectRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("decode object %q: %w", key, err)
+	}
+	return &r, nil
+}
+
+func putObject(tx *bolt.Tx, r *objectRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode object %s/%s/%s: %w", r.Namespace, r.Resource, r.Name, err)
+	}
+	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), b)
+}
+
+func getQuota(tx *bolt.Tx, key []byte) (*quotaRecord, error) {
+	v := tx.Bucket(bucketQuotas).Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	var r quotaRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("decode quota %q: %w", key, err)
+	}
+	return &r, nil
+}
+
+func putQuota(tx *bolt.Tx, r *quotaRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode quota %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return tx.Bucket(bucketQuotas).Put(quotaKey(r.Namespace, r.Name), b)
+}
+
+// forEachObject calls fn for every object of a namespace in key order.
+func forEachObject(tx *bolt.Tx, namespace string, fn func(*objectRecord) error) error {
+	prefix := namespacePrefix(namespace)
+	c := tx.Bucket(bucketObjects).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r objectRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("decode object %q: %w", k, err)
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forEachObjectOf calls fn for every object of one resource in a namespace,
+// in name order. The key layout makes that one contiguous range.
+func forEachObjectOf(tx *bolt.Tx, namespace, resource string, fn func(*objectRecord) error) error {
+	prefix := objectKey(namespace, resource, "")
+	c := tx.Bucket(bucketObjects).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r objectRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("decode object %q: %w", k, err)
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forEachQuota calls fn for every quota of a namespace ("" with all = true
+// for every namespace) in key order.
+func forEachQuota(tx *bolt.Tx, namespace string, all bool, fn func(*quotaRecord) error) error {
+	c := tx.Bucket(bucketQuotas).Cursor()
+	var prefix []byte
+	if !all {
+		prefix = namespacePrefix(namespace)
+	}
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r quotaRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("decode quota %q: %w", k, err)
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
