@@ -21,7 +21,6 @@ type trimmedMeta struct {
 	GenerateName               string            `json:"generateName,omitempty"`
 	Namespace                  string            `json:"namespace,omitempty"`
 	UID                        string            `json:"uid,omitempty"`
-	ResourceVersion            string            `json:"resourceVersion,omitempty"`
 	DeletionTimestamp          *metav1.Time      `json:"deletionTimestamp,omitempty"`
 	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
 	Annotations                map[string]string `json:"annotations,omitempty"`
@@ -138,11 +137,6 @@ type trimmedQuotaSpec struct {
 	ScopeSelector *corev1.ScopeSelector       `json:"scopeSelector,omitempty"`
 }
 
-type trimmedQuotaStatus struct {
-	Hard corev1.ResourceList `json:"hard,omitempty"`
-	Used corev1.ResourceList `json:"used,omitempty"`
-}
-
 type trimmedLimitRangeSpec struct {
 	Limits []corev1.LimitRangeItem `json:"limits"`
 }
@@ -151,7 +145,9 @@ type trimmedLimitRangeSpec struct {
 // reads. Decode(Trimmed()) evaluates to the same charges as the original,
 // and two states that differ only in fields quota ignores give equal bytes.
 // It reads the typed value, so changes made to it (defaulting, a namespace)
-// are included.
+// are included. The resourceVersion is left out (an event carries it
+// beside the object): it changes on every write, and keeping it would make
+// status-only churn look like a change.
 func (o *Object) Trimmed() ([]byte, error) {
 	t := trimmedObject{
 		APIVersion: o.APIVersion,
@@ -161,7 +157,6 @@ func (o *Object) Trimmed() ([]byte, error) {
 			GenerateName:               o.GenerateName,
 			Namespace:                  o.Namespace,
 			UID:                        o.UID,
-			ResourceVersion:            o.ResourceVersion,
 			DeletionGracePeriodSeconds: o.DeletionGracePeriodSeconds,
 		},
 	}
@@ -188,10 +183,10 @@ func (o *Object) Trimmed() ([]byte, error) {
 	case *corev1.Service:
 		t.Spec = trimService(v)
 	case *corev1.ResourceQuota:
+		// The status is the cluster's own count, rewritten on every
+		// admission; usage is computed from the objects, so keeping it
+		// would only grow the log.
 		t.Spec = &trimmedQuotaSpec{Hard: v.Spec.Hard, Scopes: v.Spec.Scopes, ScopeSelector: v.Spec.ScopeSelector}
-		if len(v.Status.Hard) > 0 || len(v.Status.Used) > 0 {
-			t.Status = &trimmedQuotaStatus{Hard: v.Status.Hard, Used: v.Status.Used}
-		}
 	case *corev1.LimitRange:
 		t.Spec = &trimmedLimitRangeSpec{Limits: v.Spec.Limits}
 	case *nodev1.RuntimeClass:
