@@ -35,18 +35,46 @@ type Skipped struct {
 	Reason  string
 }
 
-// ApplyBatch applies stream records, in order, to the projection in tx and
-// records the last sequence as applied. It is the one fold: the projector
-// and replay both call it. Records at or below the applied sequence break
-// the exactly-once invariant and are refused with ErrInvariant. It returns
-// the records it skipped.
+// Fold applies stream records to a projection. It is the one fold: the
+// projector and replay both use it. It caches the quotas it has read (with
+// their usage) across batches, so it must be the only writer of its
+// projection; after a failed batch (the transaction rolled back) it forgets
+// the cache.
+type Fold struct {
+	// quotas holds, per namespace, the namespace's quotas in key order.
+	quotas map[string][]*quotaEntry
+}
+
+// quotaEntry is a cached quota record with its parsed spec.
+type quotaEntry struct {
+	rec   *quotaRecord
+	quota *quota.Quota // nil for an invalid quota
+	dirty bool         // changed in this batch, not yet written
+}
+
+// NewFold returns a fold with an empty cache.
+func NewFold() *Fold { return &Fold{quotas: map[string][]*quotaEntry{}} }
+
+// ApplyBatch applies records with a fresh Fold; see (*Fold).ApplyBatch.
 func ApplyBatch(tx *bolt.Tx, records []ledger.Record) ([]Skipped, error) {
+	return NewFold().ApplyBatch(tx, records)
+}
+
+// ApplyBatch applies stream records, in order, to the projection in tx and
+// records the last sequence as applied. Records at or below the applied
+// sequence break the exactly-once invariant and are refused with
+// ErrInvariant. It returns the records it skipped.
+func (fd *Fold) ApplyBatch(tx *bolt.Tx, records []ledger.Record) (skipped []Skipped, err error) {
 	if len(records) == 0 {
 		return nil, nil
 	}
+	defer func() {
+		if err != nil {
+			fd.quotas = map[string][]*quotaEntry{}
+		}
+	}()
 	applied := appliedSeq(tx)
-	var skipped []Skipped
-	f := fold{tx: tx}
+	f := fold{tx: tx, cache: fd}
 	for i := range records {
 		rec := &records[i]
 		if rec.Seq <= applied {
@@ -70,15 +98,64 @@ func ApplyBatch(tx *bolt.Tx, records []ledger.Record) ([]Skipped, error) {
 			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
 		}
 	}
+	if err := fd.flush(tx); err != nil {
+		return skipped, err
+	}
 	if err := tx.Bucket(bucketMeta).Put(keyApplied, seqBytes(applied)); err != nil {
 		return skipped, fmt.Errorf("store applied seq %d: %w", applied, err)
+	}
+	if err := putAppliedTime(tx, records[len(records)-1].Time); err != nil {
+		return skipped, fmt.Errorf("store applied time of seq %d: %w", applied, err)
 	}
 	return skipped, nil
 }
 
+// flush writes the quotas changed in this batch.
+func (fd *Fold) flush(tx *bolt.Tx) error {
+	for _, entries := range fd.quotas {
+		for _, e := range entries {
+			if !e.dirty {
+				continue
+			}
+			if err := putQuota(tx, e.rec); err != nil {
+				return err
+			}
+			e.dirty = false
+		}
+	}
+	return nil
+}
+
+// namespaceQuotas returns the cached quotas of a namespace, reading them
+// from tx the first time.
+func (fd *Fold) namespaceQuotas(tx *bolt.Tx, namespace string) ([]*quotaEntry, error) {
+	if entries, ok := fd.quotas[namespace]; ok {
+		return entries, nil
+	}
+	entries := []*quotaEntry{}
+	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
+		e := &quotaEntry{rec: r}
+		if r.Invalid == "" {
+			q, err := decodeQuota(r)
+			if err != nil {
+				return err
+			}
+			e.quota = q
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fd.quotas[namespace] = entries
+	return entries, nil
+}
+
 // fold applies records inside one transaction.
 type fold struct {
-	tx *bolt.Tx
+	tx    *bolt.Tx
+	cache *Fold
 }
 
 func (f *fold) apply(rec *ledger.Record) error {
@@ -199,9 +276,25 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 		return err
 	}
 	if resource == "resourcequotas" && old.Reservation == "" {
-		return f.tx.Bucket(bucketQuotas).Delete(quotaKey(namespace, name))
+		return f.deleteQuota(namespace, name)
 	}
 	return nil
+}
+
+// deleteQuota removes a quota from the projection and the cache.
+func (f *fold) deleteQuota(namespace, name string) error {
+	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
+	if err != nil {
+		return err
+	}
+	kept := entries[:0]
+	for _, e := range entries {
+		if e.rec.Name != name {
+			kept = append(kept, e)
+		}
+	}
+	f.cache.quotas[namespace] = kept
+	return f.tx.Bucket(bucketQuotas).Delete(quotaKey(namespace, name))
 }
 
 func (f *fold) expire(reservation string) error {
@@ -252,7 +345,7 @@ func (f *fold) resync(rec *ledger.Record) error {
 			return err
 		}
 	}
-	return nil
+	return f.recountNamespace(ev.Namespace)
 }
 
 // upsertQuota stores a ResourceQuota and, when its spec changed, recomputes
@@ -262,22 +355,42 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	if err != nil {
 		return skipf("read quota %s/%s: %v", o.Namespace, o.Name, err)
 	}
-	key := quotaKey(o.Namespace, o.Name)
-	old, err := getQuota(f.tx, key)
+	entries, err := f.cache.namespaceQuotas(f.tx, o.Namespace)
 	if err != nil {
 		return err
 	}
-	r := &quotaRecord{Namespace: o.Namespace, Name: o.Name, Object: raw, Invalid: q.Invalid, Seq: seq}
-	if old != nil && sameSpec(old.Object, raw) {
-		r.Used, r.Terms = old.Used, old.Terms
-		return putQuota(f.tx, r)
+	var entry *quotaEntry
+	at := len(entries)
+	for i, e := range entries {
+		if e.rec.Name == o.Name {
+			entry = e
+			break
+		}
+		if e.rec.Name > o.Name {
+			at = i
+			break
+		}
 	}
-	if q.Invalid == "" {
+	r := &quotaRecord{Namespace: o.Namespace, Name: o.Name, Object: raw, Invalid: q.Invalid, Seq: seq}
+	if q.Invalid != "" {
+		q = nil
+	}
+	if entry != nil && sameSpec(entry.rec.Object, raw) {
+		r.Used, r.Terms = entry.rec.Used, entry.rec.Terms
+	} else if q != nil {
 		if err := f.recompute(r, q); err != nil {
 			return err
 		}
 	}
-	return putQuota(f.tx, r)
+	if entry == nil {
+		entry = &quotaEntry{}
+		entries = append(entries, nil)
+		copy(entries[at+1:], entries[at:])
+		entries[at] = entry
+		f.cache.quotas[o.Namespace] = entries
+	}
+	entry.rec, entry.quota, entry.dirty = r, q, true
+	return nil
 }
 
 // sameSpec reports whether two stored quota objects have the same spec.
@@ -330,24 +443,14 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 // admission adds it; a decrease is what the quota controller's recount
 // would give.
 func (f *fold) recharge(namespace string, old, next *quota.Charge) error {
-	var quotas []*quotaRecord
-	err := forEachQuota(f.tx, namespace, false, func(r *quotaRecord) error {
-		if r.Invalid == "" {
-			quotas = append(quotas, r)
-		}
-		return nil
-	})
+	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
 	if err != nil {
 		return err
 	}
-	for _, r := range quotas {
-		o, err := object.Decode(r.Object)
-		if err != nil {
-			return fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
-		}
-		q, err := quota.FromObject(o)
-		if err != nil {
-			return fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+	for _, e := range entries {
+		q := e.quota
+		if q == nil {
+			continue
 		}
 		var oldPart, newPart quota.ResourceList
 		if old != nil && q.Matches(*old) {
@@ -356,19 +459,17 @@ func (f *fold) recharge(namespace string, old, next *quota.Charge) error {
 		if next != nil && q.Matches(*next) {
 			newPart = q.Mask(next.Usage)
 		}
-		changed, rescan, err := adjust(r, oldPart, newPart)
+		changed, rescan, err := adjust(e.rec, oldPart, newPart)
 		if err != nil {
 			return err
 		}
 		if rescan {
-			if err := f.recompute(r, q); err != nil {
+			if err := f.recompute(e.rec, q); err != nil {
 				return err
 			}
 		}
 		if changed || rescan {
-			if err := putQuota(f.tx, r); err != nil {
-				return err
-			}
+			e.dirty = true
 		}
 	}
 	return nil

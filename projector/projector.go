@@ -86,6 +86,8 @@ type Projector struct {
 	db     *bolt.DB
 	stream *ledger.Stream
 
+	fold    *Fold // the only writer's cache; used under db.Update only
+
 	applied atomic.Uint64
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
@@ -106,7 +108,7 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
 	}
-	p := &Projector{cfg: cfg, db: db, stream: stream, changed: make(chan struct{})}
+	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if err := initBuckets(tx); err != nil {
 			return err
@@ -172,7 +174,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	var skipped []Skipped
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		skipped, err = ApplyBatch(tx, records)
+		skipped, err = p.fold.ApplyBatch(tx, records)
 		return err
 	})
 	if err != nil {
