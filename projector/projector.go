@@ -86,7 +86,7 @@ type Projector struct {
 	db     *bolt.DB
 	stream *ledger.Stream
 
-	fold    *Fold // the only writer's cache; used under db.Update only
+	fold *Fold // the only writer's cache; used under db.Update only
 
 	applied atomic.Uint64
 	mu      sync.Mutex
