@@ -1,0 +1,68 @@
+// Package ledger owns the recorded facts: the Event types and their
+// versioned encoding, and the JetStream stream that holds them. The stream is
+// the truth; every projection is derived from it and can be rebuilt from it.
+//
+// # Encoding
+//
+// An Event is stored as JSON with a version field "v" (EncodingVersion).
+// Encode validates before writing and DecodeEvent validates after reading,
+// with the same rules (Event.Validate): a known type, the fields that type
+// requires, none that belong to another type. A reader meeting a newer
+// version fails with ErrFutureVersion rather than guessing.
+//
+// # Subjects
+//
+// Each namespace has its own subject, quota.events.<namespace>; events of
+// cluster-scoped objects (StorageClass, PriorityClass, RuntimeClass) go to
+// quota.events._cluster, which no namespace can be named since namespaces are
+// DNS labels. Per-namespace subjects make the expected-last-subject-sequence
+// check a per-namespace compare-and-swap (admissions in one namespace are
+// serialised, different namespaces never conflict), and let a later
+// deployment give each projector a subset of namespaces with a subject
+// filter or a server-side partition mapping, without rewriting the log.
+//
+// # Appending
+//
+// Append publishes one event and waits for JetStream's acknowledgement. A
+// message ID (Nats-Msg-Id) makes a re-sent event a no-op within the
+// duplicate window (a day by default); ExpectLastSubjectSeq makes the append
+// conditional and fails with ErrConflict when another append to the
+// namespace came first: that is how admission avoids over-admission across
+// replicas. AppendBatch pipelines many appends with a bounded in-flight
+// window for bulk ingest.
+//
+// # Reading
+//
+// Stream.Reader reads in sequence order from any sequence through an ordered
+// consumer. A record whose bytes do not decode is returned with Record.Err
+// set, in its place; it is never dropped and never stops the reader.
+//
+// # Dead letters
+//
+// A second stream, QUOTA_REJECTS on quota.rejects.<origin>, keeps what could
+// not become or be read as an event: the raw bytes as the message body, and
+// the source (FILE:LINE, or the event stream and sequence) and the reason as
+// headers. Stream.Reject writes one, Stream.ListRejections lists the latest.
+//
+// # Embedded server
+//
+// StartEmbedded runs nats-server with JetStream in this process. By default
+// it syncs every write before acknowledging it, so an acknowledged event
+// survives power loss.
+//
+// # Caveats
+//
+//   - The event stream denies deleting and purging by default, and has no
+//     age or size limit: do not configure limits on it unless replay from
+//     the start is no longer wanted.
+//   - Deduplication by message ID only works within Config.DuplicateWindow;
+//     re-sending a backlog older than that appends it again (harmless for
+//     upserts and deletes, which are idempotent, but it grows the log).
+//   - One encoded event is at most Config.MaxMsgSize bytes (1 MiB by
+//     default); a Resync of a very large namespace can exceed it.
+//   - A Reader is used by one goroutine at a time and must be closed.
+//   - The event's Namespace decides its subject; the reader refuses an event
+//     found on another namespace's subject (Record.Err).
+//   - LastSubjectSeq reads from the stream leader (direct get is off), so it
+//     is exact but costs a round trip to the leader.
+package ledger

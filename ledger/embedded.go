@@ -1,0 +1,169 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Defaults of EmbeddedConfig.
+const (
+	// DefaultEmbeddedHost is the interface the embedded server listens on:
+	// loopback, so that an unconfigured server is not reachable from the
+	// network.
+	DefaultEmbeddedHost = "127.0.0.1"
+	// DefaultEmbeddedPort is the NATS client port.
+	DefaultEmbeddedPort = 4222
+	// DefaultReadyTimeout bounds the wait for the server to accept clients.
+	DefaultReadyTimeout = 10 * time.Second
+	// DefaultEmbeddedMaxPayload is the largest message the embedded server
+	// accepts; it matches DefaultMaxMsgSize.
+	DefaultEmbeddedMaxPayload = DefaultMaxMsgSize
+	// RandomPort asks for a free port chosen by the system (for tests).
+	RandomPort = -1
+)
+
+// EmbeddedConfig configures the in-process NATS server with JetStream.
+type EmbeddedConfig struct {
+	// Host is the listen address. Zero: DefaultEmbeddedHost.
+	Host string
+	// Port is the client port. Zero: DefaultEmbeddedPort; RandomPort (-1):
+	// any free port, see ClientURL.
+	Port int
+	// StoreDir is the directory JetStream keeps its files in. Required.
+	StoreDir string
+	// SyncInterval is how often JetStream flushes its files to stable
+	// storage. Zero: every write is synced before it is acknowledged
+	// (nats-server's sync_always), so an acknowledged event survives a power
+	// loss. A positive interval trades that for speed: events acknowledged
+	// within the last interval may be lost on power loss (not on a process
+	// crash).
+	SyncInterval time.Duration
+	// ServerName names the server in logs and JetStream metadata. Zero:
+	// chosen by the server.
+	ServerName string
+	// MaxPayload is the largest message accepted. Zero:
+	// DefaultEmbeddedMaxPayload. Keep it at least Config.MaxMsgSize.
+	MaxPayload int32
+	// MaxStore bounds JetStream's file storage in bytes. Zero: the server
+	// derives a bound from the free disk space.
+	MaxStore int64
+	// ReadyTimeout bounds the wait for the server to accept clients. Zero:
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// Logging turns on the server's log on standard error. Zero: silent.
+	Logging bool
+}
+
+func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
+	if c.Host == "" {
+		c.Host = DefaultEmbeddedHost
+	}
+	if c.Port == 0 {
+		c.Port = DefaultEmbeddedPort
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultEmbeddedMaxPayload
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	return c
+}
+
+// Validate reports every problem of c, after defaults are applied, in one
+// error wrapping ErrInvalidConfig.
+func (c EmbeddedConfig) Validate() error {
+	c = c.withDefaults()
+	var problems []string
+	if c.StoreDir == "" {
+		problems = append(problems, "StoreDir is required")
+	}
+	if c.Port < RandomPort || c.Port > 65535 {
+		problems = append(problems, fmt.Sprintf("Port %d is outside -1..65535", c.Port))
+	}
+	if c.SyncInterval < 0 {
+		problems = append(problems, fmt.Sprintf("SyncInterval %s is negative", c.SyncInterval))
+	}
+	if c.MaxPayload < 0 || c.MaxPayload > MaxMsgSizeLimit {
+		problems = append(problems, fmt.Sprintf("MaxPayload %d is outside 1..%d", c.MaxPayload, MaxMsgSizeLimit))
+	}
+	if c.MaxStore < 0 {
+		problems = append(problems, fmt.Sprintf("MaxStore %d is negative", c.MaxStore))
+	}
+	if c.ReadyTimeout < 0 {
+		problems = append(problems, fmt.Sprintf("ReadyTimeout %s is negative", c.ReadyTimeout))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+}
+
+// Embedded is a NATS server with JetStream running in this process.
+type Embedded struct {
+	srv *server.Server
+	cfg EmbeddedConfig
+}
+
+// StartEmbedded starts the server and returns once it accepts clients.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("start embedded server: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		Host:       cfg.Host,
+		Port:       cfg.Port,
+		MaxPayload: cfg.MaxPayload,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		// JetStream's memory storage is not used by the ledger; a small
+		// bound keeps a stray memory stream from eating the machine.
+		JetStreamMaxMemory: 256 << 20,
+		JetStreamMaxStore:  cfg.MaxStore,
+		SyncAlways:         cfg.SyncInterval == 0,
+		SyncInterval:       cfg.SyncInterval,
+		// The process owns signal handling (cmd/quota cancels a context);
+		// the server must not install its own handlers.
+		NoSigs:                 true,
+		NoLog:                  !cfg.Logging,
+		DisableJetStreamBanner: true,
+		// No HTTP monitoring, leaf, route or gateway listeners: the
+		// embedded server serves local clients only.
+		HTTPPort: 0,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded server: %w", err)
+	}
+	if cfg.Logging {
+		srv.ConfigureLogger()
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("start embedded server on %s:%d: %w within %s", cfg.Host, cfg.Port, ErrServerNotReady, cfg.ReadyTimeout)
+	}
+	if !srv.JetStreamEnabled() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("start embedded server: %w: JetStream is not enabled", ErrServerNotReady)
+	}
+	return &Embedded{srv: srv, cfg: cfg}, nil
+}
+
+// ClientURL is the URL clients connect to, with the actual port when
+// RandomPort was asked for.
+func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// Shutdown stops the server and returns once it has stopped and flushed
+// its files.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}

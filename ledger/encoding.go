@@ -1,0 +1,237 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Limits on the identity fields of an event. Kubernetes names are at most
+// 253 characters and namespaces are DNS labels of at most 63; the ledger
+// enforces the same bounds so that an oversized field is caught where it is
+// written instead of surprising a reader later.
+const (
+	// NameLengthMax is the longest object name an event may carry.
+	NameLengthMax = 253
+	// NamespaceLengthMax is the longest namespace an event may carry.
+	NamespaceLengthMax = 63
+	// ResourceLengthMax is the longest group-qualified resource name.
+	ResourceLengthMax = 317
+	// SourceLengthMax is the longest Source an event may carry.
+	SourceLengthMax = 4096
+)
+
+// Encode returns the stream encoding of ev: its JSON form, stamped with
+// EncodingVersion when ev.Version is zero. It refuses an event that
+// Validate refuses, so nothing invalid is ever written.
+func Encode(ev Event) ([]byte, error) {
+	if ev.Version == 0 {
+		ev.Version = EncodingVersion
+	}
+	if ev.Version != EncodingVersion {
+		return nil, fmt.Errorf("encode: %w: version %d, this code writes version %d", ErrInvalidEvent, ev.Version, EncodingVersion)
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", ev.Type, ev.Name, err)
+	}
+	return b, nil
+}
+
+// DecodeEvent reads one event from its stream encoding and validates it with
+// the same rules Encode applies. An event from a newer encoding fails with
+// ErrFutureVersion; any other defect fails with ErrInvalidEvent.
+func DecodeEvent(b []byte) (Event, error) {
+	// Read the version alone first, so that a newer writer's event is
+	// reported as such even when its fields would not parse as this
+	// version's.
+	var head struct {
+		Version *int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Event{}, fmt.Errorf("decode: %w: %v", ErrInvalidEvent, err)
+	}
+	if head.Version == nil {
+		return Event{}, fmt.Errorf("decode: %w: no version", ErrInvalidEvent)
+	}
+	if *head.Version > EncodingVersion {
+		return Event{}, fmt.Errorf("decode: %w: version %d, this code reads up to %d", ErrFutureVersion, *head.Version, EncodingVersion)
+	}
+	if *head.Version < 1 {
+		return Event{}, fmt.Errorf("decode: %w: version %d", ErrInvalidEvent, *head.Version)
+	}
+	// Unknown fields are refused: a field this version does not know would
+	// mean a writer changed the encoding without changing its version, and
+	// ignoring it could change what the event means.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var ev Event
+	if err := dec.Decode(&ev); err != nil {
+		return Event{}, fmt.Errorf("decode: %w: %v", ErrInvalidEvent, err)
+	}
+	if dec.More() {
+		return Event{}, fmt.Errorf("decode: %w: data after the event", ErrInvalidEvent)
+	}
+	if err := ev.Validate(); err != nil {
+		return Event{}, fmt.Errorf("decode: %w", err)
+	}
+	return ev, nil
+}
+
+// Validate reports every rule ev breaks, in one error wrapping
+// ErrInvalidEvent. The rules per type:
+//
+//   - every type: a known Type, Version 1, Namespace empty or a DNS label,
+//     Source at most SourceLengthMax bytes;
+//   - Upsert: Resource, Name and a JSON object in Object;
+//   - Delete: Resource and Name;
+//   - Resync: Resource and no Name; each item a JSON object;
+//   - Reserve: Resource, Namespace, Reservation, a JSON object in Object and
+//     a positive ReservationTTL;
+//   - Expire: Namespace and Reservation.
+//
+// Fields that belong to other types (Items outside Resync, a Reservation on
+// an Upsert, an Object on an Expire) are refused too, so an event means one
+// thing only.
+func (ev Event) Validate() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	if ev.Version != EncodingVersion {
+		add("version %d, want %d", ev.Version, EncodingVersion)
+	}
+	if ev.Namespace != "" {
+		if err := validateNamespace(ev.Namespace); err != nil {
+			add("%v", err)
+		}
+	}
+	if len(ev.Name) > NameLengthMax {
+		add("name is %d bytes, at most %d", len(ev.Name), NameLengthMax)
+	}
+	if len(ev.Resource) > ResourceLengthMax {
+		add("resource is %d bytes, at most %d", len(ev.Resource), ResourceLengthMax)
+	}
+	if strings.ContainsAny(ev.Resource, " \t\r\n/") {
+		add("resource %q holds a space or a slash", ev.Resource)
+	}
+	if len(ev.Source) > SourceLengthMax {
+		add("source is %d bytes, at most %d", len(ev.Source), SourceLengthMax)
+	}
+	if ev.ReservationTTL < 0 {
+		add("negative reservationTTL %s", ev.ReservationTTL)
+	}
+
+	need := func(ok bool, field string) {
+		if !ok {
+			add("%s needs %s", ev.Type, field)
+		}
+	}
+	refuse := func(present bool, field string) {
+		if present {
+			add("%s must not carry %s", ev.Type, field)
+		}
+	}
+	objectOK := func(field string, raw json.RawMessage) {
+		if len(raw) == 0 {
+			return
+		}
+		if !isJSONObject(raw) {
+			add("%s is not a JSON object", field)
+		}
+	}
+
+	switch ev.Type {
+	case Upsert:
+		need(ev.Resource != "", "resource")
+		need(ev.Name != "", "name")
+		need(len(ev.Object) > 0, "object")
+		objectOK("object", ev.Object)
+		refuse(len(ev.Items) > 0, "items")
+		refuse(ev.Reservation != "", "reservation")
+		refuse(ev.ReservationTTL != 0, "reservationTTL")
+	case Delete:
+		need(ev.Resource != "", "resource")
+		need(ev.Name != "", "name")
+		objectOK("object", ev.Object)
+		refuse(len(ev.Items) > 0, "items")
+		refuse(ev.Reservation != "", "reservation")
+		refuse(ev.ReservationTTL != 0, "reservationTTL")
+	case Resync:
+		need(ev.Resource != "", "resource")
+		refuse(ev.Name != "", "name")
+		refuse(ev.UID != "", "uid")
+		refuse(len(ev.Object) > 0, "object")
+		refuse(ev.Reservation != "", "reservation")
+		refuse(ev.ReservationTTL != 0, "reservationTTL")
+		for i, item := range ev.Items {
+			objectOK(fmt.Sprintf("items[%d]", i), item)
+			if len(item) == 0 {
+				add("items[%d] is empty", i)
+			}
+		}
+	case Reserve:
+		need(ev.Resource != "", "resource")
+		need(ev.Namespace != "", "namespace")
+		need(ev.Reservation != "", "reservation")
+		need(len(ev.Object) > 0, "object")
+		need(ev.ReservationTTL > 0, "a positive reservationTTL")
+		objectOK("object", ev.Object)
+		refuse(len(ev.Items) > 0, "items")
+	case Expire:
+		need(ev.Namespace != "", "namespace")
+		need(ev.Reservation != "", "reservation")
+		refuse(len(ev.Object) > 0, "object")
+		refuse(len(ev.Items) > 0, "items")
+		refuse(ev.ReservationTTL != 0, "reservationTTL")
+	case "":
+		add("no type")
+	default:
+		add("unknown type %q", ev.Type)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	what := string(ev.Type)
+	if ev.Name != "" {
+		what += " " + ev.Resource + " " + ev.Namespace + "/" + ev.Name
+	}
+	return fmt.Errorf("%w: %s: %s", ErrInvalidEvent, strings.TrimSpace(what), strings.Join(problems, "; "))
+}
+
+// validateNamespace checks that ns is an RFC 1123 DNS label, as Kubernetes
+// requires of namespaces. It also guarantees that ns is a single NATS
+// subject token: no dots, spaces or wildcards.
+func validateNamespace(ns string) error {
+	if len(ns) > NamespaceLengthMax {
+		return fmt.Errorf("namespace is %d bytes, at most %d", len(ns), NamespaceLengthMax)
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		alnum := (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		if alnum {
+			continue
+		}
+		if c == '-' && i > 0 && i < len(ns)-1 {
+			continue
+		}
+		return fmt.Errorf("namespace %q is not a DNS label", ns)
+	}
+	if ns == "" {
+		return errors.New("empty namespace")
+	}
+	return nil
+}
+
+// isJSONObject reports whether raw is one valid JSON object.
+func isJSONObject(raw []byte) bool {
+	if !json.Valid(raw) {
+		return false
+	}
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}

@@ -1,0 +1,172 @@
+package ledger_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quotaledger/quota/ledger"
+)
+
+func pod(ns, name string) ledger.Event {
+	return ledger.Event{
+		Type:            ledger.Upsert,
+		Resource:        "pods",
+		Namespace:       ns,
+		Name:            name,
+		UID:             "uid-" + name,
+		ResourceVersion: "7",
+		Object:          json.RawMessage(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"` + ns + `"}}`),
+		Source:          "test",
+	}
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	events := []ledger.Event{
+		pod("team-a", "web"),
+		{Type: ledger.Delete, Resource: "pods", Namespace: "team-a", Name: "web"},
+		{Type: ledger.Upsert, Resource: "storageclasses.storage.k8s.io", Name: "fast", Object: json.RawMessage(`{"kind":"StorageClass"}`)},
+		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a", Items: []json.RawMessage{json.RawMessage(`{"a":1}`)}},
+		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a"},
+		{Type: ledger.Reserve, Resource: "pods", Namespace: "team-a", Reservation: "r1", Object: json.RawMessage(`{}`), ReservationTTL: time.Minute},
+		{Type: ledger.Expire, Namespace: "team-a", Reservation: "r1"},
+	}
+	for _, ev := range events {
+		b, err := ledger.Encode(ev)
+		if err != nil {
+			t.Fatalf("encode %+v: %v", ev, err)
+		}
+		got, err := ledger.DecodeEvent(b)
+		if err != nil {
+			t.Fatalf("decode %s: %v", b, err)
+		}
+		ev.Version = ledger.EncodingVersion
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(ev)
+		if string(gb) != string(wb) {
+			t.Errorf("round trip: got %s, want %s", gb, wb)
+		}
+	}
+}
+
+func TestEventValidateRules(t *testing.T) {
+	obj := json.RawMessage(`{"kind":"Pod"}`)
+	cases := []struct {
+		name string
+		ev   ledger.Event
+		want string // a fragment of the error; "" means valid
+	}{
+		{"upsert needs a name", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Object: obj}, "needs name"},
+		{"upsert needs a resource", ledger.Event{Type: ledger.Upsert, Namespace: "a", Name: "x", Object: obj}, "needs resource"},
+		{"upsert needs an object", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x"}, "needs object"},
+		{"upsert object must be a JSON object", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: json.RawMessage(`[1]`)}, "not a JSON object"},
+		{"upsert must not carry items", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: obj, Items: []json.RawMessage{obj}}, "must not carry items"},
+		{"upsert must not carry a reservation", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: obj, Reservation: "r"}, "must not carry reservation"},
+		{"cluster-scoped upsert has no namespace", ledger.Event{Type: ledger.Upsert, Resource: "storageclasses.storage.k8s.io", Name: "fast", Object: obj}, ""},
+		{"namespace must be a DNS label", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a.b", Name: "x", Object: obj}, "not a DNS label"},
+		{"namespace must not be a wildcard", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "*", Name: "x", Object: obj}, "not a DNS label"},
+		{"namespace must not be the cluster token", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "_cluster", Name: "x", Object: obj}, "not a DNS label"},
+		{"namespace must not end with a dash", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a-", Name: "x", Object: obj}, "not a DNS label"},
+		{"namespace at most 63 bytes", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: strings.Repeat("a", 64), Name: "x", Object: obj}, "at most 63"},
+		{"delete needs a name", ledger.Event{Type: ledger.Delete, Resource: "pods", Namespace: "a"}, "needs name"},
+		{"delete may carry the last object", ledger.Event{Type: ledger.Delete, Resource: "pods", Namespace: "a", Name: "x", Object: obj}, ""},
+		{"resync must not carry a name", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Name: "x"}, "must not carry name"},
+		{"resync items must be objects", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Items: []json.RawMessage{json.RawMessage(`1`)}}, "items[0] is not a JSON object"},
+		{"reserve needs a positive ttl", ledger.Event{Type: ledger.Reserve, Resource: "pods", Namespace: "a", Reservation: "r", Object: obj}, "positive reservationTTL"},
+		{"reserve needs a namespace", ledger.Event{Type: ledger.Reserve, Resource: "pods", Reservation: "r", Object: obj, ReservationTTL: time.Second}, "needs namespace"},
+		{"expire needs a reservation", ledger.Event{Type: ledger.Expire, Namespace: "a"}, "needs reservation"},
+		{"expire must not carry a ttl", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "r", ReservationTTL: time.Second}, "must not carry reservationTTL"},
+		{"type is required", ledger.Event{Resource: "pods", Namespace: "a", Name: "x"}, "no type"},
+		{"type must be known", ledger.Event{Type: "create", Resource: "pods", Namespace: "a", Name: "x"}, `unknown type "create"`},
+		{"every violation is reported", ledger.Event{Type: ledger.Upsert, Namespace: "A"}, "needs resource; upsert needs name; upsert needs object"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ledger.Encode(c.ev)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want valid", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ledger.ErrInvalidEvent) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrInvalidEvent containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDecodeEventRules(t *testing.T) {
+	cases := []struct {
+		name    string
+		raw     string
+		wantErr error
+		want    string
+	}{
+		{"future version is named", `{"v":2,"type":"teleport","whatever":[1]}`, ledger.ErrFutureVersion, "version 2"},
+		{"missing version", `{"type":"delete","resource":"pods","namespace":"a","name":"x"}`, ledger.ErrInvalidEvent, "no version"},
+		{"version zero", `{"v":0,"type":"delete","resource":"pods","namespace":"a","name":"x"}`, ledger.ErrInvalidEvent, "version 0"},
+		{"not JSON", `not json`, ledger.ErrInvalidEvent, ""},
+		{"unknown field", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x","colour":"red"}`, ledger.ErrInvalidEvent, "colour"},
+		{"trailing data", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x"} {}`, ledger.ErrInvalidEvent, "after top-level value"},
+		{"rules of the type apply when reading", `{"v":1,"type":"delete","resource":"pods","namespace":"a"}`, ledger.ErrInvalidEvent, "needs name"},
+		{"valid delete", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x"}`, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ledger.DecodeEvent([]byte(c.raw))
+			if c.wantErr == nil {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, c.wantErr) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %v containing %q", err, c.wantErr, c.want)
+			}
+		})
+	}
+}
+
+func TestEncodeRefusesOtherVersions(t *testing.T) {
+	ev := pod("a", "x")
+	ev.Version = 2
+	if _, err := ledger.Encode(ev); !errors.Is(err, ledger.ErrInvalidEvent) {
+		t.Fatalf("got %v, want ErrInvalidEvent", err)
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	for _, ev := range []ledger.Event{pod("a", "x"), {Type: ledger.Expire, Namespace: "a", Reservation: "r"}} {
+		b, err := ledger.Encode(ev)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`{"v":1,"type":"resync","resource":"pods","items":[{},null]}`))
+	f.Add([]byte(`{"v":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, err := ledger.DecodeEvent(b)
+		if err != nil {
+			return
+		}
+		// What decodes must encode again and decode to the same event.
+		again, err := ledger.Encode(ev)
+		if err != nil {
+			t.Fatalf("decoded event does not encode: %v", err)
+		}
+		ev2, err := ledger.DecodeEvent(again)
+		if err != nil {
+			t.Fatalf("re-encoded event does not decode: %v", err)
+		}
+		b1, _ := json.Marshal(ev)
+		b2, _ := json.Marshal(ev2)
+		if string(b1) != string(b2) {
+			t.Fatalf("round trip: got %s, want %s", b2, b1)
+		}
+	})
+}

@@ -1,0 +1,56 @@
+package ledger
+
+import "errors"
+
+var (
+	// ErrInvalidEvent is returned by Encode, DecodeEvent and Append when an
+	// event breaks the rules of its type (a missing name, an unknown type,
+	// a field that does not belong to the type). The wrapping error names
+	// every violation.
+	ErrInvalidEvent = errors.New("invalid event")
+
+	// ErrFutureVersion is returned by DecodeEvent when an event was written
+	// by a newer encoding than this code reads. Upgrade the reader; never
+	// skip such an event silently.
+	ErrFutureVersion = errors.New("event encoding version is newer than this reader")
+
+	// ErrEventTooLarge is returned by Append and AppendBatch when an encoded
+	// event is larger than Config.MaxMsgSize.
+	ErrEventTooLarge = errors.New("encoded event exceeds the stream's maximum message size")
+
+	// ErrConflict is returned by Append when AppendOptions.ExpectLastSubjectSeq
+	// was set and another append to the same subject got there first. The
+	// caller catches up past the subject's new last sequence and decides
+	// again.
+	ErrConflict = errors.New("another append to the subject came first")
+
+	// ErrInvalidConfig is returned by Config.Validate, EmbeddedConfig.Validate,
+	// Open and StartEmbedded when a configuration is not usable.
+	ErrInvalidConfig = errors.New("invalid configuration")
+
+	// ErrInvalidMsgID is returned by Append and AppendBatch when a message ID
+	// is too long or holds characters a NATS header cannot carry.
+	ErrInvalidMsgID = errors.New("invalid message id")
+
+	// ErrBatchTooLarge is returned by AppendBatch when it is given more
+	// entries than AppendBatchEntriesMax.
+	ErrBatchTooLarge = errors.New("batch exceeds the maximum number of entries")
+
+	// ErrAckTimeout is returned by Append and AppendBatch when JetStream did
+	// not acknowledge an append within Config.AckWaitTimeout. The append may
+	// or may not have been stored: retry with the same message ID, which
+	// makes a stored one a duplicate.
+	ErrAckTimeout = errors.New("timed out waiting for the stream to acknowledge an append")
+
+	// ErrReaderClosed is returned by Reader.Next after Close, or after the
+	// underlying consumer stopped for good.
+	ErrReaderClosed = errors.New("reader is closed")
+
+	// ErrInvalidRejection is returned by Stream.Reject when a rejection has
+	// no source or no reason.
+	ErrInvalidRejection = errors.New("invalid rejection")
+
+	// ErrServerNotReady is returned by StartEmbedded when the embedded
+	// server did not accept connections within EmbeddedConfig.ReadyTimeout.
+	ErrServerNotReady = errors.New("embedded server did not become ready")
+)

@@ -1,0 +1,199 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Limits of reading.
+const (
+	// ReaderBufferMax is the number of records a Reader holds ahead of its
+	// caller. It bounds memory and is the most one Next call returns
+	// without waiting for the server.
+	ReaderBufferMax = 1024
+	// ReaderNextMax is the largest max a Next call accepts.
+	ReaderNextMax = 100_000
+)
+
+// Record is one message of the event stream as a Reader returns it.
+type Record struct {
+	// Seq is the stream sequence.
+	Seq uint64
+	// Subject is the subject the event was published on.
+	Subject string
+	// Namespace is the namespace the subject carries; "" for cluster-scoped
+	// objects.
+	Namespace string
+	// Time is when the stream stored the event. Anything that depends on
+	// time uses it, never a wall clock, so replay reproduces it.
+	Time time.Time
+	// Event is the decoded event; zero when Err is set.
+	Event Event
+	// Raw is the message exactly as stored.
+	Raw []byte
+	// Err is set when the message does not decode or does not belong on its
+	// subject. Such a record is still returned, in order, so that the
+	// reader can report it and move past it; it is never dropped.
+	Err error
+}
+
+// Reader reads the event stream in sequence order from a starting sequence,
+// through an ordered consumer: an ephemeral, flow-controlled consumer that
+// the client recreates from the last delivered sequence whenever it detects
+// a gap, so records arrive exactly once and in order. A Reader is used by one
+// goroutine at a time.
+type Reader struct {
+	iter    jetstream.MessagesContext
+	records chan Record
+	done    chan struct{} // closed by Close
+	exited  chan struct{} // closed when pump returns
+	stop    sync.Once
+	mu      sync.Mutex
+	err     error // terminal error of the pump, read after records closes
+}
+
+// Reader starts reading at fromSeq (the first sequence wanted; 0 or 1 read
+// from the beginning).
+func (s *Stream) Reader(ctx context.Context, fromSeq uint64) (*Reader, error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{SubjectsAll},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		ReplayPolicy:   jetstream.ReplayInstantPolicy,
+	}
+	if fromSeq > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = fromSeq
+	}
+	cons, err := s.events.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
+	}
+	iter, err := cons.Messages(jetstream.PullMaxMessages(ReaderBufferMax))
+	if err != nil {
+		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
+	}
+	r := &Reader{
+		iter:    iter,
+		records: make(chan Record, ReaderBufferMax),
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	go r.pump()
+	return r, nil
+}
+
+// pump moves messages from the consumer into the bounded records channel,
+// decoding them on the way, until the iterator is closed or fails.
+func (r *Reader) pump() {
+	defer close(r.exited)
+	defer close(r.records)
+	for {
+		msg, err := r.iter.Next()
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+			}
+			return
+		}
+		rec := recordOf(msg)
+		select {
+		case r.records <- rec:
+		case <-r.done:
+			return
+		}
+	}
+}
+
+func recordOf(msg jetstream.Msg) Record {
+	rec := Record{Subject: msg.Subject(), Raw: msg.Data()}
+	meta, err := msg.Metadata()
+	if err != nil {
+		// Without metadata there is no sequence; the ordered consumer
+		// always provides it, so this is a broken invariant of the client.
+		panic(fmt.Sprintf("ledger: message on %s without JetStream metadata: %v", msg.Subject(), err))
+	}
+	rec.Seq = meta.Sequence.Stream
+	rec.Time = meta.Timestamp
+	ns, err := NamespaceOf(rec.Subject)
+	if err != nil {
+		rec.Err = err
+		return rec
+	}
+	rec.Namespace = ns
+	ev, err := DecodeEvent(rec.Raw)
+	if err != nil {
+		rec.Err = err
+		return rec
+	}
+	if ev.Namespace != ns {
+		rec.Err = fmt.Errorf("%w: event of namespace %q on subject %s", ErrInvalidEvent, ev.Namespace, rec.Subject)
+		return rec
+	}
+	rec.Event = ev
+	return rec
+}
+
+// Next returns up to max records in sequence order. It waits at most wait
+// for the first one (returning none, and no error, if none arrives) and
+// then takes only what has already arrived, so a caller applying batches
+// gets large batches under load and small ones when idle. It returns ctx's
+// error when ctx ends and ErrReaderClosed after Close or when the consumer
+// failed for good (wrapping that failure).
+func (r *Reader) Next(ctx context.Context, max int, wait time.Duration) ([]Record, error) {
+	if max <= 0 || max > ReaderNextMax {
+		return nil, fmt.Errorf("reader next: max %d is outside 1..%d", max, ReaderNextMax)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var out []Record
+	select {
+	case rec, ok := <-r.records:
+		if !ok {
+			return nil, r.closedErr()
+		}
+		out = append(out, rec)
+	case <-timer.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for len(out) < max {
+		select {
+		case rec, ok := <-r.records:
+			if !ok {
+				// Hand over what was read; the next call reports the end.
+				return out, nil
+			}
+			out = append(out, rec)
+		default:
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+func (r *Reader) closedErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return fmt.Errorf("%w: %w", ErrReaderClosed, r.err)
+	}
+	return ErrReaderClosed
+}
+
+// Close stops the consumer and returns once its goroutine has exited.
+// Records not yet returned are discarded.
+func (r *Reader) Close() {
+	r.stop.Do(func() {
+		close(r.done)
+		r.iter.Stop()
+	})
+	<-r.exited
+}

@@ -1,0 +1,267 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Limits of appending.
+const (
+	// MsgIDLengthMax is the longest Nats-Msg-Id accepted.
+	MsgIDLengthMax = 1024
+	// AppendBatchEntriesMax is the largest number of entries one AppendBatch
+	// takes; a caller with more splits them.
+	AppendBatchEntriesMax = 100_000
+)
+
+// Stream is the event log: a JetStream stream holding Events on per-namespace
+// subjects, and its dead-letter stream. It is safe for concurrent use.
+type Stream struct {
+	js      jetstream.JetStream
+	cfg     Config
+	events  jetstream.Stream
+	rejects jetstream.Stream
+}
+
+// Open creates the event stream and the dead-letter stream, or updates them
+// to cfg when they exist.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	events, err := js.CreateOrUpdateStream(ctx, cfg.eventStreamConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, err)
+	}
+	rejects, err := js.CreateOrUpdateStream(ctx, cfg.rejectStreamConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, err)
+	}
+	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
+}
+
+// Config returns the configuration the stream was opened with, defaults
+// applied.
+func (s *Stream) Config() Config { return s.cfg }
+
+// AppendOptions are the per-append options.
+type AppendOptions struct {
+	// MsgID is sent as Nats-Msg-Id: a second append with the same ID within
+	// Config.DuplicateWindow is not stored again and reports Duplicate.
+	// Empty: no deduplication.
+	MsgID string
+	// ExpectLastSubjectSeq, when set, makes the append succeed only if the
+	// last event on the event's subject has this sequence (0: no event on
+	// the subject yet); otherwise Append fails with ErrConflict.
+	ExpectLastSubjectSeq *uint64
+}
+
+// AppendResult says where an append landed.
+type AppendResult struct {
+	// Seq is the stream sequence of the event; for a duplicate, the
+	// sequence of the event first stored with the same MsgID.
+	Seq uint64
+	// Duplicate is true when the MsgID was already stored within the
+	// duplicate window and nothing new was written.
+	Duplicate bool
+}
+
+// Append writes ev on its namespace's subject and returns once JetStream has
+// acknowledged it (stored, and with Replicas > 1 replicated to a quorum).
+func (s *Stream) Append(ctx context.Context, ev Event, opts AppendOptions) (AppendResult, error) {
+	msg, err := s.message(ev, opts.MsgID)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	pubOpts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.cfg.StreamName)}
+	if opts.ExpectLastSubjectSeq != nil {
+		pubOpts = append(pubOpts, jetstream.WithExpectLastSequencePerSubject(*opts.ExpectLastSubjectSeq))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckWaitTimeout)
+	defer cancel()
+	ack, err := s.js.PublishMsg(ctx, msg, pubOpts...)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, describe(ev), classifyPublishError(err))
+	}
+	return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// BatchEntry is one event of AppendBatch.
+type BatchEntry struct {
+	Event Event
+	// MsgID is sent as Nats-Msg-Id, as in AppendOptions.
+	MsgID string
+}
+
+// AppendBatch writes entries asynchronously, keeping at most
+// Config.AppendBatchInFlightMax unacknowledged, and returns once every one
+// is acknowledged or has failed. Events are published in order; on one
+// subject they are stored in order. results[i] belongs to entries[i] and is
+// zero when that entry failed. The error joins the failures, each naming
+// its entry index.
+//
+// No entry is published when one of them does not encode: a batch is
+// checked whole first, so a caller's bug does not leave half a batch.
+func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]AppendResult, error) {
+	if len(entries) > AppendBatchEntriesMax {
+		return nil, fmt.Errorf("append batch of %d: %w (%d)", len(entries), ErrBatchTooLarge, AppendBatchEntriesMax)
+	}
+	msgs := make([]*nats.Msg, len(entries))
+	for i, e := range entries {
+		m, err := s.message(e.Event, e.MsgID)
+		if err != nil {
+			return nil, fmt.Errorf("append batch entry %d: %w", i, err)
+		}
+		msgs[i] = m
+	}
+
+	results := make([]AppendResult, len(entries))
+	var failures []error
+	fail := func(i int, err error) {
+		failures = append(failures, fmt.Errorf("entry %d %s: %w", i, msgs[i].Subject, err))
+	}
+	type pending struct {
+		index  int
+		future jetstream.PubAckFuture
+	}
+	// window is a FIFO of unacknowledged publishes, at most
+	// AppendBatchInFlightMax long; the oldest is awaited before a new one
+	// is sent once it is full.
+	window := make([]pending, 0, s.cfg.AppendBatchInFlightMax)
+	await := func(p pending) {
+		timer := time.NewTimer(s.cfg.AckWaitTimeout)
+		defer timer.Stop()
+		select {
+		case ack := <-p.future.Ok():
+			results[p.index] = AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}
+		case err := <-p.future.Err():
+			fail(p.index, classifyPublishError(err))
+		case <-timer.C:
+			fail(p.index, ErrAckTimeout)
+		case <-ctx.Done():
+			fail(p.index, ctx.Err())
+		}
+	}
+	for i, m := range msgs {
+		if err := ctx.Err(); err != nil {
+			fail(i, err)
+			continue
+		}
+		if len(window) == cap(window) {
+			await(window[0])
+			window = window[1:]
+			// Reuse the backing array instead of letting append grow it.
+			window = append(make([]pending, 0, s.cfg.AppendBatchInFlightMax), window...)
+		}
+		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectStream(s.cfg.StreamName))
+		if err != nil {
+			fail(i, classifyPublishError(err))
+			continue
+		}
+		window = append(window, pending{index: i, future: f})
+	}
+	for _, p := range window {
+		await(p)
+	}
+	if len(failures) > 0 {
+		return results, fmt.Errorf("append batch: %d of %d failed: %w", len(failures), len(entries), errors.Join(failures...))
+	}
+	return results, nil
+}
+
+// LastSeq returns the sequence of the last event in the stream, 0 if it is
+// empty.
+func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
+	info, err := s.events.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", s.cfg.StreamName, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// LastSubjectSeq returns the sequence of the last event of namespace ns (""
+// for cluster-scoped objects), 0 if there is none. It is the value to pass
+// as AppendOptions.ExpectLastSubjectSeq.
+func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, error) {
+	if namespace != "" {
+		if err := validateNamespace(namespace); err != nil {
+			return 0, fmt.Errorf("last subject seq: %w", err)
+		}
+	}
+	subject := Subject(namespace)
+	msg, err := s.events.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last subject seq of %s: %w", subject, err)
+	}
+	return msg.Sequence, nil
+}
+
+// message encodes ev into a NATS message on its subject, checking its size
+// and message ID.
+func (s *Stream) message(ev Event, msgID string) (*nats.Msg, error) {
+	data, err := Encode(ev)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > int(s.cfg.MaxMsgSize) {
+		return nil, fmt.Errorf("append %s: %w: %d bytes, at most %d", describe(ev), ErrEventTooLarge, len(data), s.cfg.MaxMsgSize)
+	}
+	msg := nats.NewMsg(Subject(ev.Namespace))
+	msg.Data = data
+	if msgID != "" {
+		if err := validateMsgID(msgID); err != nil {
+			return nil, fmt.Errorf("append %s: %w", describe(ev), err)
+		}
+		msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	}
+	return msg, nil
+}
+
+func validateMsgID(id string) error {
+	if len(id) > MsgIDLengthMax {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidMsgID, len(id), MsgIDLengthMax)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] == 0x7f {
+			return fmt.Errorf("%w: %q holds a control character", ErrInvalidMsgID, id)
+		}
+	}
+	return nil
+}
+
+// classifyPublishError maps JetStream's wrong-last-sequence answers to
+// ErrConflict and a client-side timeout to ErrAckTimeout, keeping the
+// original error in the chain.
+func classifyPublishError(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+		return fmt.Errorf("%w: %w", ErrAckTimeout, err)
+	}
+	return err
+}
+
+// describe names an event in error messages.
+func describe(ev Event) string {
+	if ev.Name == "" {
+		return string(ev.Type) + " " + ev.Resource
+	}
+	if ev.Namespace == "" {
+		return fmt.Sprintf("%s %s %s", ev.Type, ev.Resource, ev.Name)
+	}
+	return fmt.Sprintf("%s %s %s/%s", ev.Type, ev.Resource, ev.Namespace, ev.Name)
+}

@@ -1,0 +1,63 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The subject plan. Every event is published on the subject of its
+// namespace, so that
+//
+//   - the expected-last-subject-sequence check is a per-namespace
+//     compare-and-swap: admissions in different namespaces never conflict,
+//     and two admissions in one namespace are serialised;
+//   - a projector can later own a subset of namespaces by consuming with a
+//     filter (one subject per namespace, or a subject-mapping partition
+//     such as the server's partition(n,3) transform on the namespace token)
+//     without changing what is recorded.
+//
+// Cluster-scoped objects (StorageClass, PriorityClass, RuntimeClass) go to
+// ClusterSubject. Namespaces are DNS labels, which cannot contain '_', so
+// "_cluster" never names a namespace.
+const (
+	// SubjectPrefix starts every event subject.
+	SubjectPrefix = "quota.events."
+	// SubjectsAll matches every event subject; the event stream binds it.
+	SubjectsAll = "quota.events.>"
+	// ClusterToken is the subject token of cluster-scoped objects.
+	ClusterToken = "_cluster"
+	// ClusterSubject carries the events of cluster-scoped objects.
+	ClusterSubject = SubjectPrefix + ClusterToken
+
+	// RejectSubjectPrefix starts every dead-letter subject; the token after
+	// it names the origin ("ingest", "projector").
+	RejectSubjectPrefix = "quota.rejects."
+	// RejectSubjectsAll matches every dead-letter subject.
+	RejectSubjectsAll = "quota.rejects.>"
+)
+
+// Subject returns the subject of namespace ns: ClusterSubject for "" (a
+// cluster-scoped object), SubjectPrefix+ns otherwise. It does not validate
+// ns; Append does.
+func Subject(namespace string) string {
+	if namespace == "" {
+		return ClusterSubject
+	}
+	return SubjectPrefix + namespace
+}
+
+// NamespaceOf returns the namespace a subject carries: "" for
+// ClusterSubject. It fails for a subject outside the plan.
+func NamespaceOf(subject string) (string, error) {
+	token, ok := strings.CutPrefix(subject, SubjectPrefix)
+	if !ok || token == "" || strings.Contains(token, ".") {
+		return "", fmt.Errorf("subject %q is not an event subject", subject)
+	}
+	if token == ClusterToken {
+		return "", nil
+	}
+	if err := validateNamespace(token); err != nil {
+		return "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return token, nil
+}
