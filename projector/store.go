@@ -153,15 +153,15 @@ func getObject(tx *bolt.Tx, key []byte) (*objectRecord, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var r objectRecord
-	if err := json.Unmarshal(v, &r); err != nil {
+	r, err := decodeObjectRecord(v)
+	if err != nil {
 		return nil, fmt.Errorf("decode object %q: %w", key, err)
 	}
-	return &r, nil
+	return r, nil
 }
 
 func putObject(tx *bolt.Tx, r *objectRecord) error {
-	b, err := json.Marshal(r)
+	b, err := encodeObjectRecord(r)
 	if err != nil {
 		return fmt.Errorf("encode object %s/%s/%s: %w", r.Namespace, r.Resource, r.Name, err)
 	}
@@ -193,11 +193,11 @@ func forEachObject(tx *bolt.Tx, namespace string, fn func(*objectRecord) error) 
 	prefix := namespacePrefix(namespace)
 	c := tx.Bucket(bucketObjects).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r objectRecord
-		if err := json.Unmarshal(v, &r); err != nil {
+		r, err := decodeObjectRecord(v)
+		if err != nil {
 			return fmt.Errorf("decode object %q: %w", k, err)
 		}
-		if err := fn(&r); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
@@ -210,11 +210,11 @@ func forEachObjectOf(tx *bolt.Tx, namespace, resource string, fn func(*objectRec
 	prefix := objectKey(namespace, resource, "")
 	c := tx.Bucket(bucketObjects).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r objectRecord
-		if err := json.Unmarshal(v, &r); err != nil {
+		r, err := decodeObjectRecord(v)
+		if err != nil {
 			return fmt.Errorf("decode object %q: %w", k, err)
 		}
-		if err := fn(&r); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
