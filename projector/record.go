@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
+
+	"github.com/quotaledger/quota/ledger/quantity"
+	"github.com/quotaledger/quota/ledger/quota"
 )
 
 // objectRecordVersion is the first byte of an encoded objectRecord.
@@ -16,13 +20,10 @@ var errShortRecord = errors.New("truncated object record")
 // encodeObjectRecord writes r in a compact binary form: the raw object is
 // stored as is, so reading a record back does not re-scan it as JSON.
 // Layout: version, then uvarint-length-prefixed strings (resource,
-// namespace, name, uid, kind, reservation, object, charge JSON) and
+// namespace, name, uid, kind, reservation, object, charge) and
 // uvarints (seq, expiry in Unix nanoseconds, 0 for none).
 func encodeObjectRecord(r *objectRecord) ([]byte, error) {
-	charge, err := json.Marshal(r.Charge)
-	if err != nil {
-		return nil, err
-	}
+	charge := appendCharge(nil, &r.Charge)
 	n := 1 + 8*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
 		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
 	b := make([]byte, 0, n)
@@ -77,7 +78,7 @@ func decodeObjectRecord(b []byte) (*objectRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(charge, &r.Charge); err != nil {
+	if err := readCharge(charge, &r.Charge); err != nil {
 		return nil, fmt.Errorf("charge: %w", err)
 	}
 	seq, k := binary.Uvarint(b)
@@ -94,4 +95,124 @@ func decodeObjectRecord(b []byte) (*objectRecord, error) {
 		r.ExpiresAt = time.Unix(0, int64(expiry)).UTC()
 	}
 	return &r, nil
+}
+
+// Charge flags.
+const (
+	flagPod = 1 << iota
+	flagTerminating
+	flagBestEffort
+	flagCrossNamespacePodAffinity
+)
+
+// appendCharge encodes a charge: resource, scope flags, priority class,
+// volume attributes classes, then the usage as (name, exact quantity)
+// pairs in name order, so equal charges give equal bytes.
+func appendCharge(b []byte, c *quota.Charge) []byte {
+	b = appendString(b, c.Resource)
+	var flags byte
+	if c.Scope.Pod {
+		flags |= flagPod
+	}
+	if c.Scope.Terminating {
+		flags |= flagTerminating
+	}
+	if c.Scope.BestEffort {
+		flags |= flagBestEffort
+	}
+	if c.Scope.CrossNamespacePodAffinity {
+		flags |= flagCrossNamespacePodAffinity
+	}
+	b = append(b, flags)
+	b = appendString(b, c.Scope.PriorityClass)
+	b = binary.AppendUvarint(b, uint64(len(c.Scope.VolumeAttributesClasses)))
+	for _, v := range c.Scope.VolumeAttributesClasses {
+		b = appendString(b, v)
+	}
+	names := make([]string, 0, len(c.Usage))
+	for name := range c.Usage {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		b = appendString(b, name)
+		b = appendString(b, c.Usage[name].Exact())
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func readCharge(b []byte, c *quota.Charge) error {
+	next := func() (string, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return "", errShortRecord
+		}
+		v := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return v, nil
+	}
+	count := func() (int, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)) {
+			return 0, errShortRecord
+		}
+		b = b[k:]
+		return int(n), nil
+	}
+	var err error
+	if c.Resource, err = next(); err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return errShortRecord
+	}
+	flags := b[0]
+	b = b[1:]
+	c.Scope.Pod = flags&flagPod != 0
+	c.Scope.Terminating = flags&flagTerminating != 0
+	c.Scope.BestEffort = flags&flagBestEffort != 0
+	c.Scope.CrossNamespacePodAffinity = flags&flagCrossNamespacePodAffinity != 0
+	if c.Scope.PriorityClass, err = next(); err != nil {
+		return err
+	}
+	n, err := count()
+	if err != nil {
+		return err
+	}
+	for range n {
+		v, err := next()
+		if err != nil {
+			return err
+		}
+		c.Scope.VolumeAttributesClasses = append(c.Scope.VolumeAttributesClasses, v)
+	}
+	if n, err = count(); err != nil {
+		return err
+	}
+	c.Usage = make(quota.ResourceList, n)
+	for range n {
+		name, err := next()
+		if err != nil {
+			return err
+		}
+		text, err := next()
+		if err != nil {
+			return err
+		}
+		q, err := quantity.ParseExact(text)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		c.Usage[name] = q
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%d bytes after the charge", len(b))
+	}
+	return nil
 }
