@@ -1,0 +1,104 @@
+package benchmark
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/quotaledger/quota/ledger/ledgertest/workload"
+)
+
+// TestHarnessSmoke runs the whole harness on a small stream. It checks
+// that every figure was produced and is positive, never how fast anything
+// is: speeds are for `make bench`.
+func TestHarnessSmoke(t *testing.T) {
+	var log bytes.Buffer
+	rep, err := Run(t.Context(), Config{
+		Workload: workload.Config{Seed: 1, Namespaces: 10, Events: 3000, LiveObjectsMax: 300},
+		Dir:      t.TempDir(),
+		Requests: 200,
+		Log:      &log,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	notPluggedIn := map[string]bool{
+		FigureAdmitDry1: true, FigureAdmitDry1P50: true, FigureAdmitDry1P99: true, FigureAdmitDry16: true,
+		FigureAdmitReserve1: true, FigureAdmitReserve1P50: true, FigureAdmitReserve1P99: true, FigureAdmitReserve16: true,
+		FigureReplay: true,
+	}
+	for _, name := range []string{
+		FigureRawPublish, FigureIngest, FigureRawRead, FigureProjection,
+		FigureRawRequest1, FigureRawRequest1P50, FigureRawRequest1P99, FigureRawRequest16,
+		FigureDescribe1, FigureDescribe1P99, FigureDescribe16,
+		FigureAdmitDry1, FigureAdmitDry1P50, FigureAdmitDry1P99, FigureAdmitDry16,
+		FigureAdmitReserve1, FigureAdmitReserve1P50, FigureAdmitReserve1P99, FigureAdmitReserve16,
+		FigureReplay, FigurePeakRSSIngest, FigurePeakRSSProjection, FigureProjectionFile,
+	} {
+		f := rep.Figure(name)
+		switch {
+		case f == nil:
+			t.Errorf("%s: missing from the report", name)
+		case f.Status == NotMeasured && notPluggedIn[name]:
+			if f.Value != 0 {
+				t.Errorf("%s: not measured yet but has value %v", name, f.Value)
+			}
+		case f.Status != Measured:
+			t.Errorf("%s: got status %q (%s), want measured", name, f.Status, f.Note)
+		case f.Value <= 0:
+			t.Errorf("%s: got %v, want a positive value", name, f.Value)
+		}
+	}
+	if got, want := rep.Stats.Events, 3000; got != want {
+		t.Errorf("got %d events generated, want %d", got, want)
+	}
+	var table, js bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if t.Failed() {
+		t.Logf("progress:\n%s\nreport:\n%s", log.String(), table.String())
+	}
+}
+
+// BenchmarkHarness is `make bench`: one run of every figure on the stream
+// the BENCH_* variables describe, printed as a table (and written as JSON
+// to BENCH_JSON). It ignores b.N: run it with -benchtime 1x.
+func BenchmarkHarness(b *testing.B) {
+	cfg, err := ConfigFromEnv(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Log = os.Stderr
+	var rep *Report
+	for b.Loop() {
+		if rep != nil {
+			continue
+		}
+		rep, err = Run(b.Context(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := rep.WriteTable(os.Stdout); err != nil {
+		b.Fatal(err)
+	}
+	for name, unit := range map[string]string{FigureIngest: "ingest-events/s", FigureProjection: "projection-events/s"} {
+		if f := rep.Figure(name); f != nil && f.Status == Measured {
+			b.ReportMetric(f.Value, unit)
+		}
+	}
+	if path := os.Getenv(EnvJSON); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := rep.WriteJSON(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
