@@ -1,0 +1,61 @@
+# The quota ledger. `make run` starts it on its embedded default; `make test`
+# runs the test suite.
+
+GO       ?= go
+BIN      := bin/quota
+PKGS     := ./...
+DATA     ?= ./data
+BENCHTIME ?= 1x
+
+.PHONY: all build run test test-short bench bench-scaling fuzz lint fmt vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/quota
+
+run: build
+	./$(BIN) serve --data $(DATA)
+
+test: build
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+test-short:
+	$(GO) test -count=1 -short $(PKGS)
+
+# Benchmarks print each figure next to its raw ceiling measured in the same
+# run. BENCH_JSON=path also writes them as JSON. The harness reads
+# BENCH_EVENTS (default 200000), BENCH_NAMESPACES, BENCH_LIVE, BENCH_SEED,
+# BENCH_REQUESTS, BENCH_SYNC_INTERVAL and BENCH_DIR (see BENCHMARKS.md);
+# then every package's own Go benchmarks run.
+bench: build
+	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./projector/benchmark
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+
+# The scaling table of BENCHMARKS.md: the harness once per size (each in
+# its own process), printed as a Markdown table.
+bench-scaling: build
+	./projector/benchmark/scaling.sh
+
+# Each fuzz target for FUZZTIME (default 60s).
+FUZZTIME ?= 60s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin
