@@ -15,3 +15,13 @@ var (
 	// ErrConfig is wrapped by Config.Validate.
 	ErrConfig = errors.New("invalid projector config")
 )
+
+var (
+	// ErrNoSnapshots is returned by OpenSnapshotsExisting when the snapshot
+	// store does not exist (no server has written one).
+	ErrNoSnapshots = errors.New("no snapshot store")
+	// ErrSnapshotUnusable is returned when a stored snapshot lacks the
+	// metadata that says which sequence it reflects, or its file does not
+	// agree with that metadata.
+	ErrSnapshotUnusable = errors.New("snapshot is not usable")
+)

@@ -1,0 +1,180 @@
+package projector
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger/quantity"
+)
+
+// Explanation says, for each quota of a namespace and each resource it
+// limits, which objects make up Used and what each is charged.
+type Explanation struct {
+	Namespace string `json:"namespace"`
+	// Applied is the stream sequence the explanation reflects.
+	Applied uint64             `json:"applied"`
+	Quotas  []QuotaExplanation `json:"quotas"`
+}
+
+// QuotaExplanation is one quota's part of an Explanation.
+type QuotaExplanation struct {
+	Name string `json:"name"`
+	// Invalid is Kubernetes' validation message for a quota that charges
+	// nothing; Resources is then empty.
+	Invalid   string                `json:"invalid,omitempty"`
+	Resources []ResourceExplanation `json:"resources"`
+}
+
+// ResourceExplanation lists the charges that sum to one resource's Used.
+type ResourceExplanation struct {
+	Resource string `json:"resource"`
+	Used     string `json:"used"`
+	Hard     string `json:"hard"`
+	// Charges are the non-zero charges, largest first, ties by object.
+	Charges []ObjectCharge `json:"charges"`
+}
+
+// ObjectCharge is what one object adds to one quota resource.
+type ObjectCharge struct {
+	// Object is "resource/name", e.g. "pods/web-1".
+	Object string `json:"object"`
+	Charge string `json:"charge"`
+	// Seq is the stream sequence of the event that set the object's state.
+	Seq uint64 `json:"seq"`
+	// Reservation is set when the charge is an admission's reservation for
+	// an object the cluster has not reported yet.
+	Reservation string    `json:"reservation,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+
+	amount quantity.Quantity
+}
+
+// Explain returns the explanation of namespace's quotas (only the one
+// called name, when name is set).
+func (p *Projector) Explain(namespace, name string) (*Explanation, error) {
+	var e *Explanation
+	err := p.db.View(func(tx *bolt.Tx) error {
+		var err error
+		e, err = ExplainTx(tx, namespace, name)
+		return err
+	})
+	return e, err
+}
+
+// ExplainTx reads an explanation from a projection transaction; see
+// Explain.
+func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
+	e := &Explanation{Namespace: namespace, Applied: appliedSeq(tx), Quotas: []QuotaExplanation{}}
+	var records []*quotaRecord
+	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
+		if name == "" || r.Name == name {
+			records = append(records, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if name != "" && len(records) == 0 {
+		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
+	}
+	for _, r := range records {
+		qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
+		if r.Invalid != "" {
+			e.Quotas = append(e.Quotas, qe)
+			continue
+		}
+		q, err := decodeQuota(r)
+		if err != nil {
+			return nil, err
+		}
+		byResource := map[string]*ResourceExplanation{}
+		names := make([]string, 0, len(q.Hard))
+		for res, hard := range q.Hard {
+			names = append(names, res)
+			byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
+		}
+		sort.Strings(names)
+		err = forEachObject(tx, namespace, func(o *objectRecord) error {
+			if !q.Matches(o.Charge) {
+				return nil
+			}
+			for res, v := range q.Mask(o.Charge.Usage) {
+				re := byResource[res]
+				if re == nil || v.IsZero() {
+					continue
+				}
+				re.Charges = append(re.Charges, ObjectCharge{
+					Object: o.Resource + "/" + o.Name, Charge: v.String(), Seq: o.Seq,
+					Reservation: o.Reservation, ExpiresAt: o.ExpiresAt, amount: v,
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, res := range names {
+			re := byResource[res]
+			sort.SliceStable(re.Charges, func(i, j int) bool {
+				a, b := re.Charges[i], re.Charges[j]
+				if c := a.amount.Cmp(b.amount); c != 0 {
+					return c > 0
+				}
+				return a.Object < b.Object
+			})
+			qe.Resources = append(qe.Resources, *re)
+		}
+		e.Quotas = append(e.Quotas, qe)
+	}
+	return e, nil
+}
+
+// WriteExplain prints an explanation as text: per quota a header as
+// describe prints it, then per resource its objects and charges, largest
+// first, reservations marked.
+func WriteExplain(w io.Writer, e *Explanation) error {
+	var buf bytes.Buffer
+	for i, q := range e.Quotas {
+		if i > 0 {
+			buf.WriteString("\n")
+		}
+		tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
+		fmt.Fprintf(tw, "Name:\t%s\n", q.Name)
+		fmt.Fprintf(tw, "Namespace:\t%s\n", e.Namespace)
+		if q.Invalid != "" {
+			fmt.Fprintf(tw, "Invalid:\t%s\n", q.Invalid)
+		}
+		tw.Flush()
+		for _, r := range q.Resources {
+			fmt.Fprintf(&buf, "\n%s: used %s of %s\n", r.Resource, r.Used, r.Hard)
+			if len(r.Charges) == 0 {
+				buf.WriteString("  (no object is charged)\n")
+				continue
+			}
+			tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
+			fmt.Fprintf(tw, "  OBJECT\tCHARGE\tSEQ\tNOTE\n")
+			for _, c := range r.Charges {
+				note := ""
+				if c.Reservation != "" {
+					note = fmt.Sprintf("reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", c.Object, c.Charge, c.Seq, note)
+			}
+			tw.Flush()
+		}
+	}
+	out := strings.ReplaceAll(buf.String(), " \n", "\n")
+	for strings.Contains(out, " \n") {
+		out = strings.ReplaceAll(out, " \n", "\n")
+	}
+	_, err := io.WriteString(w, out)
+	return err
+}

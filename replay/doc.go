@@ -1,0 +1,33 @@
+// Package replay rebuilds a quota projection from the event stream and
+// compares it with the live one.
+//
+// Rebuild folds the stream into a fresh bbolt file with the projector's own
+// fold (projector.Projector.Apply, which calls projector.ApplyBatch): there
+// is no second copy of the fold here. It starts from the first event, or
+// from the newest periodic snapshot (projector.Snapshots) at or before the
+// target, and stops at a stream sequence (Options.UntilSeq) or before the
+// first record the stream stored after a moment (Options.At). Verify asks
+// the live server for a copy of its projection at its applied sequence S,
+// rebuilds to exactly S from the first event, and lists every difference
+// (projector.Compare).
+//
+// Invariant: a rebuild of the same stream prefix holds the same bytes in
+// every bucket, whatever the batch sizes and wherever it started (from the
+// beginning or from a snapshot of an undrifted projection), because the
+// fold reads nothing but the records and the state they produced.
+//
+// # Caveats
+//
+// The bucket contents are equal, not the files: bbolt's page layout depends
+// on how the records were split into transactions. Compare projections with
+// projector.Compare, never with a file checksum.
+//
+// A snapshot is a copy of the live projection. A replay that starts from
+// one inherits whatever drift the live projection had when it was taken;
+// Verify therefore always folds from the first event, and an operator who
+// suspects drift replays with Options.Snapshots nil.
+//
+// Rebuild reads the stream through ledger.Open, which creates or updates
+// the stream's configuration; open it with the same ledger.Config as the
+// server.
+package replay

@@ -1,0 +1,105 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector"
+)
+
+// SnapshotRequestTimeout bounds the wait for the live server to catch up,
+// copy its projection and store it.
+const SnapshotRequestTimeout = projector.SnapshotTimeout
+
+// Verification is the outcome of Verify.
+type Verification struct {
+	// Live describes the copy of the live projection that was compared.
+	Live projector.SnapshotInfo
+	// Rebuilt is the projection folded from the stream's first event to
+	// Live.Seq.
+	Rebuilt *Result
+	// Differences lists every disagreement; empty means no drift.
+	Differences []projector.Difference
+}
+
+// Close releases the rebuilt projection.
+func (v *Verification) Close() error { return v.Rebuilt.Close() }
+
+// Verify asks the live server (over nc) for a copy of its projection at its
+// applied sequence S, folds the stream from its first event to exactly S
+// into a fresh file, and compares the two bucket by bucket.
+//
+// The rebuild never starts from a snapshot, whatever opts.Snapshots says:
+// snapshots are copies of the live projection, so one taken after a drift
+// would carry the drift into the rebuild and hide it.
+func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *projector.Snapshots, opts Options) (*Verification, error) {
+	info, err := requestSnapshot(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	defer snaps.Delete(context.WithoutCancel(ctx), info.Name)
+	dir, err := os.MkdirTemp("", "quota-verify-")
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	livePath := filepath.Join(dir, "live.db")
+	if _, err := snaps.Download(ctx, info.Name, livePath); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	live, err := bolt.Open(livePath, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("verify: open live copy: %w", err)
+	}
+	defer live.Close()
+
+	opts.Snapshots = nil
+	seq := info.Seq
+	rebuilt, err := rebuild(ctx, stream, opts, &seq)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	v := &Verification{Live: info, Rebuilt: rebuilt}
+	err = live.View(func(ltx *bolt.Tx) error {
+		return rebuilt.Projector.DB().View(func(rtx *bolt.Tx) error {
+			v.Differences = projector.Compare(ltx, rtx)
+			return nil
+		})
+	})
+	if err != nil {
+		rebuilt.Close()
+		return nil, fmt.Errorf("verify: compare: %w", err)
+	}
+	return v, nil
+}
+
+// requestSnapshot asks the live server to write a verify snapshot.
+func requestSnapshot(ctx context.Context, nc *nats.Conn) (projector.SnapshotInfo, error) {
+	body, _ := json.Marshal(projector.SnapshotRequest{Kind: projector.SnapshotVerify})
+	ctx, cancel := context.WithTimeout(ctx, SnapshotRequestTimeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, projector.SubjectSnapshot, body)
+	if err != nil {
+		return projector.SnapshotInfo{}, fmt.Errorf("ask the live server for a snapshot (%s): %w", projector.SubjectSnapshot, err)
+	}
+	var reply projector.AuditReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return projector.SnapshotInfo{}, fmt.Errorf("bad snapshot reply: %w", err)
+	}
+	if reply.Error != "" {
+		return projector.SnapshotInfo{}, fmt.Errorf("live server: %w", errors.New(reply.Error))
+	}
+	if reply.Snapshot == nil {
+		return projector.SnapshotInfo{}, errors.New("live server replied without a snapshot")
+	}
+	return *reply.Snapshot, nil
+}
