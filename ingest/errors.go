@@ -1,0 +1,47 @@
+package ingest
+
+import "errors"
+
+var (
+	// ErrInvalidOptions is returned by New and NewResponder when an option
+	// is out of range.
+	ErrInvalidOptions = errors.New("invalid ingest options")
+
+	// ErrDocumentTooLarge is the reason given for a JSON or YAML document
+	// file larger than DocumentBytesMax; the file is rejected, not read.
+	ErrDocumentTooLarge = errors.New("document too large")
+
+	// ErrLineTooLong is the reason given for a JSON line longer than
+	// LineBytesMax; the line is rejected and reading goes on.
+	ErrLineTooLong = errors.New("line too long")
+
+	// ErrNotKubernetes is the reason given for input that parses but is not
+	// a Kubernetes object or watch event (a JSON array, a scalar).
+	ErrNotKubernetes = errors.New("not a Kubernetes object or watch event")
+
+	// ErrBadJSON is the reason given for a record that does not parse.
+	ErrBadJSON = errors.New("bad JSON")
+
+	// ErrBadYAML is the reason given for a YAML document that does not
+	// parse.
+	ErrBadYAML = errors.New("bad YAML")
+
+	// ErrWatchError is the reason given for a watch event of type ERROR.
+	ErrWatchError = errors.New("watch ERROR event")
+
+	// ErrUnknownWatchType is the reason given for a watch event whose type
+	// is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+	ErrUnknownWatchType = errors.New("unknown watch event type")
+
+	// ErrNoNamespace is the reason given for a namespaced object without a
+	// namespace when Options.Namespace is empty.
+	ErrNoNamespace = errors.New("namespaced object has no namespace")
+
+	// ErrNoName is the reason given for an object with only
+	// metadata.generateName: a fact needs the name the cluster gave it.
+	ErrNoName = errors.New("object has no metadata.name")
+
+	// ErrResponderStopped is returned by Responder.Run when the NATS
+	// subscription ended before its context did.
+	ErrResponderStopped = errors.New("ingest responder subscription closed")
+)
