@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// binary is the quota binary built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "quota-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binary = filepath.Join(dir, "quota")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build quota:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var samplesDir = filepath.Join("..", "..", "testdata", "samples")
+
+// ledgerProc is a running `quota serve` subprocess.
+type ledgerProc struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	url  string
+	data string
+	logs *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var servingLine = regexp.MustCompile(`quota ledger serving.* nats=(\S+)`)
+
+// startServer runs `quota serve` on a free port with its data in dir and
+// waits until it serves.
+func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
+	t.Helper()
+	args := append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(binary, args...)
+	pr, pw := io.Pipe()
+	s := &ledgerProc{t: t, cmd: cmd, data: dir, logs: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = pw
+	cmd.Stdout = s.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.logs.Write([]byte(line + "\n"))
+			if m := servingLine.FindStringSubmatch(line); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		s.done <- err
+	}()
+	select {
+	case s.url = <-urls:
+	case err := <-s.done:
+		t.Fatalf("quota serve exited before serving: %v\n%s", err, s.logs)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("quota serve did not start in 30s\n%s", s.logs)
+	}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// stop ends the server with SIGTERM and waits for a clean exit.
+func (s *ledgerProc) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("quota serve did not exit cleanly: %v\n%s", err, s.logs)
+		}
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		s.t.Errorf("quota serve did not stop within 30s of SIGTERM\n%s", s.logs)
+	}
+}
+
+// kill ends the server with SIGKILL, as a crash would.
+func (s *ledgerProc) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// run runs a client subcommand against the server and returns its stdout,
+// stderr and exit code.
+func (s *ledgerProc) run(args ...string) (string, string, int) {
+	s.t.Helper()
+	cmd := exec.Command(binary, append(args, "--server", s.url)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			s.t.Fatalf("run %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// mustRun runs a client subcommand that must succeed.
+func (s *ledgerProc) mustRun(args ...string) string {
+	s.t.Helper()
+	out, errOut, code := s.run(args...)
+	if code != 0 {
+		s.t.Fatalf("quota %s: exit %d\nstdout: %s\nstderr: %s\nserver log:\n%s", strings.Join(args, " "), code, out, errOut, s.logs)
+	}
+	return out
+}
+
+func sampleDirs(t testing.TB) []string {
+	dirs, _ := filepath.Glob(filepath.Join(samplesDir, "sample-*"))
+	if len(dirs) == 0 {
+		t.Fatal("no samples")
+	}
+	return dirs
+}
+
+func ingestSample(s *ledgerProc, dir string) {
+	s.t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "cluster.jsonl")); err == nil {
+		s.mustRun("ingest", filepath.Join(dir, "cluster.jsonl"))
+	}
+	s.mustRun("ingest", filepath.Join(dir, "events.jsonl"))
+}
+
+type expectation struct {
+	Items []corev1.ResourceQuota `json:"items"`
+}
+
+func namespaceOf(t testing.TB, dir string) string {
+	var c struct {
+		Namespaces []string `json:"namespaces"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "case.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Namespaces) != 1 {
+		t.Fatalf("case.json: %v", err)
+	}
+	return c.Namespaces[0]
+}
+
+func statusStrings(l corev1.ResourceList) string {
+	var parts []string
+	for k, v := range l {
+		parts = append(parts, string(k)+"="+v.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// TestSamplesEndToEnd runs the recorded samples through the built binary as
+// a user would: serve, ingest the watch events, describe (json and text)
+// and ask dry-run admissions, comparing each with what Kubernetes did.
+func TestSamplesEndToEnd(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	for _, dir := range sampleDirs(t) {
+		ingestSample(s, dir)
+	}
+	for _, dir := range sampleDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ns := namespaceOf(t, dir)
+			checkDescribe(t, s, dir, ns)
+			checkProbes(t, s, dir, ns)
+		})
+	}
+}
+
+func checkDescribe(t *testing.T, s *ledgerProc, dir, ns string) {
+	t.Helper()
+	var got, want expectation
+	if err := json.Unmarshal([]byte(s.mustRun("describe", "-n", ns, "-o", "json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != len(want.Items) {
+		t.Fatalf("describe -o json: %d quotas, want %d", len(got.Items), len(want.Items))
+	}
+	for i := range want.Items {
+		if g, w := statusStrings(got.Items[i].Status.Used), statusStrings(want.Items[i].Status.Used); g != w {
+			t.Errorf("%s status.used:\n got %s\nwant %s", want.Items[i].Name, g, w)
+		}
+		if g, w := statusStrings(got.Items[i].Status.Hard), statusStrings(want.Items[i].Status.Hard); g != w {
+			t.Errorf("%s status.hard:\n got %s\nwant %s", want.Items[i].Name, g, w)
+		}
+	}
+	text := s.mustRun("describe", "-n", ns)
+	wantText, _ := os.ReadFile(filepath.Join(dir, "describe.txt"))
+	if text != string(wantText) {
+		t.Errorf("describe text:\n got:\n%s\nwant:\n%s", text, wantText)
+	}
+}
+
+func checkProbes(t *testing.T, s *ledgerProc, dir, ns string) {
+	t.Helper()
+	probes, _ := filepath.Glob(filepath.Join(dir, "probes", "*.json"))
+	if len(probes) == 0 {
+		t.Fatal("no probes")
+	}
+	for _, probe := range probes {
+		want, err := os.ReadFile(strings.TrimSuffix(probe, ".json") + ".expected")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitN(strings.TrimSpace(string(want)), "\n", 2)
+		out, errOut, code := s.run("admit", "--dry-run", "-n", ns, "-f", probe)
+		switch lines[0] {
+		case "allowed":
+			if code != 0 || strings.TrimSpace(out) != "allowed" {
+				t.Errorf("%s: got exit %d %q %q, want allowed", filepath.Base(probe), code, out, errOut)
+			}
+		case "denied":
+			if code != 1 || strings.TrimSpace(out) != lines[1] {
+				t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
+			}
+		default:
+			t.Fatalf("%s: unknown verdict %q", probe, lines[0])
+		}
+	}
+}
+
+// TestRebuildAfterDeletingProjection deletes the projection file while the
+// server is stopped; the restarted server rebuilds the same usage from the
+// stream.
+func TestRebuildAfterDeletingProjection(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	for _, dir := range sampleDirs(t) {
+		ingestSample(s, dir)
+	}
+	before := s.mustRun("describe", "-A", "-o", "json")
+	s.stop()
+	if err := os.Remove(filepath.Join(data, "projection.db")); err != nil {
+		t.Fatal(err)
+	}
+	s2 := startServer(t, data)
+	after := s2.mustRun("describe", "-A", "-o", "json")
+	if before != after {
+		t.Errorf("rebuilt projection differs:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

@@ -1,0 +1,82 @@
+// Command quota is the quota ledger's one binary: the server and its
+// clients. It only parses flags, builds configuration and calls into the
+// packages that hold the logic.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes shared by the subcommands.
+const (
+	exitOK     = 0
+	exitFailed = 1 // denied, drift found, bad records reported
+	exitError  = 2 // could not do the work at all
+)
+
+// exitError carries a process exit code out of a command.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string { return e.err.Error() }
+func (e *codeError) Unwrap() error { return e.err }
+
+// withCode marks err to exit with code (nil stays nil).
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &codeError{code: code, err: err}
+}
+
+// silentExit ends the process with code without printing anything more:
+// the command has already said what happened.
+type silentExit int
+
+func (s silentExit) Error() string { return fmt.Sprintf("exit %d", int(s)) }
+
+func main() {
+	ctx, cancel := signalContext()
+	defer cancel()
+	err := newRootCommand().ExecuteContext(ctx)
+	os.Exit(exitCode(err))
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var s silentExit
+	if errors.As(err, &s) {
+		return int(s)
+	}
+	fmt.Fprintln(os.Stderr, "quota:", err)
+	var ce *codeError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	return exitError
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM; a second one
+// exits at once.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		cancel()
+		<-ch
+		fmt.Fprintln(os.Stderr, "quota: second signal, exiting at once")
+		os.Exit(130)
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+)
+
+// defaultServer is where clients find the ledger when neither --server nor
+// $QUOTA_SERVER says otherwise.
+const defaultServer = "nats://127.0.0.1:4222"
+
+// requestTimeout bounds one client request to the server.
+const requestTimeout = 30 * time.Second
+
+type globalFlags struct {
+	server string
+}
+
+func newRootCommand() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "quota",
+		Short: "An event-sourced ledger of Kubernetes ResourceQuota usage",
+		Long: `quota keeps Kubernetes ResourceQuota usage as a ledger: cluster events are
+appended to a NATS JetStream stream, folded into per-namespace usage in a
+bbolt projection, and queried over NATS request-reply.
+
+Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
+'quota describe', 'quota admit' and 'quota replay'.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	server := os.Getenv("QUOTA_SERVER")
+	if server == "" {
+		server = defaultServer
+	}
+	root.PersistentFlags().StringVar(&g.server, "server", server, "NATS URL of the ledger (default from $QUOTA_SERVER)")
+	root.AddCommand(
+		newServeCommand(),
+		newIngestCommand(g),
+		newDescribeCommand(g),
+		newAdmitCommand(g),
+	)
+	return root
+}
+
+// connect opens a client connection to the ledger's NATS.
+func (g *globalFlags) connect(name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(g.server, nats.Name(name), nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connect to the ledger at %s: %w (is 'quota serve' running? set --server or $QUOTA_SERVER)", g.server, err)
+	}
+	return nc, nil
+}

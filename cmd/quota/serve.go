@@ -1,0 +1,63 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/quotaledger/quota/projector/server"
+)
+
+func newServeCommand() *cobra.Command {
+	var (
+		cfg      server.Config
+		sync     string
+		logLevel string
+		logJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL]",
+		Short: "Run the ledger: JetStream log, projector and query responders",
+		Long: `serve runs the ledger. With no --nats it embeds a NATS server with JetStream,
+listening on --listen and storing under --data; with --nats it uses that
+external NATS (a cluster, in production) and embeds none. The projection is
+kept in DIR/projection.db and rebuilt from the stream if deleted.
+
+It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelInfo
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return withCode(exitError, err)
+			}
+			opts := &slog.HandlerOptions{Level: level}
+			if logJSON {
+				cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+			} else {
+				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+			}
+			switch sync {
+			case "always", "":
+				cfg.SyncInterval = 0
+			default:
+				d, err := time.ParseDuration(sync)
+				if err != nil || d <= 0 {
+					return withCode(exitError, errorf("--sync %q: want 'always' or a positive interval such as 1s", sync))
+				}
+				cfg.SyncInterval = d
+			}
+			return server.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data", server.DefaultDataDir, "directory for the projection and the embedded JetStream store")
+	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
+	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server")
+	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
+	f.BoolVar(&cfg.Projector.NoSync, "projection-nosync", false, "do not fsync the projection file (it is rebuilt from the stream after a power loss)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
+	return cmd
+}

@@ -1,0 +1,36 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrNoStream is returned by Attach when the server has not created the
+// streams yet: no ledger server has run against this NATS.
+var ErrNoStream = errors.New("the ledger's streams do not exist on this NATS (has 'quota serve' run against it?)")
+
+// Attach opens the existing event and dead-letter streams without creating
+// or changing them: what a client (quota ingest, replay) does, so that its
+// defaults never overwrite the configuration the server chose. Only the
+// stream names of cfg are read.
+func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, error) {
+	cfg = cfg.withDefaults()
+	events, err := js.Stream(ctx, cfg.StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, ErrNoStream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, err)
+	}
+	rejects, err := js.Stream(ctx, cfg.RejectStreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, ErrNoStream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, err)
+	}
+	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
+}

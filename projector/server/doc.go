@@ -1,0 +1,16 @@
+// Package server runs the ledger as one process: the NATS connection (to an
+// embedded JetStream server by default, or to an external NATS), the event
+// stream, the projector and every request-reply responder.
+//
+// Run starts each long-lived part in an errgroup and returns only after all
+// of them have exited: on cancellation the responders drain, the projector
+// commits the batch in hand, and the embedded server shuts down last, after
+// its clients.
+//
+// # Caveats
+//
+// One projection file serves one Server; two servers sharing a NATS must
+// each have their own --data directory. The embedded server listens on
+// loopback by default; exposing it needs NATS authentication, which this
+// package does not configure.
+package server

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/quotaledger/quota/ingest"
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/admission"
+)
+
+// Defaults of Config.
+const (
+	DefaultDataDir = "./data"
+	DefaultListen  = "127.0.0.1:4222"
+	// ProjectionFile is the projection's file name inside the data dir.
+	ProjectionFile = "projection.db"
+	// JetStreamDir is the embedded JetStream store inside the data dir.
+	JetStreamDir = "jetstream"
+	// connectTimeout bounds the first connection to NATS.
+	connectTimeout = 10 * time.Second
+)
+
+// Config configures a Server.
+type Config struct {
+	// DataDir holds the projection file and, when embedded, the JetStream
+	// store. Zero: DefaultDataDir.
+	DataDir string
+	// Listen is the host:port of the embedded NATS server. Zero:
+	// DefaultListen. Ignored with NATSURL.
+	Listen string
+	// NATSURL, when set, is an external NATS (with JetStream) to use
+	// instead of the embedded server.
+	NATSURL string
+	// SyncInterval is the embedded JetStream's sync policy: zero syncs
+	// every write before acknowledging it (always); a positive interval
+	// flushes periodically. Ignored with NATSURL (the cluster decides).
+	SyncInterval time.Duration
+	// Stream is the ledger stream's configuration; its zero value is the
+	// documented default.
+	Stream ledger.Config
+	// Projector configures the fold; Path is set from DataDir.
+	Projector projector.Config
+	// Admission configures the admission responder (reservation TTL).
+	Admission admission.Config
+	// Logger receives structured logs. Nil: slog.Default().
+	Logger *slog.Logger
+	// Ready, when set, is called once every part is serving, with the
+	// client URL of the NATS in use.
+	Ready func(natsURL string)
+}
+
+// Validate reports every problem of c in one error.
+func (c *Config) Validate() error {
+	var problems []string
+	if c.NATSURL == "" && c.Listen != "" {
+		if _, _, err := splitHostPort(c.Listen); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if c.SyncInterval < 0 {
+		problems = append(problems, "sync interval is negative")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid server config: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Run runs the ledger until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+
+	url := cfg.NATSURL
+	if url == "" {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return err
+		}
+		emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
+			Host:         host,
+			Port:         port,
+			StoreDir:     filepath.Join(cfg.DataDir, JetStreamDir),
+			SyncInterval: cfg.SyncInterval,
+		})
+		if err != nil {
+			return err
+		}
+		defer emb.Shutdown()
+		url = emb.ClientURL()
+		log.Info("embedded JetStream started", "url", url, "store", filepath.Join(cfg.DataDir, JetStreamDir), "sync", syncName(cfg.SyncInterval))
+	}
+
+	nc, err := nats.Connect(url, nats.Name("quota serve"), nats.Timeout(connectTimeout),
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false))
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	stream, err := ledger.Open(ctx, js, cfg.Stream)
+	if err != nil {
+		return err
+	}
+
+	pcfg := cfg.Projector
+	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
+	pcfg.Logger = log
+	proj, err := projector.Open(pcfg, stream)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+
+	in, err := ingest.New(stream, ingest.Options{})
+	if err != nil {
+		return err
+	}
+	acfg := cfg.Admission
+	acfg.Logger = log
+	adm, err := admission.NewResponder(nc, stream, proj, acfg)
+	if err != nil {
+		return err
+	}
+	responders := []interface{ Run(context.Context) error }{
+		projector.NewResponder(nc, proj, log),
+		ingest.NewResponder(nc, in),
+		adm,
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return proj.Run(gctx) })
+	for _, r := range responders {
+		g.Go(func() error { return r.Run(gctx) })
+	}
+	// The responders subscribe as they start; announce readiness only once
+	// every subscription is registered with the server, so a client that
+	// waits for the announcement never meets "no responders".
+	if err := waitSubscribed(gctx, nc, len(responders)); err != nil {
+		cancel()
+		_ = g.Wait()
+		return err
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(url)
+	}
+	log.Info("quota ledger serving", "nats", url, "projection", pcfg.Path, "applied_seq", proj.Applied())
+	err = g.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	log.Info("quota ledger stopped", "applied_seq", proj.Applied())
+	return nil
+}
+
+// subscribeTimeout bounds the wait for the responders' subscriptions.
+const subscribeTimeout = 10 * time.Second
+
+func waitSubscribed(ctx context.Context, nc *nats.Conn, n int) error {
+	deadline := time.Now().Add(subscribeTimeout)
+	for nc.NumSubscriptions() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("responders did not subscribe within %s", subscribeTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		return fmt.Errorf("flush NATS subscriptions: %w", err)
+	}
+	return nil
+}
+
+func syncName(d time.Duration) string {
+	if d == 0 {
+		return "always"
+	}
+	return d.String()
+}
