@@ -223,10 +223,10 @@ func TestTrimmedKeepsAccountingFields(t *testing.T) {
 		"cpu request": func(m map[string]any) {
 			container(m)["resources"] = map[string]any{"requests": map[string]any{"cpu": "1"}}
 		},
-		"qos class":       func(m map[string]any) { status(m)["qosClass"] = "BestEffort" },
-		"priority":        func(m map[string]any) { m["spec"].(map[string]any)["priorityClassName"] = "high" },
-		"deadline":        func(m map[string]any) { m["spec"].(map[string]any)["activeDeadlineSeconds"] = 5 },
-		"deletion":        func(m map[string]any) { m["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:09Z" },
+		"qos class": func(m map[string]any) { status(m)["qosClass"] = "BestEffort" },
+		"priority":  func(m map[string]any) { m["spec"].(map[string]any)["priorityClassName"] = "high" },
+		"deadline":  func(m map[string]any) { m["spec"].(map[string]any)["activeDeadlineSeconds"] = 5 },
+		"deletion":  func(m map[string]any) { m["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:09Z" },
 		"allocated resources": func(m map[string]any) {
 			status(m)["containerStatuses"].([]any)[0].(map[string]any)["allocatedResources"] = map[string]any{"cpu": "300m"}
 		},
