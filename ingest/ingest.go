@@ -243,8 +243,14 @@ func (r *run) record(rec Record) error {
 		}
 		r.in.remember(key, digest)
 	}
-	if err := ev.Validate(); err != nil {
+	// Check here what AppendBatch would refuse, so that one bad record is
+	// rejected alone instead of failing the whole batch.
+	encoded, err := ledger.Encode(ev)
+	if err != nil {
 		return r.reject(rec, err.Error())
+	}
+	if size := len(encoded); size > int(r.in.stream.Config().MaxMsgSize) {
+		return r.reject(rec, fmt.Sprintf("%v: %d bytes, at most %d", ledger.ErrEventTooLarge, size, r.in.stream.Config().MaxMsgSize))
 	}
 	r.pending = append(r.pending, ledger.BatchEntry{Event: ev, MsgID: msgID(o, rec.Type, digest)})
 	if len(r.pending) >= r.in.opts.BatchSize {

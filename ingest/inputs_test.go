@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -241,5 +242,34 @@ func TestBatchesSmallerThanTheInput(t *testing.T) {
 	}
 	if last, _ := s.LastSeq(context.Background()); last != 5 {
 		t.Fatalf("last seq: got %d, want 5", last)
+	}
+}
+
+func TestControlCharactersInNamesAreRejectedNotFatal(t *testing.T) {
+	in, _ := newIngester(t, ingest.Options{})
+	text := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a\u0001b","namespace":"ns"}}` + "\n" +
+		`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"fine","namespace":"ns"}}` + "\n"
+	rep := ingestString(t, in, "ctl.jsonl", text)
+	if rep.Appended != 1 || rep.Rejected != 1 || rep.Rejections[0].Source != "ctl.jsonl:1" {
+		t.Fatalf("got %+v, want line 1 rejected and line 2 appended", rep)
+	}
+}
+
+func TestOversizedEventIsRejectedNotFatal(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	s := ledgertest.OpenStreamConfig(t, js, ledger.Config{MaxMsgSize: 1024})
+	in, err := ingest.New(s, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var containers []string
+	for i := range 40 {
+		containers = append(containers, fmt.Sprintf(`{"name":"container-with-a-long-name-%d","image":"i","resources":{"requests":{"cpu":"1"}}}`, i))
+	}
+	big := `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"big","namespace":"ns"},"spec":{"containers":[` + strings.Join(containers, ",") + `]}}` + "\n"
+	small := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"small","namespace":"ns"}}` + "\n"
+	rep := ingestString(t, in, "big.jsonl", small+big+small)
+	if rep.Appended != 1 || rep.Unchanged != 1 || rep.Rejected != 1 || !strings.Contains(rep.Rejections[0].Reason, "maximum message size") {
+		t.Fatalf("got %+v, want line 2 rejected as too large", rep)
 	}
 }

@@ -119,6 +119,11 @@ func (ev Event) Validate() error {
 	if strings.ContainsAny(ev.Resource, " \t\r\n/") {
 		add("resource %q holds a space or a slash", ev.Resource)
 	}
+	for _, f := range []struct{ field, value string }{{"name", ev.Name}, {"uid", ev.UID}, {"resourceVersion", ev.ResourceVersion}, {"reservation", ev.Reservation}} {
+		if hasControl(f.value) {
+			add("%s %q holds a control character", f.field, f.value)
+		}
+	}
 	if len(ev.Source) > SourceLengthMax {
 		add("source is %d bytes, at most %d", len(ev.Source), SourceLengthMax)
 	}
@@ -234,4 +239,16 @@ func isJSONObject(raw []byte) bool {
 	}
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	return len(t) > 0 && t[0] == '{'
+}
+
+// hasControl reports whether s holds an ASCII control character. Identity
+// fields end up in message IDs and headers, which cannot carry them, and no
+// Kubernetes name contains one.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
 }

@@ -35,6 +35,10 @@ const (
 	RejectRawMax = 256 << 10
 	// RejectHeaderMax is the longest source or reason kept in a header.
 	RejectHeaderMax = 4096
+	// rejectHeaderOverhead bounds the header bytes of a rejection besides
+	// its source and reason: the header names, the message ID, framing, and
+	// the note added when the raw bytes are cut.
+	rejectHeaderOverhead = 256
 	// ListRejectionsMax is the largest max ListRejections accepts.
 	ListRejectionsMax = 10_000
 )
@@ -78,14 +82,19 @@ func (s *Stream) Reject(ctx context.Context, r Rejection) error {
 		return fmt.Errorf("reject: %w: %s", ErrInvalidRejection, strings.Join(problems, "; "))
 	}
 	reason := oneLine(r.Reason)
+	source := oneLine(r.Source)
+	// The raw bytes are cut to fit both RejectRawMax and the stream's
+	// message size, which counts the headers too.
+	rawMax := min(RejectRawMax, int(s.cfg.MaxMsgSize)-len(source)-len(reason)-rejectHeaderOverhead)
 	raw := r.Raw
-	if len(raw) > RejectRawMax {
-		raw = raw[:RejectRawMax]
-		reason = oneLine(fmt.Sprintf("%s (raw input of %d bytes cut to %d)", reason, len(r.Raw), RejectRawMax))
+	if len(raw) > rawMax {
+		rawMax = max(rawMax, 0)
+		raw = raw[:rawMax]
+		reason = oneLine(fmt.Sprintf("%s (raw input of %d bytes cut to %d)", reason, len(r.Raw), rawMax))
 	}
 	msg := nats.NewMsg(RejectSubjectPrefix + r.Origin)
 	msg.Data = raw
-	msg.Header.Set(RejectSourceHeader, oneLine(r.Source))
+	msg.Header.Set(RejectSourceHeader, source)
 	msg.Header.Set(RejectReasonHeader, reason)
 	sum := sha256.New()
 	for _, part := range [][]byte{[]byte(r.Origin), []byte(r.Source), []byte(reason), raw} {
