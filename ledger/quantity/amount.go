@@ -19,6 +19,16 @@ var pow10 = [19]int64{
 	100000000000000000, 1000000000000000000,
 }
 
+// scaleLimit[n] is the largest magnitude that can be multiplied by 10^n
+// without leaving the int64 range; for n >= 1 it bounds negative values too,
+// because 2^63 is not a multiple of 10.
+var scaleLimit = func() (l [19]int64) {
+	for n := range l {
+		l[n] = int64Max / pow10[n]
+	}
+	return l
+}()
+
 // add64 returns a+b, or false if the sum does not fit in an int64.
 func add64(a, b int64) (int64, bool) {
 	c := a + b
@@ -48,11 +58,10 @@ func scaleUp(v int64, n int64) (int64, bool) {
 	if n >= int64(len(pow10)) {
 		return 0, false
 	}
-	p := pow10[n]
-	if v > 0 && v > int64Max/p || v < 0 && v < int64Min/p {
+	if limit := scaleLimit[n]; v > limit || v < -limit {
 		return 0, false
 	}
-	return v * p, true
+	return v * pow10[n], true
 }
 
 // addAmount adds two int64 amounts the way Kubernetes' int64Amount.Add does:

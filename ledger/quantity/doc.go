@@ -58,9 +58,10 @@
 //
 // Kubernetes prints a BinarySI value of exactly -2^63 as
 // "-9223372036854775808" when it holds it as an int64 and as "-8Ei"
-// otherwise; Quantity follows it, but ParseExact and FromKube can only
-// guess which form Kubernetes would have had after the value's history is
-// gone.
+// otherwise, and whether it holds an int64 depends on the value's history;
+// Quantity follows it. Exact keeps the printed form, but a value restored by
+// ParseExact or FromKube may take the other form after later arithmetic
+// brings it back to -2^63.
 //
 // Quantity is not comparable with ==: equal values may be held in different
 // forms and print differently. Use Cmp.

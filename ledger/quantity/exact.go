@@ -76,7 +76,15 @@ func ParseExact(s string) (Quantity, error) {
 	if err != nil {
 		return Quantity{}, fmt.Errorf("exact quantity %q: %w", s, err)
 	}
-	return fromExactDecimal(d, format), nil
+	q := fromExactDecimal(d, format)
+	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently;
+	// the text Exact wrote tells which one q was.
+	if other := q; q.d == nil && q.String() != value {
+		if other.wide = !q.wide; other.String() == value {
+			return other, nil
+		}
+	}
+	return q, nil
 }
 
 // fromExactDecimal builds a quantity without a cached text. A value whose

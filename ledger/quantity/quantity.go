@@ -85,12 +85,16 @@ func (q *Quantity) decimal(tmp *apd.Decimal) *apd.Decimal {
 // only be used for wide values, whose int64 form Kubernetes does not mirror.
 func (q *Quantity) setDecimal(d *apd.Decimal) {
 	q.d, q.i, q.scale = nil, 0, 0
-	if d.Coeff.IsInt64() {
-		q.i, q.scale = d.Coeff.Int64(), d.Exponent
-		if d.Negative {
-			q.i = -q.i
+	if d.Coeff.IsUint64() {
+		switch u := d.Coeff.Uint64(); {
+		case !d.Negative && u <= int64Max:
+			q.i, q.scale = int64(u), d.Exponent
+			return
+		case d.Negative && u <= 1<<63:
+			// Negating in uint64 also yields -2^63 correctly.
+			q.i, q.scale = int64(-u), d.Exponent
+			return
 		}
-		return
 	}
 	q.d = d
 }
@@ -124,20 +128,30 @@ func (q Quantity) add(y Quantity, subtract bool) Quantity {
 		// overflows.
 		r.wide = true
 	}
+	r.setDecimal(addDecimal(q, y, subtract))
+	return r
+}
+
+// addDecimal returns q+y or q-y computed by apd. It is kept out of add so
+// that the int64 path stays small.
+//
+//go:noinline
+func addDecimal(q, y Quantity, subtract bool) *apd.Decimal {
 	var tq, ty apd.Decimal
 	d := new(apd.Decimal)
 	var cond apd.Condition
 	var err error
+	op := "+"
 	if subtract {
+		op = "-"
 		cond, err = exactContext.Sub(d, q.decimal(&tq), y.decimal(&ty))
 	} else {
 		cond, err = exactContext.Add(d, q.decimal(&tq), y.decimal(&ty))
 	}
 	if err != nil || cond.Inexact() || cond.Rounded() {
-		panic(fmt.Sprintf("quantity: %v %v %v is not exact: %v %v", q, map[bool]string{false: "+", true: "-"}[subtract], y, cond, err))
+		panic(fmt.Sprintf("quantity: %v %s %v is not exact: %v %v", q, op, y, cond, err))
 	}
-	r.setDecimal(d)
-	return r
+	return d
 }
 
 // Cmp compares q and y by value: -1, 0 or +1.
@@ -225,7 +239,9 @@ func Max(a, b Quantity) Quantity {
 // RoundUp(0) is what Kubernetes' quota evaluator applies to a claim's
 // requested storage so that it is charged in whole bytes. A quantity already
 // at that scale is returned unchanged, keeping the text it was parsed from;
-// otherwise the result prints canonically in q's format.
+// otherwise the result prints canonically in q's format. (Kubernetes also
+// forgets the parsed text once a Cmp has converted its receiver to inf.Dec;
+// Quantity never changes on reading, and keeps it.)
 func (q Quantity) RoundUp(scale int32) (Quantity, bool) {
 	r := q
 	if q.d == nil {
