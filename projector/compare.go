@@ -179,13 +179,13 @@ func compareObjects(bucket string, key, lv, rv []byte) []Difference {
 	d := func(field, l, r string) Difference {
 		return Difference{Bucket: bucket, Namespace: ns, Entry: entry, Field: field, Live: l, Rebuilt: r}
 	}
-	var l, r objectRecord
-	lerr, rerr := decodeSide(lv, &l), decodeSide(rv, &r)
+	l, lerr := decodeObjectSide(lv)
+	r, rerr := decodeObjectSide(rv)
 	switch {
 	case lv == nil || rv == nil:
-		return []Difference{d("present", objectSummary(lv, &l, lerr), objectSummary(rv, &r, rerr))}
+		return []Difference{d("present", objectSummary(lv, l, lerr), objectSummary(rv, r, rerr))}
 	case lerr != nil || rerr != nil:
-		return []Difference{d("stored bytes", objectSummary(lv, &l, lerr), objectSummary(rv, &r, rerr))}
+		return []Difference{d("stored bytes", objectSummary(lv, l, lerr), objectSummary(rv, r, rerr))}
 	}
 	var out []Difference
 	out = append(out, compareLists("charge", l.Charge.Usage, r.Charge.Usage, d)...)
@@ -280,6 +280,13 @@ func compareLists(field string, l, r quota.ResourceList, d func(field, l, r stri
 		}
 	}
 	return out
+}
+
+func decodeObjectSide(v []byte) (*objectRecord, error) {
+	if v == nil {
+		return &objectRecord{}, nil
+	}
+	return decodeObjectRecord(v)
 }
 
 func decodeSide(v []byte, into any) error {

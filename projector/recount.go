@@ -37,23 +37,17 @@ func AppliedAt(tx *bolt.Tx) (uint64, time.Time) {
 // the same values leaves the stored figures (and their print format)
 // alone; one that differs replaces Used whole.
 func (f *fold) recountNamespace(namespace string) error {
-	var quotas []*quotaRecord
-	err := forEachQuota(f.tx, namespace, false, func(r *quotaRecord) error {
-		if r.Invalid == "" {
-			quotas = append(quotas, r)
-		}
-		return nil
-	})
+	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
 	if err != nil {
 		return err
 	}
-	for _, r := range quotas {
-		q, err := decodeQuota(r)
-		if err != nil {
-			return err
+	for _, e := range entries {
+		if e.quota == nil {
+			continue
 		}
+		r := e.rec
 		fresh := &quotaRecord{Namespace: r.Namespace, Name: r.Name}
-		if err := f.recompute(fresh, q); err != nil {
+		if err := f.recompute(fresh, e.quota); err != nil {
 			return err
 		}
 		same := len(fresh.Used) == len(r.Used)
@@ -71,9 +65,7 @@ func (f *fold) recountNamespace(namespace string) error {
 			r.Used = fresh.Used
 		}
 		r.Terms = fresh.Terms
-		if err := putQuota(f.tx, r); err != nil {
-			return err
-		}
+		e.dirty = true
 	}
 	return nil
 }
