@@ -265,6 +265,13 @@ func (r *run) admission(env Env) {
 		}
 		return
 	}
+	probe := setDryRun(r.pods[0], true)
+	if err := waitForResponder(ctx, r.url, r.cfg.Hooks.AdmissionSubject(r.namespaces[0]), probe); err != nil {
+		for _, name := range names {
+			r.add(Figure{Name: name, Status: Failed, Note: err.Error()})
+		}
+		return
+	}
 	for _, dryRun := range []bool{true, false} {
 		payloads := make([][]byte, len(r.pods))
 		for i, p := range r.pods {
@@ -272,8 +279,13 @@ func (r *run) admission(env Env) {
 		}
 		spec := requestSpec{
 			subject: func(i int) string { return r.cfg.Hooks.AdmissionSubject(r.namespaces[i%len(r.namespaces)]) },
-			payload: func(i int) []byte { return payloads[i%len(payloads)] },
-			check:   checkAdmissionReview,
+			payload: func(i int) []byte {
+				if dryRun {
+					return payloads[i%len(payloads)]
+				}
+				return reservingReview(payloads[i%len(payloads)], i)
+			},
+			check: checkAdmissionReview,
 		}
 		n := names[:4]
 		if !dryRun {
