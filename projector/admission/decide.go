@@ -25,15 +25,13 @@ type decision struct {
 // decide applies what the API server would before quota admission (for a
 // create: defaulting, LimitRange defaults, RuntimeClass overhead) and asks
 // ledger/quota for the verdict.
-func decide(st *projector.NamespaceState, op admissionv1.Operation, raw []byte, old *object.Object) (*decision, error) {
-	obj, err := decodeObject(raw, st.Namespace)
-	if err != nil {
-		return nil, err
-	}
+// It may change obj (defaulting) and never changes st, which other
+// decisions may be reading.
+func decide(st *projector.NamespaceState, op admissionv1.Operation, obj, old *object.Object) *decision {
 	if op == admissionv1.Create {
 		env := quota.Environment{LimitRanges: st.LimitRanges, RuntimeClasses: st.RuntimeClasses}
 		if err := quota.Default(obj, env); err != nil {
-			return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error(), object: obj}, nil
+			return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error(), object: obj}
 		}
 	}
 	d := quota.Admit(quota.AdmitRequest{
@@ -45,7 +43,7 @@ func decide(st *projector.NamespaceState, op admissionv1.Operation, raw []byte, 
 	})
 	out := &decision{allowed: d.Allowed, code: d.Code, message: d.Message, object: obj}
 	if !d.Allowed {
-		return out, nil
+		return out
 	}
 	for _, s := range st.Quotas {
 		if !s.Quota.Matches(d.Charge) {
@@ -57,7 +55,7 @@ func decide(st *projector.NamespaceState, op admissionv1.Operation, raw []byte, 
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // forbiddenPrefix is how kube-apiserver starts a 403 about an object.

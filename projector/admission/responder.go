@@ -76,6 +76,7 @@ type Responder struct {
 	stream *ledger.Stream
 	proj   *projector.Projector
 	cfg    Config
+	states *stateCache
 }
 
 // NewResponder returns a Responder.
@@ -95,7 +96,7 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg}, nil
+	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg, states: newStateCache(proj)}, nil
 }
 
 // Run serves admission requests and sweeps expired reservations until ctx
@@ -150,11 +151,25 @@ func (r *Responder) serve(ctx context.Context, m *nats.Msg) {
 	}
 }
 
+// request is the part of an admission.k8s.io/v1 AdmissionRequest that
+// quota reads. Decoding only these fields keeps the request's other parts
+// (user info, options) from costing allocations on every admission.
+type request struct {
+	UID       types.UID             `json:"uid"`
+	Namespace string                `json:"namespace"`
+	Operation admissionv1.Operation `json:"operation"`
+	Object    json.RawMessage       `json:"object"`
+	OldObject json.RawMessage       `json:"oldObject"`
+	DryRun    *bool                 `json:"dryRun"`
+}
+
 // Review answers one AdmissionReview for namespace. It always returns a
 // reply to send; the error, when set, is what went wrong (the reply says it
 // too, with code 400 for a bad request and 500 otherwise).
 func (r *Responder) Review(ctx context.Context, namespace string, data []byte) (*admissionv1.AdmissionReview, error) {
-	var in admissionv1.AdmissionReview
+	var in struct {
+		Request *request `json:"request"`
+	}
 	uid := types.UID("")
 	err := json.Unmarshal(data, &in)
 	if err == nil && in.Request == nil {
@@ -191,7 +206,7 @@ func failure(code int32, reason metav1.StatusReason, msg string) *admissionv1.Ad
 	}
 }
 
-func (r *Responder) admit(ctx context.Context, namespace string, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
+func (r *Responder) admit(ctx context.Context, namespace string, req *request) (*admissionv1.AdmissionResponse, error) {
 	if namespace == "" || strings.ContainsAny(namespace, ".*> ") {
 		return nil, fmt.Errorf("%w: subject names no valid namespace", ErrBadRequest)
 	}
@@ -207,16 +222,16 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *admissionv
 	if op == admissionv1.Delete || op == admissionv1.Connect {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
-	if _, err := decodeObject(req.Object.Raw, namespace); err != nil {
+	obj, err := decodeObject(req.Object, namespace)
+	if err != nil {
 		return nil, fmt.Errorf("%w: object: %v", ErrBadRequest, err)
 	}
 	var old *object.Object
 	if op == admissionv1.Update {
-		if len(req.OldObject.Raw) == 0 {
+		if isNull(req.OldObject) {
 			return nil, fmt.Errorf("%w: UPDATE without oldObject", ErrBadRequest)
 		}
-		var err error
-		if old, err = decodeObject(req.OldObject.Raw, namespace); err != nil {
+		if old, err = decodeObject(req.OldObject, namespace); err != nil {
 			return nil, fmt.Errorf("%w: oldObject: %v", ErrBadRequest, err)
 		}
 	}
@@ -225,15 +240,18 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *admissionv
 	if reservation == "" {
 		reservation = newReservationID()
 	}
-	for range ReserveAttemptsMax {
-		st, err := r.proj.Namespace(namespace)
+	for attempt := range ReserveAttemptsMax {
+		st, err := r.states.get(namespace)
 		if err != nil {
 			return nil, err
 		}
-		d, err := decide(st, op, req.Object.Raw, old)
-		if err != nil {
-			return nil, err
+		if attempt > 0 {
+			// Defaulting changed the object of the last attempt.
+			if obj, err = decodeObject(req.Object, namespace); err != nil {
+				return nil, err
+			}
 		}
+		d := decide(st, op, obj, old)
 		if !d.allowed {
 			return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
 		}
@@ -320,8 +338,13 @@ func (r *Responder) sweep(ctx context.Context) error {
 	return nil
 }
 
+// isNull reports whether a JSON value is absent or null.
+func isNull(raw []byte) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
 func decodeObject(raw []byte, namespace string) (*object.Object, error) {
-	if len(raw) == 0 {
+	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
 	o, err := object.Decode(raw)
