@@ -44,6 +44,8 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 		newIngestCommand(g),
 		newDescribeCommand(g),
 		newAdmitCommand(g),
+		newReplayCommand(g),
+		newExplainCommand(g),
 	)
 	return root
 }

@@ -54,6 +54,9 @@ type Config struct {
 	Projector projector.Config
 	// Admission configures the admission responder (reservation TTL).
 	Admission admission.Config
+	// Snapshots configures the projection's snapshots in the JetStream
+	// object store; its zero value is the documented default.
+	Snapshots projector.SnapshotConfig
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// Ready, when set, is called once every part is serving, with the
@@ -151,23 +154,30 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	snaps, err := projector.OpenSnapshots(ctx, js, cfg.Snapshots)
+	if err != nil {
+		return err
+	}
 	responders := []interface{ Run(context.Context) error }{
 		projector.NewResponder(nc, proj, log),
 		ingest.NewResponder(nc, in),
 		adm,
+		projector.NewAuditResponder(nc, proj, snaps, log),
 	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return proj.Run(gctx) })
+	g.Go(func() error { return projector.NewSnapshotter(proj, snaps, log).Run(gctx) })
 	for _, r := range responders {
 		g.Go(func() error { return r.Run(gctx) })
 	}
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
-	if err := waitSubscribed(gctx, nc, len(responders)); err != nil {
+	// The audit responder holds two subscriptions (explain, snapshot).
+	if err := waitSubscribed(gctx, nc, len(responders)+1); err != nil {
 		cancel()
 		_ = g.Wait()
 		return err

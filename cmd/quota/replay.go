@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/replay"
+)
+
+func newReplayCommand(g *globalFlags) *cobra.Command {
+	var (
+		dbPath     string
+		untilSeq   uint64
+		at         string
+		verify     bool
+		noSnapshot bool
+		namespace  string
+		all        bool
+		output     string
+	)
+	cmd := &cobra.Command{
+		Use:   "replay [--db FILE] [--until-seq N | --at RFC3339] [--verify] [-o text|json]",
+		Short: "Rebuild usage from the stream, at any point, and compare it with the live projection",
+		Long: `replay folds the event stream into a fresh projection with the projector's own
+fold, from the newest usable snapshot (or the first event) up to the end of the
+stream, to --until-seq N, or to the last event the stream stored at or before
+--at TIME (RFC 3339). It prints the rebuilt quotas as 'quota describe' does
+(-A for every namespace, -n NS for one; default every namespace).
+
+--db FILE keeps the rebuilt bbolt file (it must not exist); by default a
+temporary file is used and removed. --no-snapshot folds from the first event.
+
+--verify asks the live server for a copy of its projection at its applied
+sequence S, rebuilds to exactly S from the first event (never from a
+snapshot, which could carry the drift), prints every difference on its own
+line and exits 1 when there is any, 0 when the two are equal.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return withCode(exitError, errorf("-o %q: want text or json", output))
+			}
+			opts := replay.Options{Path: dbPath, UntilSeq: untilSeq}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return withCode(exitError, errorf("--at %q: want RFC 3339, e.g. 2026-11-22T14:03:00Z", at))
+				}
+				opts.At = t
+			}
+			if at != "" && untilSeq > 0 {
+				return withCode(exitError, errors.New("--until-seq and --at exclude each other"))
+			}
+			if verify && (at != "" || untilSeq > 0) {
+				return withCode(exitError, errors.New("--verify compares at the live server's applied sequence; it takes no --until-seq or --at"))
+			}
+			if all && namespace != "" {
+				return withCode(exitError, errors.New("-n and -A exclude each other"))
+			}
+			nc, err := g.connect("quota replay")
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			ctx := cmd.Context()
+			stream, err := ledger.Attach(ctx, js, ledger.Config{})
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			snaps, err := projector.OpenSnapshotsExisting(ctx, js, projector.DefaultSnapshotBucket)
+			if err != nil && !errors.Is(err, projector.ErrNoSnapshots) {
+				return withCode(exitError, err)
+			}
+			if err == nil && !noSnapshot {
+				opts.Snapshots = snaps
+			}
+			opts.Progress = progressPrinter(cmd.ErrOrStderr())
+
+			if verify {
+				if snaps == nil {
+					return withCode(exitError, errors.New("the server keeps no snapshot store; --verify needs one (is this server older than replay?)"))
+				}
+				v, err := replay.Verify(ctx, nc, stream, snaps, opts)
+				if err != nil {
+					return withCode(exitError, err)
+				}
+				defer v.Close()
+				return printVerification(cmd.OutOrStdout(), v, output)
+			}
+
+			res, err := replay.Rebuild(ctx, stream, opts)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			defer res.Close()
+			from := "the first event"
+			if res.Snapshot != nil {
+				from = fmt.Sprintf("snapshot %s (seq %d)", res.Snapshot.Name, res.Snapshot.Seq)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "replayed to seq %d (%s) from %s: %d events in %s\n",
+				res.Seq, formatTime(res.Time), from, res.Applied, res.Elapsed.Round(time.Millisecond))
+			list, err := res.Projector.Quotas(namespace, "", namespace == "")
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(list)
+			}
+			if len(list.Items) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
+				return nil
+			}
+			return projector.WriteDescribe(cmd.OutOrStdout(), list)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dbPath, "db", "", "keep the rebuilt projection in this bbolt file (must not exist)")
+	f.Uint64Var(&untilSeq, "until-seq", 0, "apply events up to and including this stream sequence")
+	f.StringVar(&at, "at", "", "apply the events the stream stored at or before this time (RFC 3339)")
+	f.BoolVar(&verify, "verify", false, "compare with the live projection; exit 1 on any difference")
+	f.BoolVar(&noSnapshot, "no-snapshot", false, "fold from the first event even when a snapshot is usable")
+	f.StringVarP(&namespace, "namespace", "n", "", "print only this namespace's quotas")
+	f.BoolVarP(&all, "all-namespaces", "A", false, "print every namespace's quotas (the default)")
+	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// verifyReport is the -o json form of a verification.
+type verifyReport struct {
+	Seq         uint64                 `json:"seq"`
+	Time        time.Time              `json:"time"`
+	Drift       bool                   `json:"drift"`
+	Differences []projector.Difference `json:"differences"`
+}
+
+func printVerification(w io.Writer, v *replay.Verification, output string) error {
+	drift := len(v.Differences) > 0
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		diffs := v.Differences
+		if diffs == nil {
+			diffs = []projector.Difference{}
+		}
+		if err := enc.Encode(verifyReport{Seq: v.Live.Seq, Time: v.Live.Time, Drift: drift, Differences: diffs}); err != nil {
+			return withCode(exitError, err)
+		}
+	} else {
+		for _, d := range v.Differences {
+			fmt.Fprintln(w, d.String())
+		}
+		if drift {
+			fmt.Fprintf(w, "drift: %d differences at seq %d\n", len(v.Differences), v.Live.Seq)
+		} else {
+			fmt.Fprintf(w, "no drift at seq %d (%s)\n", v.Live.Seq, formatTime(v.Live.Time))
+		}
+	}
+	if drift {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "empty stream"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// progressPrinter returns a progress callback that redraws one line on a
+// terminal, or nil when standard error is not one (piped output stays
+// clean).
+func progressPrinter(w io.Writer) func(replay.Progress) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return func(p replay.Progress) {
+		if p.Done {
+			if p.Applied > 0 {
+				fmt.Fprint(w, "\r\033[K")
+			}
+			return
+		}
+		fmt.Fprintf(w, "\r\033[Kreplay: %d/%d events, %.0f events/s, %s left", p.Applied, p.Total, p.Rate(), p.Remaining().Round(time.Second))
+	}
+}
