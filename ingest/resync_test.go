@@ -1,0 +1,122 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/quotaledger/quota/ingest"
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+)
+
+const podList = `{
+  "apiVersion": "v1",
+  "kind": "List",
+  "items": [
+    {"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"team-a","uid":"u1"},"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"500m"}}}]},"status":{"phase":"Running"}},
+    {"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-2","namespace":"team-a","uid":"u2"},"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Running"}},
+    {"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"team-a"},"spec":{"type":"ClusterIP"}}
+  ]
+}
+`
+
+func TestResync(t *testing.T) {
+	cases := []struct {
+		name   string
+		input  string
+		opts   ingest.ResyncOptions
+		groups []ingest.ResyncGroup // Seq is checked only for being set
+		// rejected counts rejections (records and refused groups).
+		rejected int
+		wantErr  error
+	}{
+		{
+			name:   "one event per namespace and resource",
+			input:  podList,
+			groups: []ingest.ResyncGroup{{Namespace: "team-a", Resource: "pods", Items: 2}, {Namespace: "team-a", Resource: "services", Items: 1}},
+		},
+		{
+			name:   "an empty list with a namespace and a resource removes everything of it",
+			input:  `{"apiVersion":"v1","kind":"List","items":[]}`,
+			opts:   ingest.ResyncOptions{Namespace: "team-a", Resource: "pods"},
+			groups: []ingest.ResyncGroup{{Namespace: "team-a", Resource: "pods", Items: 0}},
+		},
+		{
+			name:     "an object of another namespace refuses its group",
+			input:    podList,
+			opts:     ingest.ResyncOptions{Namespace: "team-b", Resource: "pods"},
+			groups:   []ingest.ResyncGroup{{Namespace: "team-a", Resource: "pods", Items: 0}, {Namespace: "team-a", Resource: "services", Items: 0}, {Namespace: "team-b", Resource: "pods", Items: 0}},
+			rejected: 6, // three records, three refused groups
+		},
+		{
+			name:     "a watch event other than ADDED is not a list item",
+			input:    `{"type":"DELETED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","namespace":"team-a"}}}`,
+			rejected: 1,
+		},
+		{
+			name:    "a resource needs a namespace",
+			input:   podList,
+			opts:    ingest.ResyncOptions{Resource: "pods"},
+			wantErr: ingest.ErrInvalidOptions,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in, stream := newIngester(t, ingest.Options{})
+			rep, err := in.Resync(context.Background(), "pods.json", strings.NewReader(tc.input), tc.opts)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err: got %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if rep.Rejected != tc.rejected {
+				t.Errorf("rejected: got %d, want %d (%v)", rep.Rejected, tc.rejected, rep.Rejections)
+			}
+			if len(rep.Groups) != len(tc.groups) {
+				t.Fatalf("groups: got %+v, want %+v", rep.Groups, tc.groups)
+			}
+			appended := 0
+			for i, g := range rep.Groups {
+				w := tc.groups[i]
+				if g.Namespace != w.Namespace || g.Resource != w.Resource || g.Items != w.Items {
+					t.Errorf("group %d: got %+v, want %+v", i, g, w)
+				}
+				if g.Seq != 0 {
+					appended++
+				}
+			}
+			records := ledgertest.ReadAll(t, stream, 1)
+			if len(records) != appended || rep.Appended != appended {
+				t.Fatalf("stream holds %d records, report says %d appended, groups %d", len(records), rep.Appended, appended)
+			}
+			var appendedGroups []ingest.ResyncGroup
+			for _, g := range rep.Groups {
+				if g.Seq != 0 {
+					appendedGroups = append(appendedGroups, g)
+				}
+			}
+			for i, rec := range records {
+				g := appendedGroups[i]
+				if rec.Event.Type != ledger.Resync || rec.Event.Resource != g.Resource || rec.Namespace != g.Namespace || len(rec.Event.Items) != g.Items {
+					t.Errorf("record %d: got %s %s in %q with %d items, want resync %+v", i, rec.Event.Type, rec.Event.Resource, rec.Namespace, len(rec.Event.Items), g)
+				}
+			}
+		})
+	}
+}
+
+func TestResyncSameListTwiceIsADuplicate(t *testing.T) {
+	in, _ := newIngester(t, ingest.Options{})
+	for i, wantDup := range []bool{false, true} {
+		rep, err := in.Resync(context.Background(), "pods.json", strings.NewReader(podList), ingest.ResyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Groups[0].Duplicate; got != wantDup {
+			t.Errorf("round %d: duplicate got %v, want %v", i, got, wantDup)
+		}
+	}
+}
