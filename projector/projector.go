@@ -185,7 +185,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 		p.cfg.Logger.Warn("skipped stream record", "seq", s.Seq, "subject", s.Subject, "reason", s.Reason)
 		if p.stream != nil {
 			raw := recordRaw(records, s.Seq)
-			rej := ledger.Rejection{Source: fmt.Sprintf("stream seq %d (%s)", s.Seq, s.Subject), Reason: s.Reason, Raw: raw}
+			rej := ledger.Rejection{Origin: ledger.OriginProjector, Source: fmt.Sprintf("%s:%d (%s)", p.stream.Config().StreamName, s.Seq, s.Subject), Reason: s.Reason, Raw: raw}
 			if err := p.stream.Reject(ctx, rej); err != nil {
 				p.cfg.Logger.Error("could not keep skipped record as dead letter", "seq", s.Seq, "err", err)
 			}
