@@ -16,6 +16,8 @@ func newIngestCommand(g *globalFlags) *cobra.Command {
 	var (
 		namespace string
 		quiet     bool
+		resync    bool
+		kind      string
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest [FILE|-]...",
@@ -66,7 +68,19 @@ deduplicated by object uid, resourceVersion and event type.`,
 					defer f.Close()
 					r, label = f, name
 				}
-				report, err := in.IngestFile(cmd.Context(), label, r)
+				var report ingest.Report
+				if resync {
+					var rr ingest.ResyncReport
+					rr, err = in.Resync(cmd.Context(), label, r, ingest.ResyncOptions{Namespace: namespace, Resource: kind})
+					report = rr.Report
+					for _, g := range rr.Groups {
+						if g.Seq != 0 {
+							fmt.Fprintf(cmd.ErrOrStderr(), "resync %s in %s: %d objects, seq %d\n", g.Resource, g.Namespace, g.Items, g.Seq)
+						}
+					}
+				} else {
+					report, err = in.IngestFile(cmd.Context(), label, r)
+				}
 				total.Add(report)
 				for _, rej := range report.Rejections {
 					fmt.Fprintln(cmd.ErrOrStderr(), rej.String())
@@ -88,5 +102,7 @@ deduplicated by object uid, resourceVersion and event type.`,
 	f := cmd.Flags()
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace for namespaced objects that name none (plain manifests)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the summary line")
+	f.BoolVar(&resync, "resync", false, "FILE is the complete list of its kinds in its namespaces (e.g. kubectl get pods -n NS -o json): objects the ledger holds that it lacks are removed")
+	f.StringVar(&kind, "kind", "", "with --resync and -n: the resource the list covers (pods, jobs.batch), so that an empty list removes them all")
 	return cmd
 }

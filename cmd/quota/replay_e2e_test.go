@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// currentPods returns the pods of a watch-event file that exist at its end,
+// in first-seen order, as `kubectl get pods -o json` would list them.
+func currentPods(t *testing.T, path string) (names []string, objects map[string]json.RawMessage) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	objects = map[string]json.RawMessage{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var w struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
+			t.Fatal(err)
+		}
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(w.Object, &meta); err != nil || meta.Kind != "Pod" {
+			continue
+		}
+		name := meta.Metadata.Name
+		if w.Type == "DELETED" {
+			delete(objects, name)
+			continue
+		}
+		if _, ok := objects[name]; !ok {
+			names = append(names, name)
+		}
+		objects[name] = w.Object
+	}
+	var live []string
+	for _, n := range names {
+		if _, ok := objects[n]; ok {
+			live = append(live, n)
+		}
+	}
+	return live, objects
+}
+
+// TestLostDeleteDriftAndResyncThroughTheBinary: a pod vanishes from the
+// live projection behind its back (as a lost delete leaves it), `replay
+// --verify` reports the drift and exits 1, `ingest --resync` with the
+// cluster's list of pods records the correction, after which `--verify`
+// exits 0 and a replay to before the resync still shows the old usage.
+func TestLostDeleteDriftAndResyncThroughTheBinary(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(samplesDir, "sample-team-a")
+	ns := namespaceOf(t, dir)
+	s := startServer(t, data)
+	ingestSample(s, dir)
+	if out := s.mustRun("replay", "--verify"); !strings.HasPrefix(out, "no drift at seq ") {
+		t.Fatalf("verify before the loss: %q", out)
+	}
+	before := s.mustRun("describe", "-n", ns)
+
+	names, objects := currentPods(t, filepath.Join(dir, "events.jsonl"))
+	if len(names) < 2 {
+		t.Fatalf("sample has %d pods, want at least 2", len(names))
+	}
+	lost := names[0]
+	s.stop()
+	db, err := bolt.Open(filepath.Join(data, "projection.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("objects")).Delete([]byte(ns + "\x00pods\x00" + lost))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s = startServer(t, data)
+	out, errOut, code := s.run("replay", "--verify")
+	want := "namespace " + ns + " object pods/" + lost + ": present: live absent, rebuilt charged "
+	if code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "drift: 1 differences") {
+		t.Fatalf("verify after the loss: exit %d\n%s%s\nwant exit 1 and a line starting %q", code, out, errOut, want)
+	}
+
+	// The cluster no longer has the lost pod: its list lacks it.
+	items := []json.RawMessage{}
+	for _, n := range names[1:] {
+		items = append(items, objects[n])
+	}
+	list, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	listFile := filepath.Join(t.TempDir(), "pods.json")
+	if err := os.WriteFile(listFile, list, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.mustRun("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	if out, errOut, code := s.run("replay", "--verify"); code != 0 || !strings.HasPrefix(out, "no drift") {
+		t.Fatalf("verify after the resync: exit %d\n%s%s", code, out, errOut)
+	}
+	after := s.mustRun("describe", "-n", ns)
+	if after == before {
+		t.Errorf("describe did not change after the resync removed %s:\n%s", lost, after)
+	}
+	// Replaying up to the event before the resync gives the old usage.
+	var replayed struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	full := s.mustRun("replay", "-o", "json")
+	if err := json.Unmarshal([]byte(full), &replayed); err != nil {
+		t.Fatal(err)
+	}
+	last, err := strconv.ParseUint(replayed.Metadata.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := s.mustRun("replay", "--no-snapshot", "--until-seq", strconv.FormatUint(last-1, 10), "-n", ns)
+	if old != before {
+		t.Errorf("replay to before the resync:\n%s\nwant the describe from before the loss:\n%s", old, before)
+	}
+	if now := s.mustRun("replay", "-n", ns); now != after {
+		t.Errorf("replay to the end:\n%s\nwant the live describe:\n%s", now, after)
+	}
+}
