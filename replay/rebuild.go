@@ -17,9 +17,9 @@ import (
 
 // Defaults and limits of Options.
 const (
-	// DefaultBatchSizeMax is the number of records applied per transaction.
-	// Larger than the live projector's batches: a replay is a bulk load,
-	// and fewer commits mean fewer rewritten branch pages.
+	// DefaultBatchSizeMax bounds the records applied per transaction. A
+	// batch is what the reader holds when the fold asks (at most
+	// ledger.ReaderBufferMax), so this only caps it.
 	DefaultBatchSizeMax = 16_384
 	// BatchSizeLimit is the largest BatchSizeMax accepted.
 	BatchSizeLimit = projector.BatchSizeLimit
@@ -28,9 +28,6 @@ const (
 	DefaultReadWaitTimeout = 30 * time.Second
 	// DefaultProgressInterval is how often Options.Progress is called.
 	DefaultProgressInterval = 500 * time.Millisecond
-	// collectWait is how long one batch is topped up with records that are
-	// still in flight before it is applied.
-	collectWait = 5 * time.Millisecond
 )
 
 // Options says what to rebuild and where.
@@ -283,34 +280,23 @@ func fold(ctx context.Context, stream *ledger.Stream, p *projector.Projector, re
 	for res.Seq < target {
 		batch = batch[:0]
 		stop := false
-		for len(batch) < opts.BatchSizeMax && !stop {
-			// The first read of a batch may wait for the server; later ones
-			// only top the batch up with what is already in flight.
-			wait := collectWait
-			if len(batch) == 0 {
-				wait = opts.ReadWaitTimeout
-			}
-			want := min(opts.BatchSizeMax-len(batch), ledger.ReaderNextMax)
-			recs, err := reader.Next(ctx, want, wait)
-			if err != nil {
-				return fmt.Errorf("rebuild: read after seq %d: %w", res.Seq, err)
-			}
-			if len(recs) == 0 {
-				if len(batch) == 0 {
-					return fmt.Errorf("%w: no record after seq %d within %s (want up to %d)", ErrReadStalled, res.Seq, opts.ReadWaitTimeout, target)
-				}
+		// One read per batch: the first record may wait for the server, the
+		// rest are what the reader has already decoded. Folding a batch
+		// while the reader fills its buffer keeps both busy; waiting to fill
+		// a large batch would leave the fold idle meanwhile.
+		recs, err := reader.Next(ctx, min(opts.BatchSizeMax, ledger.ReaderNextMax), opts.ReadWaitTimeout)
+		if err != nil {
+			return fmt.Errorf("rebuild: read after seq %d: %w", res.Seq, err)
+		}
+		if len(recs) == 0 {
+			return fmt.Errorf("%w: no record after seq %d within %s (want up to %d)", ErrReadStalled, res.Seq, opts.ReadWaitTimeout, target)
+		}
+		for _, rec := range recs {
+			if rec.Seq > target || (!opts.At.IsZero() && rec.Time.After(opts.At)) {
+				stop = true
 				break
 			}
-			for _, rec := range recs {
-				if rec.Seq > target || (!opts.At.IsZero() && rec.Time.After(opts.At)) {
-					stop = true
-					break
-				}
-				batch = append(batch, rec)
-			}
-			if n := len(batch); n > 0 && batch[n-1].Seq >= target {
-				break
-			}
+			batch = append(batch, rec)
 		}
 		if len(batch) > 0 {
 			if err := p.Apply(ctx, batch); err != nil {
