@@ -134,7 +134,23 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 	// AppendBatchInFlightMax long; the oldest is awaited before a new one
 	// is sent once it is full.
 	window := make([]pending, 0, s.cfg.AppendBatchInFlightMax)
+	// Once one acknowledgement has timed out the server or the connection
+	// is gone: the rest of the window is not awaited one timeout each
+	// (which, with a full window, would take minutes) but failed at once
+	// unless its acknowledgement is already there.
+	timedOut := false
 	await := func(p pending) {
+		if timedOut {
+			select {
+			case ack := <-p.future.Ok():
+				results[p.index] = AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}
+			case err := <-p.future.Err():
+				fail(p.index, classifyPublishError(err))
+			default:
+				fail(p.index, ErrAckTimeout)
+			}
+			return
+		}
 		timer := time.NewTimer(s.cfg.AckWaitTimeout)
 		defer timer.Stop()
 		select {
@@ -143,6 +159,7 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 		case err := <-p.future.Err():
 			fail(p.index, classifyPublishError(err))
 		case <-timer.C:
+			timedOut = true
 			fail(p.index, ErrAckTimeout)
 		case <-ctx.Done():
 			fail(p.index, ctx.Err())
@@ -151,6 +168,10 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 	for i, m := range msgs {
 		if err := ctx.Err(); err != nil {
 			fail(i, err)
+			continue
+		}
+		if timedOut {
+			fail(i, ErrAckTimeout)
 			continue
 		}
 		if len(window) == cap(window) {

@@ -16,6 +16,12 @@ const defaultServer = "nats://127.0.0.1:4222"
 // requestTimeout bounds one client request to the server.
 const requestTimeout = 30 * time.Second
 
+// Reconnection of client commands: about five seconds in all.
+const (
+	clientReconnectsMax = 20
+	clientReconnectWait = 250 * time.Millisecond
+)
+
 type globalFlags struct {
 	server string
 }
@@ -52,7 +58,11 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 
 // connect opens a client connection to the ledger's NATS.
 func (g *globalFlags) connect(name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(g.server, nats.Name(name), nats.Timeout(5*time.Second))
+	// A client gives up soon when the server goes away: the commands are
+	// safe to re-run (ingest is deduplicated), and a hung client helps no
+	// operator.
+	nc, err := nats.Connect(g.server, nats.Name(name), nats.Timeout(5*time.Second),
+		nats.MaxReconnects(clientReconnectsMax), nats.ReconnectWait(clientReconnectWait))
 	if err != nil {
 		return nil, fmt.Errorf("connect to the ledger at %s: %w (is 'quota serve' running? set --server or $QUOTA_SERVER)", g.server, err)
 	}
