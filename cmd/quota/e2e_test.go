@@ -305,3 +305,43 @@ func TestRebuildAfterDeletingProjection(t *testing.T) {
 		t.Errorf("rebuilt projection differs:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// TestIngestReportsBadRecords feeds a file with malformed lines between
+// good ones: the good ones are ingested, each bad one is reported as
+// FILE:LINE: reason, the exit status is 1, and `quota rejects` lists them.
+func TestIngestReportsBadRecords(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	file := filepath.Join(t.TempDir(), "mixed.jsonl")
+	lines := []string{
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"mixed","uid":"u-q","resourceVersion":"1"},"spec":{"hard":{"pods":"5"}}}}`,
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"mixed","uid":"u-a","resourceVersion":"2"},"spec":{"containers":[{"name":"c"}]}}}`,
+		`{"type":"ADDED","object":{not json`,
+		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version","reason":"Expired","code":410}}`,
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"mixed","uid":"u-b","resourceVersion":"3"},"spec":{"containers":[{"name":"c"}]}}}`,
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := s.run("ingest", file)
+	if code != 1 {
+		t.Fatalf("ingest exit %d, want 1\n%s", code, stderr)
+	}
+	for _, want := range []string{file + ":3: ", file + ":4: "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, file+":2:") || strings.Contains(stderr, file+":5:") {
+		t.Errorf("a good line was reported:\n%s", stderr)
+	}
+	out := s.mustRun("describe", "-n", "mixed")
+	if !strings.Contains(out, "pods        2     5") {
+		t.Errorf("describe after a mixed ingest:\n%s", out)
+	}
+	rejects := s.mustRun("rejects")
+	for _, want := range []string{file + ":3: ", file + ":4: "} {
+		if !strings.Contains(rejects, want) {
+			t.Errorf("quota rejects lacks %q:\n%s", want, rejects)
+		}
+	}
+}

@@ -52,6 +52,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 		newAdmitCommand(g),
 		newReplayCommand(g),
 		newExplainCommand(g),
+		newRejectsCommand(g),
 	)
 	return root
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/quotaledger/quota/ledger"
+)
+
+func newRejectsCommand(g *globalFlags) *cobra.Command {
+	var (
+		max    int
+		output string
+		raw    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rejects [--max N] [-o text|json] [--raw]",
+		Short: "List the dead letters: bad input and stream records that could not be applied",
+		Long: `rejects lists the newest entries of the dead-letter stream (QUOTA_REJECTS):
+every record 'quota ingest' or the quota.ingest subject refused, and every
+stream record the projector could not apply, with where it came from
+(FILE:LINE or QUOTA_EVENTS:SEQ), why, and (with --raw) its text as received.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return withCode(exitError, errorf("-o %q: want text or json", output))
+			}
+			nc, err := g.connect("quota rejects")
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			stream, err := ledger.Attach(cmd.Context(), js, ledger.Config{})
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			list, err := stream.ListRejections(cmd.Context(), max)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			if output == "json" {
+				type entry struct {
+					Seq    uint64    `json:"seq"`
+					Time   time.Time `json:"time"`
+					Origin string    `json:"origin"`
+					Source string    `json:"source"`
+					Reason string    `json:"reason"`
+					Raw    string    `json:"raw,omitempty"`
+				}
+				out := make([]entry, 0, len(list))
+				for _, r := range list {
+					e := entry{Seq: r.Seq, Time: r.Time, Origin: r.Origin, Source: r.Source, Reason: r.Reason}
+					if raw {
+						e.Raw = string(r.Raw)
+					}
+					out = append(out, e)
+				}
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no rejections")
+				return nil
+			}
+			for _, r := range list {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-9s %s: %s\n", r.Time.UTC().Format(time.RFC3339), r.Origin, r.Source, r.Reason)
+				if raw {
+					fmt.Fprintf(cmd.OutOrStdout(), "    %s\n", strings.TrimSpace(string(r.Raw)))
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&max, "max", 100, fmt.Sprintf("newest entries to list (1..%d)", ledger.ListRejectionsMax))
+	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.BoolVar(&raw, "raw", false, "also print each rejected record's text")
+	return cmd
+}
