@@ -1,6 +1,10 @@
 package quantity
 
-import "testing"
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
 
 var (
 	benchQuantity Quantity
@@ -55,6 +59,18 @@ func BenchmarkString(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				benchString = q.String()
+			}
+		})
+	}
+}
+
+func BenchmarkFromKube(b *testing.B) {
+	for _, s := range []string{"500m", "1", "512Mi", "1.5Gi", "100k", "1e3", "0.1n"} {
+		k := resource.MustParse(s)
+		b.Run(s, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				benchQuantity, _ = FromKube(k)
 			}
 		})
 	}

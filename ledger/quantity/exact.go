@@ -158,6 +158,11 @@ func checkRange(c *big.Int, e int64, max int64) error {
 // Format and the same String(). A Format other than Kubernetes' three prints
 // in Kubernetes as DecimalExponent and becomes DecimalExponent here. It
 // returns ErrRange for a value beyond ExponentMax.
+//
+// It reads k's value through AsDec without printing it; only a value whose
+// coefficient does not fit an int64 takes the big-number path. The printed
+// text is compared in a stack buffer, so a quantity that prints as
+// Kubernetes prints it costs no allocation beyond AsDec's.
 func FromKube(k resource.Quantity) (Quantity, error) {
 	var format Format
 	switch k.Format {
@@ -173,17 +178,29 @@ func FromKube(k resource.Quantity) (Quantity, error) {
 	// with the caller and only read.
 	copied := k
 	dec := copied.AsDec()
-	unscaled := new(big.Int).Abs(dec.UnscaledBig())
-	e := -int64(dec.Scale())
-	if err := checkRange(unscaled, e, ExponentMax); err != nil {
-		return Quantity{}, fmt.Errorf("kubernetes quantity: %w", err)
+	var q Quantity
+	if v, ok := dec.Unscaled(); ok {
+		// The int64 form fromExactDecimal would give: the coefficient and
+		// exponent as they are, not wide.
+		e := -int64(dec.Scale())
+		if err := checkRange64(v, e, ExponentMax); err != nil {
+			return Quantity{}, fmt.Errorf("kubernetes quantity: %w", err)
+		}
+		q = Quantity{i: v, scale: int32(e), format: format}
+	} else {
+		unscaled := new(big.Int).Abs(dec.UnscaledBig())
+		e := -int64(dec.Scale())
+		if err := checkRange(unscaled, e, ExponentMax); err != nil {
+			return Quantity{}, fmt.Errorf("kubernetes quantity: %w", err)
+		}
+		d := &apd.Decimal{Negative: dec.Sign() < 0, Exponent: int32(e)}
+		d.Coeff.SetMathBigInt(unscaled)
+		q = fromExactDecimal(d, format)
 	}
-	d := &apd.Decimal{Negative: dec.Sign() < 0, Exponent: int32(e)}
-	d.Coeff.SetMathBigInt(unscaled)
-	q := fromExactDecimal(d, format)
 
 	text := k.String()
-	if q.String() == text {
+	var buf [48]byte
+	if printed, _ := q.appendCanonical(buf[:0]); string(printed) == text {
 		return q, nil
 	}
 	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently.
@@ -197,6 +214,30 @@ func FromKube(k resource.Quantity) (Quantity, error) {
 		return p, nil
 	}
 	return q, nil
+}
+
+// checkRange64 is checkRange for a coefficient held in an int64 (either
+// sign; its magnitude is what counts).
+func checkRange64(v int64, e int64, max int64) error {
+	if v == 0 {
+		return nil
+	}
+	u := uint64(v)
+	if v < 0 {
+		u = -u
+	}
+	if e+digits64(v)-1 > max {
+		return ErrRange
+	}
+	low := e
+	for u%10 == 0 {
+		u /= 10
+		low++
+	}
+	if low < -ExponentMax {
+		return ErrRange
+	}
+	return nil
 }
 
 // MarshalJSON writes String() as a JSON string, as resource.Quantity does.
