@@ -25,6 +25,9 @@ type NamespaceState struct {
 	// event: the expected last subject sequence for a reservation decided
 	// on this state.
 	SubjectSeq uint64
+	// ClusterSeq is the stream sequence of the last applied event of a
+	// cluster-scoped object (RuntimeClasses feed the decision too).
+	ClusterSeq uint64
 	// Applied is the projection's applied sequence at the time of the view.
 	Applied uint64
 	// Quotas are the namespace's valid quotas, sorted by name.
@@ -46,10 +49,22 @@ func (p *Projector) Namespace(namespace string) (*NamespaceState, error) {
 	return st, err
 }
 
+// SubjectSeqs returns the stream sequences of the last applied events of a
+// namespace and of the cluster-scoped objects: a NamespaceState read with
+// both equal is still exactly what a fresh read would return.
+func (p *Projector) SubjectSeqs(namespace string) (namespaceSeq, clusterSeq uint64, err error) {
+	err = p.db.View(func(tx *bolt.Tx) error {
+		namespaceSeq, clusterSeq = subjectSeq(tx, namespace), subjectSeq(tx, "")
+		return nil
+	})
+	return namespaceSeq, clusterSeq, err
+}
+
 func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 	st := &NamespaceState{
 		Namespace:      namespace,
 		SubjectSeq:     subjectSeq(tx, namespace),
+		ClusterSeq:     subjectSeq(tx, ""),
 		Applied:        appliedSeq(tx),
 		RuntimeClasses: map[string]*nodev1.RuntimeClass{},
 	}

@@ -10,11 +10,12 @@ import (
 // cache starts over, so a cluster with more namespaces only loses hits.
 const NamespaceCacheMax = 4096
 
-// stateCache keeps each namespace's decoded state with the projection's
-// applied sequence it was read at. While the projection has applied
-// nothing newer the state is exactly what a fresh read would return, so
-// decisions skip decoding the namespace's quotas, LimitRanges and
-// RuntimeClasses again. Decisions only read a state, never change it, so
+// stateCache keeps each namespace's decoded state with the sequences of
+// the last applied events of the namespace and of the cluster-scoped
+// objects. While the projection has applied nothing newer to either, the
+// state is exactly what a fresh read would return (events of other
+// namespaces cannot change it), so decisions skip decoding the namespace's
+// quotas, LimitRanges and RuntimeClasses again. Decisions only read a state, never change it, so
 // one entry serves concurrent requests.
 type stateCache struct {
 	proj *projector.Projector
@@ -26,17 +27,20 @@ func newStateCache(p *projector.Projector) *stateCache {
 	return &stateCache{proj: p, m: map[string]*projector.NamespaceState{}}
 }
 
-// get returns the namespace's state as of the projection's applied
-// sequence at the call or later.
+// get returns the namespace's state as of the projection at the call or
+// later.
 func (c *stateCache) get(namespace string) (*projector.NamespaceState, error) {
-	applied := c.proj.Applied()
+	nsSeq, clusterSeq, err := c.proj.SubjectSeqs(namespace)
+	if err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	st, ok := c.m[namespace]
 	c.mu.Unlock()
-	if ok && st.Applied == applied {
+	if ok && st.SubjectSeq == nsSeq && st.ClusterSeq == clusterSeq {
 		return st, nil
 	}
-	st, err := c.proj.Namespace(namespace)
+	st, err = c.proj.Namespace(namespace)
 	if err != nil {
 		return nil, err
 	}
