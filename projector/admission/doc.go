@@ -11,8 +11,10 @@
 // first, JetStream refuses the append, the responder waits for its
 // projection to catch up and decides again. So two admissions racing for
 // the last unit of a quota cannot both be allowed, whatever the number of
-// clients and replicas. The reply is sent once the projection has applied
-// the reservation, so the next query sees it.
+// clients and replicas. The reply is sent as soon as the reservation is
+// durable in the log; the responder's next decision in that namespace first
+// waits for its projection to apply it, and describe waits for the end of
+// the stream, so both see it.
 //
 // A reservation holds until the object's own event arrives (an upsert of
 // the same resource, namespace and name replaces it) or until its TTL,

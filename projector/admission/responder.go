@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -77,6 +78,12 @@ type Responder struct {
 	proj   *projector.Projector
 	cfg    Config
 	states *stateCache
+	// reserved holds, per namespace, the stream sequence of the last
+	// reservation this responder appended. A decision first waits for the
+	// projection to apply it, so this replica's next decision (dry-run ones
+	// included, which append nothing and so have no compare-and-swap to
+	// catch a stale view) sees its own reservations.
+	reserved sync.Map // namespace → uint64
 }
 
 // NewResponder returns a Responder.
@@ -240,6 +247,11 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if reservation == "" {
 		reservation = newReservationID()
 	}
+	if seq, ok := r.reserved.Load(namespace); ok {
+		if err := r.proj.WaitApplied(ctx, seq.(uint64)); err != nil {
+			return nil, err
+		}
+	}
 	for attempt := range ReserveAttemptsMax {
 		st, err := r.states.get(namespace)
 		if err != nil {
@@ -274,9 +286,12 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if err != nil {
 			return nil, err
 		}
-		if err := r.proj.WaitApplied(ctx, seq); err != nil {
-			return nil, err
-		}
+		// The reservation is durable in the log: answer now. Safety does
+		// not need the projection to have applied it (a decision on a
+		// stale view fails its compare-and-swap); read-your-writes on this
+		// replica is kept by the wait at the top of the next decision, and
+		// describe waits for the stream's end anyway.
+		r.noteReserved(namespace, seq)
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	return nil, ErrContention
@@ -361,4 +376,18 @@ func decodeObject(raw []byte, namespace string) (*object.Object, error) {
 		return nil, fmt.Errorf("object namespace %q differs from %q", o.Namespace, namespace)
 	}
 	return o, nil
+}
+
+// noteReserved records seq as the namespace's latest reservation from this
+// responder, unless a later one is already recorded.
+func (r *Responder) noteReserved(namespace string, seq uint64) {
+	for {
+		prev, loaded := r.reserved.LoadOrStore(namespace, seq)
+		if !loaded || prev.(uint64) >= seq {
+			return
+		}
+		if r.reserved.CompareAndSwap(namespace, prev, seq) {
+			return
+		}
+	}
 }
