@@ -124,25 +124,38 @@ func podCountsForQuota(pod *corev1.Pod, now time.Time) bool {
 	return true
 }
 
+// podUsageNamesMax is the room podUsage reserves for the usual names: the
+// pod counts and the request and limit names of CPU, memory and ephemeral
+// storage.
+const podUsageNamesMax = 12
+
 func podUsage(cv *converter, pod *corev1.Pod, now time.Time) ResourceList {
-	result := ResourceList{countPrefix + "pods": quantity.NewInt(1)}
 	if !podCountsForQuota(pod, now) {
-		return result
+		return ResourceList{countPrefix + "pods": quantity.NewInt(1)}
 	}
-	return Add(result, computeUsage(podRequests(cv, pod), podLimits(cv, pod)))
+	pc := newPodContainers(cv, pod)
+	requests, limits := pc.requests(), pc.limits()
+	result := make(ResourceList, podUsageNamesMax)
+	result[countPrefix+"pods"] = quantity.NewInt(1)
+	// computeUsage never names count/pods, so writing into result is the
+	// union Add would build.
+	computeUsageInto(result, requests, limits)
+	return result
 }
 
 // computeUsage names a pod's (or a container's) requests and limits as
 // quota does: requests under both the bare and requests. names, limits
 // under limits., extended resources as requests.<name> only.
 func computeUsage(requests, limits ResourceList) ResourceList {
-	result := ResourceList{ResourcePods: quantity.NewInt(1)}
-	pairs := []struct{ name, request, limit string }{
-		{ResourceCPU, ResourceRequestsCPU, ResourceLimitsCPU},
-		{ResourceMemory, ResourceRequestsMemory, ResourceLimitsMemory},
-		{ResourceEphemeralStorage, ResourceRequestsEphemeral, ResourceLimitsEphemeral},
-	}
-	for _, p := range pairs {
+	result := ResourceList{}
+	computeUsageInto(result, requests, limits)
+	return result
+}
+
+// computeUsageInto is computeUsage writing into result.
+func computeUsageInto(result, requests, limits ResourceList) {
+	result[ResourcePods] = quantity.NewInt(1)
+	for _, p := range computePairs {
 		if v, ok := requests[p.name]; ok {
 			result[p.name] = v
 			result[p.request] = v
@@ -160,7 +173,13 @@ func computeUsage(requests, limits ResourceList) ResourceList {
 			result[requestsPrefix+name] = v
 		}
 	}
-	return result
+}
+
+// computePairs are the resources quota names both bare and as requests.
+var computePairs = [...]struct{ name, request, limit string }{
+	{ResourceCPU, ResourceRequestsCPU, ResourceLimitsCPU},
+	{ResourceMemory, ResourceRequestsMemory, ResourceLimitsMemory},
+	{ResourceEphemeralStorage, ResourceRequestsEphemeral, ResourceLimitsEphemeral},
 }
 
 // addInto adds src to dst in place, copying resources dst lacks.
@@ -183,57 +202,220 @@ func maxInto(dst, src ResourceList) {
 	}
 }
 
-func maxOf(a ResourceList, others ...ResourceList) ResourceList {
-	out := clone(a)
-	for _, o := range others {
-		maxInto(out, o)
-	}
-	return out
+// namedQuantity is one entry of a converted container resource list.
+type namedQuantity struct {
+	name  string
+	value quantity.Quantity
 }
 
-// containerResourceFunc picks the resource list of one container, given its
-// status (nil when there is none) and whether a resize is infeasible.
-type containerResourceFunc func(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList
-
-func specRequests(c *corev1.Container, _ *corev1.ContainerStatus, _ bool) corev1.ResourceList {
-	return c.Resources.Requests
+// addPairs is addInto for a converted container list.
+func addPairs(dst ResourceList, src []namedQuantity) {
+	for i := range src {
+		if w, ok := dst[src[i].name]; ok {
+			dst[src[i].name] = w.Add(src[i].value)
+		} else {
+			dst[src[i].name] = src[i].value
+		}
+	}
 }
 
-func allocatedRequests(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
-	if cs != nil && cs.AllocatedResources != nil {
-		return cs.AllocatedResources
+// listSource names the resource list of a container that a view of the pod
+// reads: the spec's, or one of the status's.
+type listSource uint8
+
+const (
+	sourceNone listSource = iota
+	sourceSpecRequests
+	sourceSpecLimits
+	sourceAllocated
+	sourceStatusRequests
+	sourceStatusLimits
+	sourceCount
+)
+
+// podContainer is one container (init or app) with its status and its
+// resource lists, each converted at most once however many views read it.
+type podContainer struct {
+	c         *corev1.Container
+	cs        *corev1.ContainerStatus // nil when there is none
+	converted [sourceCount][]namedQuantity
+	done      [sourceCount]bool
+}
+
+func (pc *podContainer) kubeList(s listSource) corev1.ResourceList {
+	switch s {
+	case sourceSpecRequests:
+		return pc.c.Resources.Requests
+	case sourceSpecLimits:
+		return pc.c.Resources.Limits
+	case sourceAllocated:
+		return pc.cs.AllocatedResources
+	case sourceStatusRequests:
+		return pc.cs.Resources.Requests
+	case sourceStatusLimits:
+		return pc.cs.Resources.Limits
 	}
-	if infeasible {
+	return nil
+}
+
+func (pc *podContainer) list(cv *converter, s listSource) []namedQuantity {
+	if s == sourceNone {
 		return nil
 	}
-	return c.Resources.Requests
+	if !pc.done[s] {
+		l := pc.kubeList(s)
+		if len(l) > 0 {
+			out := make([]namedQuantity, 0, len(l))
+			for k, v := range l {
+				out = append(out, namedQuantity{name: string(k), value: cv.one(v)})
+			}
+			pc.converted[s] = out
+		}
+		pc.done[s] = true
+	}
+	return pc.converted[s]
 }
 
-func actuatedRequests(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
+// podContainers holds a pod's containers for the views that total them.
+type podContainers struct {
+	cv         *converter
+	pod        *corev1.Pod
+	infeasible bool
+	apps       []podContainer
+	inits      []podContainer
+	overhead   []namedQuantity
+}
+
+func newPodContainers(cv *converter, pod *corev1.Pod) *podContainers {
+	pc := &podContainers{
+		cv:         cv,
+		pod:        pod,
+		infeasible: resizeInfeasible(pod),
+		apps:       make([]podContainer, len(pod.Spec.Containers)),
+		inits:      make([]podContainer, len(pod.Spec.InitContainers)),
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		pc.apps[i] = podContainer{c: c, cs: findContainerStatus(pod, c.Name)}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		pc.inits[i] = podContainer{c: c, cs: findContainerStatus(pod, c.Name)}
+	}
+	return pc
+}
+
+// containerSourceFunc picks the resource list one view of the pod reads
+// from a container, given its status (nil when there is none) and whether
+// a resize is infeasible.
+type containerSourceFunc func(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource
+
+func specRequests(*corev1.Container, *corev1.ContainerStatus, bool) listSource {
+	return sourceSpecRequests
+}
+
+func allocatedRequests(_ *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource {
+	if cs != nil && cs.AllocatedResources != nil {
+		return sourceAllocated
+	}
+	if infeasible {
+		return sourceNone
+	}
+	return sourceSpecRequests
+}
+
+func actuatedRequests(_ *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource {
 	if cs != nil && cs.Resources != nil && cs.Resources.Requests != nil {
-		return cs.Resources.Requests
+		return sourceStatusRequests
 	}
 	if cs != nil && cs.AllocatedResources != nil {
-		return cs.AllocatedResources
+		return sourceAllocated
 	}
 	if infeasible {
-		return nil
+		return sourceNone
 	}
-	return c.Resources.Requests
+	return sourceSpecRequests
 }
 
-func specLimits(c *corev1.Container, _ *corev1.ContainerStatus, _ bool) corev1.ResourceList {
-	return c.Resources.Limits
+func specLimits(*corev1.Container, *corev1.ContainerStatus, bool) listSource {
+	return sourceSpecLimits
 }
 
-func actuatedLimits(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
+func actuatedLimits(_ *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource {
 	if cs != nil && cs.Resources != nil && cs.Resources.Limits != nil {
-		return cs.Resources.Limits
+		return sourceStatusLimits
 	}
 	if infeasible {
+		return sourceNone
+	}
+	return sourceSpecLimits
+}
+
+// sameSources reports whether two views read the same list from every
+// container, and so total to the same values.
+func (pc *podContainers) sameSources(a, b containerSourceFunc) bool {
+	for _, cs := range [2][]podContainer{pc.apps, pc.inits} {
+		for i := range cs {
+			c := &cs[i]
+			if a(c.c, c.cs, pc.infeasible) != b(c.c, c.cs, pc.infeasible) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// aggregate totals the containers of a pod as the scheduler and quota do:
+// the sum of the app containers and sidecars, raised to what each init
+// container needs while it runs (itself plus the sidecars started before
+// it).
+func (pc *podContainers) aggregate(get containerSourceFunc) ResourceList {
+	result := ResourceList{}
+	for i := range pc.apps {
+		c := &pc.apps[i]
+		addPairs(result, c.list(pc.cv, get(c.c, c.cs, pc.infeasible)))
+	}
+	if len(pc.inits) == 0 {
+		return result
+	}
+	sidecars := ResourceList{}
+	initPeak := ResourceList{}
+	for i := range pc.inits {
+		c := &pc.inits[i]
+		own := c.list(pc.cv, get(c.c, c.cs, pc.infeasible))
+		var running ResourceList
+		if isRestartable(c.c) {
+			addPairs(result, own)
+			addPairs(sidecars, own)
+			running = sidecars
+		} else {
+			running = make(ResourceList, len(own)+len(sidecars))
+			addPairs(running, own)
+			addInto(running, sidecars)
+		}
+		maxInto(initPeak, running)
+	}
+	maxInto(result, initPeak)
+	return result
+}
+
+// convertAll converts the list s of every container, for its errors only.
+func (pc *podContainers) convertAll(s listSource) {
+	for _, cs := range [2][]podContainer{pc.apps, pc.inits} {
+		for i := range cs {
+			cs[i].list(pc.cv, s)
+		}
+	}
+}
+
+// aggregateUnless totals the view get, or returns nil when it reads the
+// same lists as the view same, whose total is then the same and raising
+// to it changes nothing.
+func (pc *podContainers) aggregateUnless(get, same containerSourceFunc) ResourceList {
+	if pc.sameSources(get, same) {
 		return nil
 	}
-	return c.Resources.Limits
+	return pc.aggregate(get)
 }
 
 func findContainerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
@@ -263,37 +445,6 @@ func isRestartable(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// aggregateContainers totals the containers of a pod as the scheduler and
-// quota do: the sum of the app containers and sidecars, raised to what each
-// init container needs while it runs (itself plus the sidecars started
-// before it).
-func aggregateContainers(cv *converter, pod *corev1.Pod, get containerResourceFunc, infeasible bool) ResourceList {
-	result := ResourceList{}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		addInto(result, cv.list(get(c, findContainerStatus(pod, c.Name), infeasible)))
-	}
-	sidecars := ResourceList{}
-	initPeak := ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		own := cv.list(get(c, findContainerStatus(pod, c.Name), infeasible))
-		var running ResourceList
-		if isRestartable(c) {
-			addInto(result, own)
-			addInto(sidecars, own)
-			running = sidecars
-		} else {
-			running = ResourceList{}
-			addInto(running, own)
-			addInto(running, sidecars)
-		}
-		maxInto(initPeak, running)
-	}
-	maxInto(result, initPeak)
-	return result
-}
-
 var podLevelResources = setOf(ResourceCPU, ResourceMemory)
 
 func isSupportedPodLevel(name string) bool { return podLevelResources[name] || isHugePages(name) }
@@ -317,45 +468,70 @@ func applyPodLevel(cv *converter, result ResourceList, podLevel corev1.ResourceL
 	}
 }
 
-// podRequests is the pod's effective request: the larger of what the spec
+// overheadList returns the pod overhead converted, once.
+func (pc *podContainers) overheadList() []namedQuantity {
+	if pc.overhead == nil && len(pc.pod.Spec.Overhead) > 0 {
+		pc.overhead = make([]namedQuantity, 0, len(pc.pod.Spec.Overhead))
+		for k, v := range pc.pod.Spec.Overhead {
+			pc.overhead = append(pc.overhead, namedQuantity{name: string(k), value: pc.cv.one(v)})
+		}
+	}
+	return pc.overhead
+}
+
+// requests is the pod's effective request: the larger of what the spec
 // asks and what the kubelet allocated or actuated during an in-place
 // resize, pod-level requests where set, plus the pod overhead.
-func podRequests(cv *converter, pod *corev1.Pod) ResourceList {
-	infeasible := resizeInfeasible(pod)
-	spec := aggregateContainers(cv, pod, specRequests, infeasible)
-	allocated := aggregateContainers(cv, pod, allocatedRequests, infeasible)
-	actuated := aggregateContainers(cv, pod, actuatedRequests, infeasible)
+func (pc *podContainers) requests() ResourceList {
 	var reqs ResourceList
-	if infeasible {
-		reqs = maxOf(actuated, allocated)
+	if pc.infeasible {
+		// The spec's requests and limits do not count, but a quantity in
+		// them that the ledger cannot hold still fails the evaluation.
+		pc.convertAll(sourceSpecRequests)
+		pc.convertAll(sourceSpecLimits)
+		// The larger of actuated and allocated.
+		reqs = pc.aggregate(actuatedRequests)
+		if allocated := pc.aggregateUnless(allocatedRequests, actuatedRequests); allocated != nil {
+			maxInto(reqs, allocated)
+		}
 	} else {
-		reqs = maxOf(spec, actuated, allocated)
+		// The larger of spec, actuated and allocated, in that order.
+		reqs = pc.aggregate(specRequests)
+		if actuated := pc.aggregateUnless(actuatedRequests, specRequests); actuated != nil {
+			maxInto(reqs, actuated)
+		}
+		if !pc.sameSources(allocatedRequests, actuatedRequests) {
+			if allocated := pc.aggregateUnless(allocatedRequests, specRequests); allocated != nil {
+				maxInto(reqs, allocated)
+			}
+		}
 	}
+	pod := pc.pod
 	if pod.Spec.Resources != nil && anySupportedPodLevel(pod.Spec.Resources.Requests) {
-		applyPodLevel(cv, reqs, pod.Spec.Resources.Requests)
+		applyPodLevel(pc.cv, reqs, pod.Spec.Resources.Requests)
 	}
-	addInto(reqs, cv.list(pod.Spec.Overhead))
+	addPairs(reqs, pc.overheadList())
 	return reqs
 }
 
-// podLimits is the pod's effective limit; overhead is added only to limits
+// limits is the pod's effective limit; overhead is added only to limits
 // that are set and non-zero.
-func podLimits(cv *converter, pod *corev1.Pod) ResourceList {
-	infeasible := resizeInfeasible(pod)
-	spec := aggregateContainers(cv, pod, specLimits, infeasible)
-	actuated := aggregateContainers(cv, pod, actuatedLimits, infeasible)
-	var limits ResourceList
-	if infeasible {
-		limits = actuated
-	} else {
-		limits = maxOf(spec, actuated)
+func (pc *podContainers) limits() ResourceList {
+	limits := pc.aggregate(actuatedLimits)
+	if !pc.infeasible {
+		// The larger of spec and actuated, in that order.
+		if !pc.sameSources(specLimits, actuatedLimits) {
+			spec := pc.aggregate(specLimits)
+			maxInto(spec, limits)
+			limits = spec
+		}
 	}
-	if r := pod.Spec.Resources; r != nil && (anySupportedPodLevel(r.Requests) || anySupportedPodLevel(r.Limits)) {
-		applyPodLevel(cv, limits, r.Limits)
+	if r := pc.pod.Spec.Resources; r != nil && (anySupportedPodLevel(r.Requests) || anySupportedPodLevel(r.Limits)) {
+		applyPodLevel(pc.cv, limits, r.Limits)
 	}
-	for k, v := range pod.Spec.Overhead {
-		if w, ok := limits[string(k)]; ok && !w.IsZero() {
-			limits[string(k)] = w.Add(cv.one(v))
+	for _, o := range pc.overheadList() {
+		if w, ok := limits[o.name]; ok && !w.IsZero() {
+			limits[o.name] = w.Add(o.value)
 		}
 	}
 	return limits
