@@ -44,7 +44,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 	if server == "" {
 		server = defaultServer
 	}
-	root.PersistentFlags().StringVar(&g.server, "server", server, "NATS URL of the ledger (default from $QUOTA_SERVER)")
+	root.PersistentFlags().StringVar(&g.server, "server", server, "NATS URL of the ledger ($QUOTA_SERVER sets the default)")
 	root.AddCommand(
 		newServeCommand(),
 		newIngestCommand(g),
