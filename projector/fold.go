@@ -74,8 +74,9 @@ func (fd *Fold) ApplyBatch(tx *bolt.Tx, records []ledger.Record) (skipped []Skip
 		}
 	}()
 	applied := appliedSeq(tx)
-	f := fold{tx: tx, cache: fd}
+	f := fold{tx: tx, cache: fd, pre: evaluateAll(records)}
 	for i := range records {
+		f.cur = i
 		rec := &records[i]
 		if rec.Seq <= applied {
 			return skipped, fmt.Errorf("%w: record seq %d after applied seq %d", ErrInvariant, rec.Seq, applied)
@@ -156,6 +157,11 @@ func (fd *Fold) namespaceQuotas(tx *bolt.Tx, namespace string) ([]*quotaEntry, e
 type fold struct {
 	tx    *bolt.Tx
 	cache *Fold
+	// pre holds, per record of the batch, the evaluations of the objects
+	// it carries (one for an upsert or reserve, one per resync item),
+	// computed ahead of the sequential apply; cur is the record at hand.
+	pre [][]evaluated
+	cur int
 }
 
 func (f *fold) apply(rec *ledger.Record) error {
@@ -165,9 +171,9 @@ func (f *fold) apply(rec *ledger.Record) error {
 	ev := &rec.Event
 	switch ev.Type {
 	case ledger.Upsert:
-		return f.upsert(rec, ev.Object, "", 0)
+		return f.upsert(rec, ev.Object, f.evaluated(0), "", 0)
 	case ledger.Reserve:
-		return f.upsert(rec, ev.Object, ev.Reservation, ev.ReservationTTL)
+		return f.upsert(rec, ev.Object, f.evaluated(0), ev.Reservation, ev.ReservationTTL)
 	case ledger.Delete:
 		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
 	case ledger.Expire:
@@ -198,15 +204,17 @@ func decode(ev *ledger.Event, raw json.RawMessage) (*object.Object, error) {
 	return o, nil
 }
 
-func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, reservation string, ttl time.Duration) error {
-	o, err := decode(&rec.Event, raw)
-	if err != nil {
-		return err
+// evaluated returns the precomputed evaluation of the current record's
+// object number i.
+func (f *fold) evaluated(i int) *evaluated {
+	return &f.pre[f.cur][i]
+}
+
+func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, reservation string, ttl time.Duration) error {
+	if e.err != nil {
+		return e.err
 	}
-	charge, err := quota.Evaluate(o, rec.Time)
-	if err != nil {
-		return skipf("evaluate %s %s/%s: %v", o.Resource, o.Namespace, o.Name, err)
-	}
+	o, charge := e.object, e.charge
 	key := objectKey(o.Namespace, o.Resource, o.Name)
 	old, err := getObject(f.tx, key)
 	if err != nil {
@@ -315,11 +323,12 @@ func (f *fold) expire(reservation string) error {
 func (f *fold) resync(rec *ledger.Record) error {
 	ev := &rec.Event
 	listed := make(map[string]bool, len(ev.Items))
-	for i, raw := range ev.Items {
-		o, err := decode(ev, raw)
-		if err != nil {
-			return skipf("resync item %d: %v", i, err)
+	for i := range ev.Items {
+		e := f.evaluated(i)
+		if e.err != nil {
+			return skipf("resync item %d: %v", i, e.err)
 		}
+		o := e.object
 		if o.Resource != ev.Resource {
 			return skipf("resync of %s lists a %s", ev.Resource, o.Resource)
 		}
@@ -340,8 +349,8 @@ func (f *fold) resync(rec *ledger.Record) error {
 			return err
 		}
 	}
-	for _, raw := range ev.Items {
-		if err := f.upsert(rec, raw, "", 0); err != nil {
+	for i, raw := range ev.Items {
+		if err := f.upsert(rec, raw, f.evaluated(i), "", 0); err != nil {
 			return err
 		}
 	}
