@@ -155,22 +155,48 @@ func Decode(raw []byte) (*Object, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("decode object: %w", ErrNotObject)
 	}
+	if o := decodeFast(trimmed); o != nil {
+		return o, nil
+	}
+	return decodeGeneral(trimmed)
+}
+
+// decodeGeneral is Decode for any object, through encoding/json.
+func decodeGeneral(trimmed []byte) (*Object, error) {
 	var h header
 	if err := json.Unmarshal(trimmed, &h); err != nil {
 		return nil, fmt.Errorf("decode object: %w: %v", ErrMalformed, err)
 	}
+	o, info, known, err := identify(&h)
+	if err != nil {
+		return nil, err
+	}
+	if known && info.newValue != nil {
+		v := info.newValue()
+		if err := json.Unmarshal(trimmed, v); err != nil {
+			return nil, fmt.Errorf("decode %s %q: %w: %v", h.Kind, o.displayName(), ErrMalformed, err)
+		}
+		o.Value = v
+		o.syncMeta()
+	}
+	return o, nil
+}
+
+// identify checks the header every object needs and builds the Object's
+// identity from it, with what the ledger knows of the kind.
+func identify(h *header) (*Object, kindInfo, bool, error) {
 	if h.Kind == "" {
-		return nil, fmt.Errorf("decode object: %w", ErrMissingKind)
+		return nil, kindInfo{}, false, fmt.Errorf("decode object: %w", ErrMissingKind)
 	}
 	if h.APIVersion == "" {
-		return nil, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingAPIVersion)
+		return nil, kindInfo{}, false, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingAPIVersion)
 	}
 	gv, err := schema.ParseGroupVersion(h.APIVersion)
 	if err != nil || gv.Version == "" {
-		return nil, fmt.Errorf("decode object %s: apiVersion %q: %w", h.Kind, h.APIVersion, ErrMalformed)
+		return nil, kindInfo{}, false, fmt.Errorf("decode object %s: apiVersion %q: %w", h.Kind, h.APIVersion, ErrMalformed)
 	}
 	if h.Metadata.Name == "" && h.Metadata.GenerateName == "" {
-		return nil, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingName)
+		return nil, kindInfo{}, false, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingName)
 	}
 	o := &Object{
 		APIVersion:                 h.APIVersion,
@@ -202,15 +228,7 @@ func Decode(raw []byte) (*Object, error) {
 		// The API server ignores a namespace on a cluster-scoped object.
 		o.Namespace = ""
 	}
-	if known && info.newValue != nil {
-		v := info.newValue()
-		if err := json.Unmarshal(trimmed, v); err != nil {
-			return nil, fmt.Errorf("decode %s %q: %w: %v", h.Kind, o.displayName(), ErrMalformed, err)
-		}
-		o.Value = v
-		o.syncMeta()
-	}
-	return o, nil
+	return o, info, known, nil
 }
 
 func (o *Object) displayName() string {
