@@ -75,3 +75,14 @@ func BenchmarkFromKube(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkParseExact(b *testing.B) {
+	for _, s := range []string{"=500m", "512Mi;BinarySI", "1500m;DecimalSI", "1e21;DecimalExponent"} {
+		b.Run(s, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				benchQuantity, _ = ParseExact(s)
+			}
+		})
+	}
+}

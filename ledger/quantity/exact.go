@@ -45,6 +45,22 @@ func (q Quantity) Exact() string {
 	return string(b)
 }
 
+// AppendExact appends Exact() to b, without allocating when b has room.
+func (q Quantity) AppendExact(b []byte) []byte {
+	if q.s != "" {
+		b = append(b, '=')
+		return append(b, q.s...)
+	}
+	start := len(b)
+	b, lossless := q.appendCanonical(b)
+	if !lossless {
+		var t apd.Decimal
+		b, _ = appendDecimalBig(b[:start], q.decimal(&t), DecimalExponent)
+	}
+	b = append(b, ';')
+	return append(b, q.format.String()...)
+}
+
 // ParseExact parses a text written by Exact.
 func ParseExact(s string) (Quantity, error) {
 	if len(s) > ExactLengthMax {
@@ -72,19 +88,81 @@ func ParseExact(s string) (Quantity, error) {
 	default:
 		return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
 	}
-	d, err := parseExactValue(value)
-	if err != nil {
-		return Quantity{}, fmt.Errorf("exact quantity %q: %w", s, err)
+	q, ok := parseExactInt64(value, format)
+	if !ok {
+		d, err := parseExactValue(value)
+		if err != nil {
+			return Quantity{}, fmt.Errorf("exact quantity %q: %w", s, err)
+		}
+		q = fromExactDecimal(d, format)
 	}
-	q := fromExactDecimal(d, format)
 	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently;
 	// the text Exact wrote tells which one q was.
-	if other := q; q.d == nil && q.String() != value {
-		if other.wide = !q.wide; other.String() == value {
-			return other, nil
+	if q.d == nil {
+		var buf [48]byte
+		if printed, _ := q.appendCanonical(buf[:0]); string(printed) != value {
+			other := q
+			if other.wide = !q.wide; other.String() == value {
+				return other, nil
+			}
 		}
 	}
 	return q, nil
+}
+
+// parseExactInt64 is parseExactValue then fromExactDecimal for a value
+// whose coefficient has at most int64Digits significant digits and whose
+// suffix is not an e-notation exponent: the common case, done without
+// big.Int and apd. It reports false for any other value, which the general
+// path then reads (and refuses, where it must).
+func parseExactInt64(s string, format Format) (Quantity, bool) {
+	p, err := scan(s)
+	if err != nil || s == "" {
+		return Quantity{}, false
+	}
+	base, exponent, _, ok := interpretSuffix(p.suffix)
+	if !ok || base == 10 && len(p.suffix) > 1 {
+		return Quantity{}, false
+	}
+	var c int64
+	significant, anyDigit := 0, false
+	for _, part := range [2]string{p.num, p.denom} {
+		for i := 0; i < len(part); i++ {
+			d := part[i]
+			if d < '0' || d > '9' {
+				return Quantity{}, false
+			}
+			anyDigit = true
+			if c == 0 && d == '0' {
+				continue
+			}
+			if significant++; significant > int64Digits {
+				return Quantity{}, false
+			}
+			c = c*10 + int64(d-'0')
+		}
+	}
+	// scan reports "0" for a value with no digits at all ("+", "."),
+	// which the general path refuses.
+	if !anyDigit || !strings.ContainsAny(p.value, "0123456789") {
+		return Quantity{}, false
+	}
+	e := int64(exponent)
+	if base == 2 {
+		if c > int64Max>>exponent {
+			return Quantity{}, false
+		}
+		c <<= exponent
+		e = 0
+	}
+	e -= int64(len(p.denom))
+	if checkRange64(c, e, exactExponentMax) != nil {
+		return Quantity{}, false
+	}
+	if p.negative {
+		c = -c
+	}
+	return Quantity{i: c, scale: int32(e), format: format}, true
 }
 
 // fromExactDecimal builds a quantity without a cached text. A value whose

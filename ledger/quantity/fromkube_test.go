@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/apd/v3"
@@ -133,5 +134,53 @@ func TestFromKubeFields(t *testing.T) {
 		checkFromKube(t, "sum", a)
 		a.RoundUp(0)
 		checkFromKube(t, "rounded sum", a)
+	}
+}
+
+// TestParseExactInt64MatchesGeneral checks that the int64 reading of an
+// exact value builds the Quantity the big-number reading builds, wherever
+// it accepts the text, and that AppendExact writes Exact.
+func TestParseExactInt64MatchesGeneral(t *testing.T) {
+	g := generator{rand.New(rand.NewPCG(seed(t), 5))}
+	accepted := 0
+	check := func(value string, format Format) {
+		t.Helper()
+		got, ok := parseExactInt64(value, format)
+		if !ok {
+			return
+		}
+		accepted++
+		d, err := parseExactValue(value)
+		if err != nil {
+			t.Fatalf("parseExactInt64(%q) accepts what parseExactValue refuses: %v", value, err)
+		}
+		if want := fromExactDecimal(d, format); !sameQuantity(got, want) {
+			t.Fatalf("parseExactInt64(%q) = %#v, want %#v", value, got, want)
+		}
+	}
+	for _, s := range fuzzSeeds {
+		check(s, DecimalSI)
+	}
+	for range 20000 {
+		s := g.quantity()
+		check(s, Format(g.r.IntN(3)))
+		if q, err := Parse(s); err == nil {
+			text := q.Exact()
+			if got := string(q.AppendExact([]byte("x"))); got != "x"+text {
+				t.Fatalf("AppendExact of %q = %q, want %q", s, got, "x"+text)
+			}
+			if value, _, ok := strings.Cut(text, ";"); ok {
+				check(value, q.Format())
+			}
+			// A sum leaves the parsed text behind.
+			sum := q.Add(MustParse("1m"))
+			if got, want := string(sum.AppendExact(nil)), sum.Exact(); got != want {
+				t.Fatalf("AppendExact of %s+1m = %q, want %q", s, got, want)
+			}
+			checkExact(t, s+"+1m", sum)
+		}
+	}
+	if accepted < 10000 {
+		t.Errorf("parseExactInt64 accepted only %d texts", accepted)
 	}
 }
