@@ -316,7 +316,24 @@ func labelMatches(s ScopeRequirement, values []string) bool {
 
 // Mask returns the part of usage q tracks (the resources in q.Hard).
 func (q *Quota) Mask(usage ResourceList) ResourceList {
-	return maskNames(usage, q.hardNames())
+	// The result is a map, so the names need no order: walk the smaller
+	// list and look each name up in the other.
+	if len(usage) < len(q.Hard) {
+		out := make(ResourceList, len(usage))
+		for name, v := range usage {
+			if _, ok := q.Hard[name]; ok {
+				out[name] = v
+			}
+		}
+		return out
+	}
+	out := make(ResourceList, len(q.Hard))
+	for name := range q.Hard {
+		if v, ok := usage[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // SumMatching returns q's used: zero for every resource q tracks, plus the
