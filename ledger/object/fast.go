@@ -3,6 +3,8 @@ package object
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,11 +180,82 @@ func (d *fastDecoder) quantity() resource.Quantity {
 	if !d.ok {
 		return resource.Quantity{}
 	}
-	q, err := resource.ParseQuantity(strings.TrimSpace(string(s)))
+	if q, ok := parsedQuantities.Load().m[string(s)]; ok {
+		return q
+	}
+	text := strings.TrimSpace(string(s))
+	q, err := resource.ParseQuantity(text)
 	if err != nil {
 		d.fail()
+		return q
+	}
+	if quantityCacheable(text) {
+		parsedQuantities.store(text, q)
 	}
 	return q
+}
+
+// quantityCacheEntriesMax bounds the quantities kept parsed. Objects use few
+// distinct texts ("100m", "512Mi"); past the bound new ones are parsed each
+// time.
+const quantityCacheEntriesMax = 1024
+
+// quantityCache maps a quantity's text to what resource.ParseQuantity
+// returns for it. Readers load the map without a lock; a writer replaces it
+// with a copy, which the bound keeps cheap.
+type quantityCache struct {
+	mu sync.Mutex
+	atomic.Pointer[quantityMap]
+}
+
+type quantityMap struct{ m map[string]resource.Quantity }
+
+var parsedQuantities = func() *quantityCache {
+	c := &quantityCache{}
+	c.Store(&quantityMap{m: map[string]resource.Quantity{}})
+	return c
+}()
+
+func (c *quantityCache) store(text string, q resource.Quantity) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.Load().m
+	if _, ok := old[text]; ok || len(old) >= quantityCacheEntriesMax {
+		return
+	}
+	m := make(map[string]resource.Quantity, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[text] = q
+	c.Store(&quantityMap{m: m})
+}
+
+// quantityCacheable reports whether resource.ParseQuantity surely takes its
+// int64 path for text, so that the Quantity it returns holds no pointer
+// (an inf.Dec, which Kubernetes' arithmetic changes in place) and copies of
+// it can be handed out: up to 12 digits without a leading zero, and an SI
+// suffix no larger than G, or a binary one within the digits Kubernetes'
+// int64 path takes for it (Ki 11, Mi 8, Gi 5).
+func quantityCacheable(text string) bool {
+	n := 0
+	for n < len(text) && '0' <= text[n] && text[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 12 || text[0] == '0' && text != "0" {
+		return false
+	}
+	switch text[n:] {
+	case "", "m", "k", "M", "G":
+		return true
+	case "Ki":
+		return n <= 11
+	case "Mi":
+		return n <= 8
+	case "Gi":
+		return n <= 5
+	}
+	return false
 }
 
 // resourceList reads a ResourceList. encoding/json keeps the last of

@@ -3,7 +3,10 @@ package object
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // fastInputs are objects at the edges of what decodeFast reads.
@@ -110,4 +113,40 @@ func FuzzDecodeFast(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQuantityCacheableHoldsNoDecimal checks that every text the quantity
+// cache keeps parses to a Quantity on Kubernetes' int64 path: two copies of
+// it convert to distinct inf.Decs, where a Quantity holding one would hand
+// out the one it shares.
+func TestQuantityCacheableHoldsNoDecimal(t *testing.T) {
+	suffixes := []string{"", "m", "k", "M", "G", "Ki", "Mi", "Gi", "Ti", "n", "E", "e3"}
+	cacheable := 0
+	for _, suffix := range suffixes {
+		for digits := 1; digits <= 14; digits++ {
+			for _, lead := range []string{"1", "9"} {
+				text := lead + strings.Repeat("9", digits-1) + suffix
+				if !quantityCacheable(text) {
+					continue
+				}
+				cacheable++
+				q, err := resource.ParseQuantity(text)
+				if err != nil {
+					t.Fatalf("cacheable %q does not parse: %v", text, err)
+				}
+				a, b := q, q
+				if a.AsDec() == b.AsDec() {
+					t.Errorf("cacheable %q parses to a Quantity holding an inf.Dec", text)
+				}
+			}
+		}
+	}
+	for _, text := range []string{"0", "01", "1.5", "+1", " 1", "1Ti", "123456Gi", "1e3", "1n"} {
+		if got, want := quantityCacheable(text), text == "0"; got != want {
+			t.Errorf("quantityCacheable(%q) = %v, want %v", text, got, want)
+		}
+	}
+	if cacheable < 50 {
+		t.Errorf("only %d texts are cacheable", cacheable)
+	}
 }
