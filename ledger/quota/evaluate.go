@@ -125,9 +125,9 @@ func podCountsForQuota(pod *corev1.Pod, now time.Time) bool {
 }
 
 // podUsageNamesMax is the room podUsage reserves for the usual names: the
-// pod counts and the request and limit names of CPU, memory and ephemeral
-// storage.
-const podUsageNamesMax = 12
+// pod counts and the request and limit names of CPU and memory. Eight is
+// also the most a map holds before it grows past one group of slots.
+const podUsageNamesMax = 8
 
 func podUsage(cv *converter, pod *corev1.Pod, now time.Time) ResourceList {
 	if !podCountsForQuota(pod, now) {
