@@ -339,8 +339,44 @@ func (d *fastDecoder) requirements(r *corev1.ResourceRequirements) {
 	})
 }
 
+// elementCount returns the number of elements of the JSON array that
+// starts at the cursor, for sizing the slice it fills; it does not move the
+// cursor. The count is a capacity only: for input outside the subset it may
+// be wrong, and the reader then fails or grows the slice.
+func (d *fastDecoder) elementCount() int {
+	depth, n, inString := 0, 0, false
+	for i := d.i; i < len(d.b); i++ {
+		c := d.b[i]
+		if inString {
+			inString = c != '"'
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth == 2 && n == 0 {
+				n = 1
+			}
+		case ']', '}':
+			depth--
+			if depth == 0 {
+				return n
+			}
+		case ',':
+			if depth == 1 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func (d *fastDecoder) containers() []corev1.Container {
-	cs := []corev1.Container{}
+	// A pod's containers are large structs: size the slice once rather
+	// than growing it element by element.
+	cs := make([]corev1.Container, 0, d.elementCount())
 	d.elements(func() {
 		cs = append(cs, corev1.Container{})
 		c := &cs[len(cs)-1]
