@@ -43,27 +43,35 @@ func Encode(ev Event) ([]byte, error) {
 	return b, nil
 }
 
+// currentVersionPrefix is how Encode starts every event it writes.
+var currentVersionPrefix = []byte(`{"v":1,`)
+
 // DecodeEvent reads one event from its stream encoding and validates it with
 // the same rules Encode applies. An event from a newer encoding fails with
 // ErrFutureVersion; any other defect fails with ErrInvalidEvent.
+
 func DecodeEvent(b []byte) (Event, error) {
 	// Read the version alone first, so that a newer writer's event is
 	// reported as such even when its fields would not parse as this
-	// version's.
-	var head struct {
-		Version *int `json:"v"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return Event{}, fmt.Errorf("decode: %w: %v", ErrInvalidEvent, err)
-	}
-	if head.Version == nil {
-		return Event{}, fmt.Errorf("decode: %w: no version", ErrInvalidEvent)
-	}
-	if *head.Version > EncodingVersion {
-		return Event{}, fmt.Errorf("decode: %w: version %d, this code reads up to %d", ErrFutureVersion, *head.Version, EncodingVersion)
-	}
-	if *head.Version < 1 {
-		return Event{}, fmt.Errorf("decode: %w: version %d", ErrInvalidEvent, *head.Version)
+	// version's. Encode writes the version as the first field, so an event
+	// of this version is recognised by its prefix without a parse of its
+	// own; anything else takes the full look.
+	if !bytes.HasPrefix(b, currentVersionPrefix) {
+		var head struct {
+			Version *int `json:"v"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return Event{}, fmt.Errorf("decode: %w: %v", ErrInvalidEvent, err)
+		}
+		if head.Version == nil {
+			return Event{}, fmt.Errorf("decode: %w: no version", ErrInvalidEvent)
+		}
+		if *head.Version > EncodingVersion {
+			return Event{}, fmt.Errorf("decode: %w: version %d, this code reads up to %d", ErrFutureVersion, *head.Version, EncodingVersion)
+		}
+		if *head.Version < 1 {
+			return Event{}, fmt.Errorf("decode: %w: version %d", ErrInvalidEvent, *head.Version)
+		}
 	}
 	// Unknown fields are refused: a field this version does not know would
 	// mean a writer changed the encoding without changing its version, and

@@ -110,7 +110,7 @@ func TestDecodeEventRules(t *testing.T) {
 		{"version zero", `{"v":0,"type":"delete","resource":"pods","namespace":"a","name":"x"}`, ledger.ErrInvalidEvent, "version 0"},
 		{"not JSON", `not json`, ledger.ErrInvalidEvent, ""},
 		{"unknown field", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x","colour":"red"}`, ledger.ErrInvalidEvent, "colour"},
-		{"trailing data", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x"} {}`, ledger.ErrInvalidEvent, "after top-level value"},
+		{"trailing data", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x"} {}`, ledger.ErrInvalidEvent, "data after the event"},
 		{"rules of the type apply when reading", `{"v":1,"type":"delete","resource":"pods","namespace":"a"}`, ledger.ErrInvalidEvent, "needs name"},
 		{"valid delete", `{"v":1,"type":"delete","resource":"pods","namespace":"a","name":"x"}`, nil, ""},
 	}
