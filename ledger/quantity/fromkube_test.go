@@ -77,6 +77,12 @@ func checkFromKube(t *testing.T, what string, k resource.Quantity) {
 	}
 }
 
+// cachedText returns k after String, which keeps the printed text in it.
+func cachedText(k *resource.Quantity) resource.Quantity {
+	_ = k.String()
+	return *k
+}
+
 // TestFromKubeFields checks that FromKube builds the same Quantity as the
 // conversion through text, for parsed quantities, quantities built from
 // integers and decimals, and results of Kubernetes' own arithmetic.
@@ -94,6 +100,10 @@ func TestFromKubeFields(t *testing.T) {
 		"scaled below range":        *resource.NewScaledQuantity(7, -2000),
 		"scaled zero beyond range":  *resource.NewScaledQuantity(0, math.MaxInt32),
 		"scaled zero below range":   *resource.NewScaledQuantity(0, math.MinInt32+1),
+		"scaled zero at min scale":  *resource.NewScaledQuantity(0, math.MinInt32),
+		"scaled one at min scale":   *resource.NewScaledQuantity(1, math.MinInt32),
+		"cached canonical text":     cachedText(resource.NewMilliQuantity(1500, resource.DecimalSI)),
+		"cached text of a sum":      cachedText(resource.NewScaledQuantity(1000, -3)),
 		"no format":                 {},
 		"unknown format":            {Format: "Strange"},
 		"decimal":                   *resource.NewDecimalQuantity(*inf.NewDec(15, 1), resource.DecimalSI),
@@ -103,6 +113,9 @@ func TestFromKubeFields(t *testing.T) {
 		"decimal trailing zeros":    *resource.NewDecimalQuantity(*inf.NewDec(1000000, 3), resource.DecimalExponent),
 		"decimal below nano":        *resource.NewDecimalQuantity(*inf.NewDec(1, 1500), resource.DecimalSI),
 		"decimal beyond range wide": *resource.NewDecimalQuantity(*new(inf.Dec).SetUnscaledBig(new(big.Int).Lsh(big.NewInt(1), 80)).SetScale(-990), resource.DecimalSI),
+	}
+	if !kubeQuantityLayout.ok {
+		t.Errorf("resource.Quantity's fields were not found: FromKube takes the slow route")
 	}
 	mostNegative := resource.MustParse("-8Ei")
 	mostNegative.Sub(resource.MustParse("1"))
