@@ -35,4 +35,12 @@
 //
 // A typed value shares no memory with the input, but callers that change
 // Value (defaulting) must not share the Object between goroutines.
+//
+// Decode reads the compact JSON that Trimmed writes (for pods and for kinds
+// without a typed value) in one pass of its own, and everything else
+// through encoding/json; both give the same Object. That reader keeps the
+// resource.Quantity it parsed for up to 1024 quantity texts, process-wide,
+// and hands out copies: only texts that Kubernetes holds as an int64 are
+// kept, so the copies share no inf.Dec, but a caller must still not change
+// a Quantity through unexported state (there is none it can reach).
 package object
