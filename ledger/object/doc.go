@@ -41,6 +41,6 @@
 // through encoding/json; both give the same Object. That reader keeps the
 // resource.Quantity it parsed for up to 1024 quantity texts, process-wide,
 // and hands out copies: only texts that Kubernetes holds as an int64 are
-// kept, so the copies share no inf.Dec, but a caller must still not change
-// a Quantity through unexported state (there is none it can reach).
+// kept, so the copies share no inf.Dec that Kubernetes' in-place arithmetic
+// could change.
 package object
