@@ -216,7 +216,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	}
 	o, charge := e.object, e.charge
 	key := objectKey(o.Namespace, o.Resource, o.Name)
-	old, err := getObject(f.tx, key)
+	old, err := getObjectCharge(f.tx, key)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 
 func (f *fold) delete(namespace, resource, name, reservation string) error {
 	key := objectKey(namespace, resource, name)
-	old, err := getObject(f.tx, key)
+	old, err := getObjectCharge(f.tx, key)
 	if err != nil || old == nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func (f *fold) expire(reservation string) error {
 	if key == nil {
 		return nil // confirmed or released already
 	}
-	old, err := getObject(f.tx, key)
+	old, err := getObjectCharge(f.tx, key)
 	if err != nil {
 		return err
 	}

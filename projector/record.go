@@ -46,6 +46,17 @@ func encodeObjectRecord(r *objectRecord) ([]byte, error) {
 }
 
 func decodeObjectRecord(b []byte) (*objectRecord, error) {
+	return decodeObjectRecordWith(b, true)
+}
+
+// decodeObjectCharge reads a record without copying its raw object: what
+// the fold needs of an object's previous state (identity, charge,
+// reservation).
+func decodeObjectCharge(b []byte) (*objectRecord, error) {
+	return decodeObjectRecordWith(b, false)
+}
+
+func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
 	if len(b) == 0 || b[0] != objectRecordVersion {
 		return nil, fmt.Errorf("object record version %v, want %d", b[:min(1, len(b))], objectRecordVersion)
 	}
@@ -73,7 +84,9 @@ func decodeObjectRecord(b []byte) (*objectRecord, error) {
 	}
 	// The value belongs to bbolt's page, valid only in the transaction:
 	// copy what outlives it.
-	r.Object = append(json.RawMessage(nil), obj...)
+	if withObject {
+		r.Object = append(json.RawMessage(nil), obj...)
+	}
 	charge, err := next()
 	if err != nil {
 		return nil, err
@@ -134,10 +147,14 @@ func appendCharge(b []byte, c *quota.Charge) []byte {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var scratch [64]byte
+	exact := scratch[:0]
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, name := range names {
 		b = appendString(b, name)
-		b = appendString(b, c.Usage[name].Exact())
+		exact = c.Usage[name].AppendExact(exact[:0])
+		b = binary.AppendUvarint(b, uint64(len(exact)))
+		b = append(b, exact...)
 	}
 	return b
 }

@@ -148,6 +148,19 @@ func subjectSeq(tx *bolt.Tx, namespace string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
+// getObjectCharge reads an object's record without its raw object.
+func getObjectCharge(tx *bolt.Tx, key []byte) (*objectRecord, error) {
+	v := tx.Bucket(bucketObjects).Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	r, err := decodeObjectCharge(v)
+	if err != nil {
+		return nil, fmt.Errorf("decode object %q: %w", key, err)
+	}
+	return r, nil
+}
+
 func getObject(tx *bolt.Tx, key []byte) (*objectRecord, error) {
 	v := tx.Bucket(bucketObjects).Get(key)
 	if v == nil {
