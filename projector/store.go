@@ -203,24 +203,16 @@ func putQuota(tx *bolt.Tx, r *quotaRecord) error {
 
 // forEachObject calls fn for every object of a namespace in key order.
 func forEachObject(tx *bolt.Tx, namespace string, fn func(*objectRecord) error) error {
-	prefix := namespacePrefix(namespace)
-	c := tx.Bucket(bucketObjects).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		r, err := decodeObjectRecord(v)
-		if err != nil {
-			return fmt.Errorf("decode object %q: %w", k, err)
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return forEachObjectPrefix(tx, namespacePrefix(namespace), fn)
 }
 
 // forEachObjectOf calls fn for every object of one resource in a namespace,
 // in name order. The key layout makes that one contiguous range.
 func forEachObjectOf(tx *bolt.Tx, namespace, resource string, fn func(*objectRecord) error) error {
-	prefix := objectKey(namespace, resource, "")
+	return forEachObjectPrefix(tx, objectKey(namespace, resource, ""), fn)
+}
+
+func forEachObjectPrefix(tx *bolt.Tx, prefix []byte, fn func(*objectRecord) error) error {
 	c := tx.Bucket(bucketObjects).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		r, err := decodeObjectRecord(v)

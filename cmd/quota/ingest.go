@@ -5,11 +5,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/quotaledger/quota/ingest"
-	"github.com/quotaledger/quota/ledger"
 )
 
 func newIngestCommand(g *globalFlags) *cobra.Command {
@@ -39,19 +37,11 @@ deduplicated by object uid, resourceVersion and event type.`,
 			if len(args) == 0 {
 				args = []string{"-"}
 			}
-			nc, err := g.connect("quota ingest")
+			nc, _, stream, err := g.attach(cmd.Context(), "quota ingest")
 			if err != nil {
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return withCode(exitError, err)
-			}
-			stream, err := ledger.Attach(cmd.Context(), js, ledger.Config{})
-			if err != nil {
-				return withCode(exitError, err)
-			}
 			in, err := ingest.New(stream, ingest.Options{Namespace: namespace})
 			if err != nil {
 				return withCode(exitError, err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/quotaledger/quota/ledger"
@@ -31,19 +30,11 @@ stream record the projector could not apply, with where it came from
 			if output != "text" && output != "json" {
 				return withCode(exitError, errorf("-o %q: want text or json", output))
 			}
-			nc, err := g.connect("quota rejects")
+			nc, _, stream, err := g.attach(cmd.Context(), "quota rejects")
 			if err != nil {
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return withCode(exitError, err)
-			}
-			stream, err := ledger.Attach(cmd.Context(), js, ledger.Config{})
-			if err != nil {
-				return withCode(exitError, err)
-			}
 			list, err := stream.ListRejections(cmd.Context(), max)
 			if err != nil {
 				return withCode(exitError, err)

@@ -8,11 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
 	"github.com/quotaledger/quota/replay"
 )
@@ -66,20 +64,12 @@ line and exits 1 when there is any, 0 when the two are equal.`,
 			if all && namespace != "" {
 				return withCode(exitError, errors.New("-n and -A exclude each other"))
 			}
-			nc, err := g.connect("quota replay")
+			ctx := cmd.Context()
+			nc, js, stream, err := g.attach(ctx, "quota replay")
 			if err != nil {
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return withCode(exitError, err)
-			}
-			ctx := cmd.Context()
-			stream, err := ledger.Attach(ctx, js, ledger.Config{})
-			if err != nil {
-				return withCode(exitError, err)
-			}
 			snaps, err := projector.OpenSnapshotsExisting(ctx, js, projector.DefaultSnapshotBucket)
 			if err != nil && !errors.Is(err, projector.ErrNoSnapshots) {
 				return withCode(exitError, err)

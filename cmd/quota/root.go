@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+
+	"github.com/quotaledger/quota/ledger"
 )
 
 // defaultServer is where clients find the ledger when neither --server nor
@@ -68,4 +72,24 @@ func (g *globalFlags) connect(name string) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to the ledger at %s: %w (is 'quota serve' running? set --server or $QUOTA_SERVER)", g.server, err)
 	}
 	return nc, nil
+}
+
+// attach connects to the ledger's NATS and opens its existing streams
+// without changing their configuration. The caller closes the connection.
+func (g *globalFlags) attach(ctx context.Context, name string) (*nats.Conn, jetstream.JetStream, *ledger.Stream, error) {
+	nc, err := g.connect(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	stream, err := ledger.Attach(ctx, js, ledger.Config{})
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	return nc, js, stream, nil
 }
