@@ -6,6 +6,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quota"
@@ -13,8 +16,10 @@ import (
 
 // Resources the admission decision reads besides quotas.
 const (
-	resourceLimitRanges    = "limitranges"
-	resourceRuntimeClasses = "runtimeclasses.node.k8s.io"
+	resourceLimitRanges     = "limitranges"
+	resourceRuntimeClasses  = "runtimeclasses.node.k8s.io"
+	resourcePriorityClasses = "priorityclasses.scheduling.k8s.io"
+	resourceStorageClasses  = "storageclasses.storage.k8s.io"
 )
 
 // NamespaceState is what an admission decision for one namespace reads,
@@ -36,6 +41,10 @@ type NamespaceState struct {
 	LimitRanges []*corev1.LimitRange
 	// RuntimeClasses are the cluster's RuntimeClasses by name.
 	RuntimeClasses map[string]*nodev1.RuntimeClass
+	// PriorityClasses and StorageClasses are the cluster's, for the default
+	// class a raw manifest gets.
+	PriorityClasses []*schedulingv1.PriorityClass
+	StorageClasses  []*storagev1.StorageClass
 }
 
 // Namespace reads the state an admission decision in namespace needs.
@@ -82,37 +91,20 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = forEachObjectOf(tx, namespace, resourceLimitRanges, func(r *objectRecord) error {
-		if r.Reservation != "" {
-			return nil
-		}
-		o, err := object.Decode(r.Object)
-		if err != nil {
-			return fmt.Errorf("%w: stored limit range %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
-		}
-		lr, ok := o.Value.(*corev1.LimitRange)
-		if !ok {
-			return fmt.Errorf("%w: stored limit range %s/%s is a %T", ErrInvariant, r.Namespace, r.Name, o.Value)
-		}
-		st.LimitRanges = append(st.LimitRanges, lr)
-		return nil
-	})
+	if st.LimitRanges, err = storedValues[*corev1.LimitRange](tx, namespace, resourceLimitRanges); err != nil {
+		return nil, err
+	}
+	runtimeClasses, err := storedValues[*nodev1.RuntimeClass](tx, "", resourceRuntimeClasses)
 	if err != nil {
 		return nil, err
 	}
-	err = forEachObjectOf(tx, "", resourceRuntimeClasses, func(r *objectRecord) error {
-		o, err := object.Decode(r.Object)
-		if err != nil {
-			return fmt.Errorf("%w: stored runtime class %s: %v", ErrInvariant, r.Name, err)
-		}
-		rc, ok := o.Value.(*nodev1.RuntimeClass)
-		if !ok {
-			return fmt.Errorf("%w: stored runtime class %s is a %T", ErrInvariant, r.Name, o.Value)
-		}
-		st.RuntimeClasses[r.Name] = rc
-		return nil
-	})
-	if err != nil {
+	for _, rc := range runtimeClasses {
+		st.RuntimeClasses[rc.Name] = rc
+	}
+	if st.PriorityClasses, err = storedValues[*schedulingv1.PriorityClass](tx, "", resourcePriorityClasses); err != nil {
+		return nil, err
+	}
+	if st.StorageClasses, err = storedValues[*storagev1.StorageClass](tx, "", resourceStorageClasses); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -129,4 +121,26 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
 	}
 	return q, nil
+}
+
+// storedValues decodes the typed values of one resource's objects in a
+// namespace ("" for cluster-scoped ones), reservations left out.
+func storedValues[T runtime.Object](tx *bolt.Tx, namespace, resource string) ([]T, error) {
+	var out []T
+	err := forEachObjectOf(tx, namespace, resource, func(r *objectRecord) error {
+		if r.Reservation != "" {
+			return nil
+		}
+		o, err := object.Decode(r.Object)
+		if err != nil {
+			return fmt.Errorf("%w: stored %s %s: %v", ErrInvariant, resource, r.Name, err)
+		}
+		v, ok := o.Value.(T)
+		if !ok {
+			return fmt.Errorf("%w: stored %s %s is a %T", ErrInvariant, resource, r.Name, o.Value)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
 }

@@ -345,3 +345,89 @@ func TestIngestReportsBadRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitAppliesClusterDefaults checks that a raw manifest gets what the
+// API server's mutating plugins would give it before quota sees it: a
+// claim naming no class gets the default StorageClass, a pod naming no
+// priority class gets the global default PriorityClass.
+func TestAdmitAppliesClusterDefaults(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cluster := write("cluster.yaml", `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+  creationTimestamp: "2026-01-01T00:00:00Z"
+provisioner: example.com/disk
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: batch-low
+value: 10
+globalDefault: true
+`)
+	quotas := write("quotas.yaml", `apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: standard-disks
+  namespace: defaults
+spec:
+  hard:
+    standard.storageclass.storage.k8s.io/requests.storage: 1Gi
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: low-priority
+  namespace: defaults
+spec:
+  hard:
+    pods: "0"
+  scopeSelector:
+    matchExpressions:
+    - scopeName: PriorityClass
+      operator: In
+      values: ["batch-low"]
+`)
+	s.mustRun("ingest", cluster)
+	s.mustRun("ingest", quotas)
+	claim := write("claim.yaml", `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 2Gi
+`)
+	out, _, code := s.run("admit", "--dry-run", "-n", "defaults", "-f", claim)
+	want := `persistentvolumeclaims "data" is forbidden: exceeded quota: standard-disks, requested: standard.storageclass.storage.k8s.io/requests.storage=2Gi, used: standard.storageclass.storage.k8s.io/requests.storage=0, limited: standard.storageclass.storage.k8s.io/requests.storage=1Gi`
+	if code != 1 || strings.TrimSpace(out) != want {
+		t.Errorf("claim with no class: exit %d\n%s\nwant exit 1\n%s", code, out, want)
+	}
+	pod := write("pod.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: job-1
+spec:
+  containers:
+  - name: c
+    image: busybox
+`)
+	out, _, code = s.run("admit", "--dry-run", "-n", "defaults", "-f", pod)
+	want = `pods "job-1" is forbidden: exceeded quota: low-priority, requested: pods=1, used: pods=0, limited: pods=0`
+	if code != 1 || strings.TrimSpace(out) != want {
+		t.Errorf("pod with no priority class: exit %d\n%s\nwant exit 1\n%s", code, out, want)
+	}
+}

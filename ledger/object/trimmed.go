@@ -15,6 +15,14 @@ import (
 // spec.storageClassName existed; quota still prefers it when set.
 const BetaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 
+// DefaultStorageClassAnnotations mark a StorageClass as the cluster's
+// default (the GA and the beta spelling); the DefaultStorageClass
+// admission plugin gives claims that name no class the default one.
+var DefaultStorageClassAnnotations = []string{
+	"storageclass.kubernetes.io/is-default-class",
+	"storageclass.beta.kubernetes.io/is-default-class",
+}
+
 // trimmedMeta is the identity every trimmed object keeps.
 type trimmedMeta struct {
 	Name                       string            `json:"name,omitempty"`
@@ -24,6 +32,9 @@ type trimmedMeta struct {
 	DeletionTimestamp          *metav1.Time      `json:"deletionTimestamp,omitempty"`
 	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
 	Annotations                map[string]string `json:"annotations,omitempty"`
+	// CreationTimestamp is kept for StorageClasses only: among several
+	// default classes, the newest is the default.
+	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
 }
 
 // trimmedObject is the envelope of every trimmed object. Spec and Status
@@ -198,6 +209,18 @@ func (o *Object) Trimmed() ([]byte, error) {
 		t.GlobalDefault = v.GlobalDefault
 	case *storagev1.StorageClass:
 		t.Provisioner = v.Provisioner
+		for _, key := range DefaultStorageClassAnnotations {
+			if value, ok := v.Annotations[key]; ok {
+				if t.Metadata.Annotations == nil {
+					t.Metadata.Annotations = map[string]string{}
+				}
+				t.Metadata.Annotations[key] = value
+			}
+		}
+		if !v.CreationTimestamp.IsZero() {
+			ts := v.CreationTimestamp.Rfc3339Copy()
+			t.Metadata.CreationTimestamp = &ts
+		}
 	default:
 		return nil, fmt.Errorf("trim %s: unexpected value type %T", o.Kind, o.Value)
 	}

@@ -5,32 +5,46 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/quotaledger/quota/ledger/object"
 )
 
 // Environment is what the API server consults while admitting a raw
-// manifest: the namespace's LimitRanges and the cluster's RuntimeClasses.
+// manifest: the namespace's LimitRanges and the cluster's RuntimeClasses,
+// PriorityClasses and StorageClasses.
 type Environment struct {
 	// LimitRanges are the LimitRanges of the object's namespace; nil for
 	// none.
 	LimitRanges []*corev1.LimitRange
 	// RuntimeClasses holds RuntimeClasses by name; nil for none.
 	RuntimeClasses map[string]*nodev1.RuntimeClass
+	// PriorityClasses are the cluster's PriorityClasses; nil for none.
+	PriorityClasses []*schedulingv1.PriorityClass
+	// StorageClasses are the cluster's StorageClasses; nil for none.
+	StorageClasses []*storagev1.StorageClass
 }
 
 // Default applies to a raw manifest what the API server applies before
 // quota admission sees it: pod defaulting (requests default to limits),
-// the LimitRanger plugin's container defaults, and the RuntimeClass
-// plugin's pod overhead. Objects other than pods are left unchanged. It
-// must not be applied to objects that came from the API server.
+// the LimitRanger plugin's container defaults, the Priority plugin's
+// default priority class, the RuntimeClass plugin's pod overhead, and the
+// DefaultStorageClass plugin's class for a claim that names none. Other
+// objects are left unchanged. It must not be applied to objects that came
+// from the API server.
 func Default(o *object.Object, env Environment) error {
+	if pvc, ok := o.Value.(*corev1.PersistentVolumeClaim); ok {
+		defaultStorageClass(pvc, env.StorageClasses)
+		return nil
+	}
 	pod, ok := o.Value.(*corev1.Pod)
 	if !ok {
 		return nil
 	}
 	defaultPodRequests(pod)
+	defaultPriorityClass(pod, env.PriorityClasses)
 	for _, lr := range env.LimitRanges {
 		if lr == nil {
 			continue
@@ -219,4 +233,63 @@ func setOverhead(o *object.Object, pod *corev1.Pod, env Environment) error {
 	}
 	pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
 	return nil
+}
+
+// defaultPriorityClass is the Priority admission plugin's default: a pod
+// that names no priority class gets the global default one; when several
+// are marked global default (a race the plugin tolerates), the one with
+// the lowest value.
+func defaultPriorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) {
+	if pod.Spec.PriorityClassName != "" {
+		return
+	}
+	var def *schedulingv1.PriorityClass
+	for _, pc := range classes {
+		if pc == nil || !pc.GlobalDefault {
+			continue
+		}
+		if def == nil || pc.Value < def.Value {
+			def = pc
+		}
+	}
+	if def != nil {
+		pod.Spec.PriorityClassName = def.Name
+	}
+}
+
+// defaultStorageClass is the DefaultStorageClass admission plugin: a claim
+// with neither spec.storageClassName nor the beta annotation gets the
+// default class: among classes annotated as default, the newest, ties by
+// name. An explicit "" names no class and is left alone.
+func defaultStorageClass(pvc *corev1.PersistentVolumeClaim, classes []*storagev1.StorageClass) {
+	if _, ok := pvc.Annotations[object.BetaStorageClassAnnotation]; ok || pvc.Spec.StorageClassName != nil {
+		return
+	}
+	var def *storagev1.StorageClass
+	for _, sc := range classes {
+		if sc == nil || !isDefaultClass(sc) {
+			continue
+		}
+		if def == nil {
+			def = sc
+			continue
+		}
+		a, b := sc.CreationTimestamp.UnixNano(), def.CreationTimestamp.UnixNano()
+		if a > b || (a == b && sc.Name < def.Name) {
+			def = sc
+		}
+	}
+	if def != nil {
+		name := def.Name
+		pvc.Spec.StorageClassName = &name
+	}
+}
+
+func isDefaultClass(sc *storagev1.StorageClass) bool {
+	for _, key := range object.DefaultStorageClassAnnotations {
+		if sc.Annotations[key] == "true" {
+			return true
+		}
+	}
+	return false
 }

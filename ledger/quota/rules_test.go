@@ -8,7 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quantity"
@@ -546,5 +549,89 @@ func TestDefaultRules(t *testing.T) {
 	o := decode(t, pod("p", `{"runtimeClassName":"gvisor","containers":[{"name":"c"}]}`))
 	if err := Default(o, env); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("unknown runtime class: got %v, want not found", err)
+	}
+}
+
+// TestDefaultClassRules covers the admission plugins that name a class for
+// a raw manifest that names none: Priority for pods, DefaultStorageClass
+// for claims.
+func TestDefaultClassRules(t *testing.T) {
+	older := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	newer := metav1.NewTime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	defaultAnn := map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}
+	classes := []*storagev1.StorageClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "standard", Annotations: defaultAnn, CreationTimestamp: older}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "fast", CreationTimestamp: newer}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "gold", Annotations: map[string]string{"storageclass.beta.kubernetes.io/is-default-class": "true"}, CreationTimestamp: newer}},
+	}
+	claim := func(spec string) string {
+		return `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c","namespace":"ns"},"spec":{` + spec + `"resources":{"requests":{"storage":"1Gi"}}}}`
+	}
+	claimTests := []struct {
+		name    string
+		claim   string
+		classes []*storagev1.StorageClass
+		want    string // the class charged, "" for none
+	}{
+		{"a claim naming no class gets the newest default class", claim(``), classes, "gold"},
+		{"default classes created at once are ordered by name", claim(``), []*storagev1.StorageClass{
+			{ObjectMeta: metav1.ObjectMeta{Name: "b", Annotations: defaultAnn, CreationTimestamp: older}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: defaultAnn, CreationTimestamp: older}},
+		}, "a"},
+		{"a claim naming a class keeps it", claim(`"storageClassName":"fast",`), classes, "fast"},
+		{"an empty class name means no class", claim(`"storageClassName":"",`), classes, ""},
+		{"without a default class the claim has none", claim(``), classes[1:2], ""},
+	}
+	for _, tt := range claimTests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := decode(t, tt.claim)
+			if err := Default(o, Environment{StorageClasses: tt.classes}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Evaluate(o, testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for name := range c.Usage {
+				if class, ok := strings.CutSuffix(name, ".storageclass.storage.k8s.io/persistentvolumeclaims"); ok {
+					got = class
+				}
+			}
+			if got != tt.want {
+				t.Errorf("charged class %q, want %q (usage %v)", got, tt.want, c.Usage)
+			}
+		})
+	}
+
+	priorities := []*schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+		{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10, GlobalDefault: true},
+		{ObjectMeta: metav1.ObjectMeta{Name: "lowest"}, Value: 1, GlobalDefault: true},
+	}
+	podTests := []struct {
+		name    string
+		spec    string
+		classes []*schedulingv1.PriorityClass
+		want    string
+	}{
+		{"a pod naming no class gets the global default with the lowest value", `{"containers":[{"name":"c"}]}`, priorities, "lowest"},
+		{"a pod naming a class keeps it", `{"priorityClassName":"high","containers":[{"name":"c"}]}`, priorities, "high"},
+		{"without a global default the pod has no class", `{"containers":[{"name":"c"}]}`, priorities[:1], ""},
+	}
+	for _, tt := range podTests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := decode(t, pod("p", tt.spec))
+			if err := Default(o, Environment{PriorityClasses: tt.classes}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Evaluate(o, testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Scope.PriorityClass != tt.want {
+				t.Errorf("priority class %q, want %q", c.Scope.PriorityClass, tt.want)
+			}
+		})
 	}
 }

@@ -29,7 +29,12 @@ type decision struct {
 // decisions may be reading.
 func decide(st *projector.NamespaceState, op admissionv1.Operation, obj, old *object.Object) *decision {
 	if op == admissionv1.Create {
-		env := quota.Environment{LimitRanges: st.LimitRanges, RuntimeClasses: st.RuntimeClasses}
+		env := quota.Environment{
+			LimitRanges:     st.LimitRanges,
+			RuntimeClasses:  st.RuntimeClasses,
+			PriorityClasses: st.PriorityClasses,
+			StorageClasses:  st.StorageClasses,
+		}
 		if err := quota.Default(obj, env); err != nil {
 			return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error(), object: obj}
 		}
