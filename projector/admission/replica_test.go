@@ -106,9 +106,12 @@ func (r *replica) catchUp(t testing.TB) {
 }
 
 // used returns quota name's status.used[resource] in namespace as the
-// replica's describe query reports it, without catching up first.
+// replica's describe query reports it: after catching up with the stream.
+// An allowed admission answers once its reservation is durable in the
+// stream, so describe must see it from then on.
 func (r *replica) used(t *testing.T, namespace, name, resource string) string {
 	t.Helper()
+	r.catchUp(t)
 	list, err := r.proj.Quotas(namespace, name, false)
 	if err != nil {
 		t.Fatal(err)
