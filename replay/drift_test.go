@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	bolt "go.etcd.io/bbolt"
@@ -41,7 +42,17 @@ func computeQuota(ns string) ledger.Event {
 func serveAudit(t *testing.T, nc *nats.Conn, l *liveProjector, snaps *projector.Snapshots) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	// The responder subscribes to the explain and snapshot subjects as it
+	// starts; requests sent before that meet "no responders".
+	subscribed := nc.NumSubscriptions() + 2
 	go func() { done <- projector.NewAuditResponder(nc, l.p, snaps, nil).Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for nc.NumSubscriptions() < subscribed {
+		if time.Now().After(deadline) {
+			t.Fatal("audit responder did not subscribe within 10s")
+		}
+		time.Sleep(time.Millisecond) // poll interval, bounded by the deadline
+	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -244,6 +244,10 @@ func newClock() *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
 func (c *clock) Advance(d time.Duration) { c.now.Add(int64(d)) }
 
+// Reset sets the clock back to the real time: reservations appended after
+// it expire TTL after their (real) stream time, not at once.
+func (c *clock) Reset() { c.now.Store(time.Now().UnixNano()) }
+
 // poll waits for cond with a deadline.
 func poll(t testing.TB, what string, cond func() bool) {
 	t.Helper()
