@@ -47,6 +47,11 @@
 //     at the next line.
 //   - Multi-line JSON and YAML files are read whole (at most
 //     DocumentBytesMax); JSON lines are streamed.
+//   - Records are decoded and trimmed by up to GOMAXPROCS goroutines, and
+//     one batch is appended while the next is prepared; the stream, the
+//     Report and the dead letters still follow the input order. When an
+//     append fails, records after that batch may already have been rejected
+//     into the dead-letter stream; the Report counts them.
 //   - Calls on one Ingester are serialised; run several Ingesters for
 //     parallel input, accepting that their unchanged-upsert memories are
 //     separate.

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -150,6 +152,18 @@ func New(stream *ledger.Stream, opts Options) (*Ingester, error) {
 	return &Ingester{stream: stream, opts: opts.withDefaults(), last: make(map[string][sha256.Size]byte)}, nil
 }
 
+// Limits of the ingest pipeline. Records are prepared (decoded, trimmed,
+// hashed, encoded) by GOMAXPROCS workers, then applied in input order by one
+// goroutine while one batch at a time is appended by another.
+const (
+	// PrepareQueueMax is the number of records read ahead of the one being
+	// applied: it bounds the memory of records prepared out of order.
+	PrepareQueueMax = 1024
+	// PrepareWorkersMax bounds the goroutines preparing records, whatever
+	// GOMAXPROCS says.
+	PrepareWorkersMax = 64
+)
+
 // IngestFile reads the input named name (see Parse for the formats) and
 // appends its events. It returns once every valid event is acknowledged by
 // JetStream; rejected records are in the Report and in the dead-letter
@@ -159,60 +173,295 @@ func New(stream *ledger.Stream, opts Options) (*Ingester, error) {
 func (in *Ingester) IngestFile(ctx context.Context, name string, r io.Reader) (Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	run := &run{in: in, ctx: ctx}
-	err := Parse(name, r, run.record)
-	if err == nil {
-		err = run.flush()
-	}
+	p := newPipeline(in, ctx)
+	perr := Parse(name, r, p.submit)
+	err := p.finish(perr)
 	if err != nil {
 		// Some remembered states may not have reached the stream; forget
 		// them all rather than skip an upsert that was never appended.
 		clear(in.last)
-		return run.report, fmt.Errorf("ingest %s: %w", name, err)
+		return p.run.report, fmt.Errorf("ingest %s: %w", name, err)
 	}
-	return run.report, nil
+	return p.run.report, nil
 }
 
-// run is the state of one IngestFile call.
-type run struct {
-	in      *Ingester
-	ctx     context.Context
-	pending []ledger.BatchEntry
-	report  Report
+// errStopped tells Parse to stop because the pipeline already failed; the
+// failure itself is returned instead.
+var errStopped = errors.New("ingest stopped")
+
+// job is one record on its way through the pipeline; done receives its
+// preparation exactly once.
+type job struct {
+	rec  Record
+	done chan prepared
 }
 
-func (r *run) record(rec Record) error {
-	if err := r.ctx.Err(); err != nil {
+// prepared is what a record becomes without looking at other records: the
+// order-dependent steps (unchanged-upsert memory, report, rejections) are
+// left to the applying goroutine.
+type prepared struct {
+	rec Record
+	// reject, when set, is the reason the record is rejected before the
+	// unchanged-upsert memory is consulted.
+	reject string
+	// bookmark is a watch BOOKMARK, counted and skipped.
+	bookmark bool
+	deleted  bool
+	key      string
+	digest   [sha256.Size]byte
+	// lateReject, when set, is the reason an event is rejected after the
+	// memory was updated (the stream would refuse it).
+	lateReject string
+	entry      ledger.BatchEntry
+}
+
+// pipeline is the state of one IngestFile call: Parse submits records on
+// the caller's goroutine, workers prepare them, apply consumes them in
+// input order and hands full batches to append.
+type pipeline struct {
+	in  *Ingester
+	ctx context.Context
+	run *run
+
+	work  chan *job
+	order chan *job
+	// batches holds no buffer: apply may build the next batch while one is
+	// being appended, never hand over a second.
+	batches chan []ledger.BatchEntry
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	err      error // the first failure; written once before stop closes
+
+	workers sync.WaitGroup
+	applied chan struct{}
+	written chan struct{}
+
+	// Counted by the appending goroutine, added to the report at the end.
+	appended, duplicates int
+}
+
+func newPipeline(in *Ingester, ctx context.Context) *pipeline {
+	p := &pipeline{
+		in:      in,
+		ctx:     ctx,
+		run:     &run{in: in, ctx: ctx},
+		work:    make(chan *job, PrepareQueueMax),
+		order:   make(chan *job, PrepareQueueMax),
+		batches: make(chan []ledger.BatchEntry),
+		stop:    make(chan struct{}),
+		applied: make(chan struct{}),
+		written: make(chan struct{}),
+	}
+	workers := min(max(runtime.GOMAXPROCS(0), 1), PrepareWorkersMax)
+	p.workers.Add(workers)
+	for range workers {
+		go p.prepareLoop()
+	}
+	go p.apply()
+	go p.append()
+	return p
+}
+
+// fail records the first failure and stops the pipeline.
+func (p *pipeline) fail(err error) {
+	p.stopOnce.Do(func() {
+		p.err = err
+		close(p.stop)
+	})
+}
+
+func (p *pipeline) stopped() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// submit is Parse's callback: it queues rec for preparation and for
+// applying in input order.
+func (p *pipeline) submit(rec Record) error {
+	j := &job{rec: rec, done: make(chan prepared, 1)}
+	// A job is queued for applying only once it is queued for preparing,
+	// so apply never waits for a preparation that will not come.
+	select {
+	case p.work <- j:
+	case <-p.stop:
+		return errStopped
+	}
+	select {
+	case p.order <- j:
+	case <-p.stop:
+		return errStopped
+	}
+	return nil
+}
+
+// finish ends the input, waits for every goroutine and returns the first
+// failure: the pipeline's, or else parseErr.
+func (p *pipeline) finish(parseErr error) error {
+	if parseErr != nil && !errors.Is(parseErr, errStopped) {
+		// A read error: what was not yet applied is not appended, as the
+		// input did not end where it should have.
+		p.fail(parseErr)
+	}
+	close(p.work)
+	close(p.order)
+	p.workers.Wait()
+	<-p.applied
+	<-p.written
+	p.run.report.Appended += p.appended
+	p.run.report.Duplicates += p.duplicates
+	return p.err
+}
+
+func (p *pipeline) prepareLoop() {
+	defer p.workers.Done()
+	for j := range p.work {
+		j.done <- p.in.prepare(j.rec)
+	}
+}
+
+// apply takes prepared records in input order, updates the unchanged-upsert
+// memory and the report, keeps rejections, and hands full batches on.
+func (p *pipeline) apply() {
+	defer close(p.applied)
+	defer close(p.batches)
+	var pending []ledger.BatchEntry
+	for j := range p.order {
+		if p.stopped() {
+			continue // drain
+		}
+		pr := <-j.done
+		if err := p.applyOne(pr, &pending); err != nil {
+			p.fail(err)
+			continue
+		}
+		if len(pending) >= p.in.opts.BatchSize {
+			if !p.handOver(pending) {
+				continue
+			}
+			pending = make([]ledger.BatchEntry, 0, p.in.opts.BatchSize)
+		}
+	}
+	if len(pending) > 0 && !p.stopped() {
+		p.handOver(pending)
+	}
+}
+
+// handOver gives batch to the appending goroutine, waiting while the
+// previous batch is still being appended; it reports false when the
+// pipeline stopped meanwhile.
+func (p *pipeline) handOver(batch []ledger.BatchEntry) bool {
+	select {
+	case p.batches <- batch:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+// applyOne is the order-dependent part of one record.
+func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
+	if err := p.ctx.Err(); err != nil {
 		return err
 	}
+	if pr.reject != "" {
+		return p.run.reject(pr.rec, pr.reject)
+	}
+	if pr.bookmark {
+		p.run.report.Bookmarks++
+		return nil
+	}
+	if pr.deleted {
+		delete(p.in.last, pr.key)
+	} else {
+		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest {
+			p.run.report.Unchanged++
+			return nil
+		}
+		p.in.remember(pr.key, pr.digest)
+	}
+	if pr.lateReject != "" {
+		return p.run.reject(pr.rec, pr.lateReject)
+	}
+	*pending = append(*pending, pr.entry)
+	return nil
+}
+
+// append appends one batch at a time, in the order apply handed them, and
+// waits for each batch's acknowledgements.
+func (p *pipeline) append() {
+	defer close(p.written)
+	for batch := range p.batches {
+		if p.stopped() {
+			continue // drain
+		}
+		results, err := p.in.stream.AppendBatch(p.ctx, batch)
+		for _, res := range results {
+			switch {
+			case res.Seq == 0:
+			case res.Duplicate:
+				p.duplicates++
+			default:
+				p.appended++
+			}
+		}
+		if err != nil {
+			p.fail(err)
+		}
+	}
+}
+
+// run holds the report and the dead-letter keeping shared by IngestFile
+// and Resync.
+type run struct {
+	in     *Ingester
+	ctx    context.Context
+	report Report
+}
+
+// prepare does the work of one record that depends on no other record:
+// classifying, decoding, trimming, hashing, encoding and naming it.
+func (in *Ingester) prepare(rec Record) prepared {
+	pr := prepared{rec: rec}
 	if rec.Err != nil {
-		return r.reject(rec, rec.Err.Error())
+		pr.reject = rec.Err.Error()
+		return pr
 	}
 	switch rec.Type {
 	case WatchBookmark:
-		r.report.Bookmarks++
-		return nil
+		pr.bookmark = true
+		return pr
 	case WatchError:
-		return r.reject(rec, watchErrorReason(rec.Object))
+		pr.reject = watchErrorReason(rec.Object)
+		return pr
 	case WatchAdded, WatchModified, WatchDeleted:
 	case "":
-		return r.reject(rec, fmt.Sprintf("%v: a watch event needs a type", ErrUnknownWatchType))
+		pr.reject = fmt.Sprintf("%v: a watch event needs a type", ErrUnknownWatchType)
+		return pr
 	default:
-		return r.reject(rec, fmt.Sprintf("%v %q", ErrUnknownWatchType, rec.Type))
+		pr.reject = fmt.Sprintf("%v %q", ErrUnknownWatchType, rec.Type)
+		return pr
 	}
 
 	o, err := object.Decode(rec.Object)
 	if err != nil {
-		return r.reject(rec, err.Error())
+		pr.reject = err.Error()
+		return pr
 	}
 	if o.Name == "" {
-		return r.reject(rec, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName))
+		pr.reject = fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+		return pr
 	}
 	if !o.ClusterScoped() && o.Namespace == "" {
-		if r.in.opts.Namespace == "" {
-			return r.reject(rec, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name))
+		if in.opts.Namespace == "" {
+			pr.reject = fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
+			return pr
 		}
-		o.SetNamespace(r.in.opts.Namespace)
+		o.SetNamespace(in.opts.Namespace)
 	}
 	ev := ledger.Event{
 		Version:         ledger.EncodingVersion,
@@ -223,40 +472,34 @@ func (r *run) record(rec Record) error {
 		ResourceVersion: o.ResourceVersion,
 		Source:          rec.Source,
 	}
-	key := o.Key()
-	var digest [sha256.Size]byte
+	pr.key = o.Key()
 	if rec.Type == WatchDeleted {
 		ev.Type = ledger.Delete
-		delete(r.in.last, key)
-		digest = sha256.Sum256(rec.Object)
+		pr.deleted = true
+		pr.digest = sha256.Sum256(rec.Object)
 	} else {
 		trimmed, err := o.Trimmed()
 		if err != nil {
-			return r.reject(rec, err.Error())
+			pr.reject = err.Error()
+			return pr
 		}
 		ev.Type = ledger.Upsert
 		ev.Object = trimmed
-		digest = sha256.Sum256(trimmed)
-		if prev, ok := r.in.last[key]; ok && prev == digest {
-			r.report.Unchanged++
-			return nil
-		}
-		r.in.remember(key, digest)
+		pr.digest = sha256.Sum256(trimmed)
 	}
 	// Check here what AppendBatch would refuse, so that one bad record is
 	// rejected alone instead of failing the whole batch.
 	encoded, err := ledger.Encode(ev)
 	if err != nil {
-		return r.reject(rec, err.Error())
+		pr.lateReject = err.Error()
+		return pr
 	}
-	if size := len(encoded); size > int(r.in.stream.Config().MaxMsgSize) {
-		return r.reject(rec, fmt.Sprintf("%v: %d bytes, at most %d", ledger.ErrEventTooLarge, size, r.in.stream.Config().MaxMsgSize))
+	if size, limit := len(encoded), int(in.stream.Config().MaxMsgSize); size > limit {
+		pr.lateReject = fmt.Sprintf("%v: %d bytes, at most %d", ledger.ErrEventTooLarge, size, limit)
+		return pr
 	}
-	r.pending = append(r.pending, ledger.BatchEntry{Event: ev, MsgID: msgID(o, rec.Type, digest)})
-	if len(r.pending) >= r.in.opts.BatchSize {
-		return r.flush()
-	}
-	return nil
+	pr.entry = ledger.BatchEntry{Event: ev, MsgID: msgID(o, rec.Type, pr.digest)}
+	return pr
 }
 
 // remember records the digest of key's last queued upsert, forgetting an
@@ -298,25 +541,6 @@ func (r *run) reject(rec Record, reason string) error {
 		return fmt.Errorf("keep rejection of %s: %w", rec.Source, err)
 	}
 	return nil
-}
-
-// flush appends the pending events and waits for their acknowledgements.
-func (r *run) flush() error {
-	if len(r.pending) == 0 {
-		return nil
-	}
-	results, err := r.in.stream.AppendBatch(r.ctx, r.pending)
-	for _, res := range results {
-		switch {
-		case res.Seq == 0:
-		case res.Duplicate:
-			r.report.Duplicates++
-		default:
-			r.report.Appended++
-		}
-	}
-	r.pending = r.pending[:0]
-	return err
 }
 
 // watchErrorReason describes the Status object of a watch ERROR event.
