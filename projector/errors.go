@@ -3,6 +3,10 @@ package projector
 import "errors"
 
 var (
+	// ErrInvariant is wrapped by every error that reports a broken
+	// invariant of the projection (usage below zero, a sequence applied
+	// twice): a bug, never bad input. The projector stops on it.
+	ErrInvariant = errors.New("projection invariant broken")
 	// ErrSchemaVersion is returned by Open when the projection file was
 	// written by a different layout version. Delete it to rebuild.
 	ErrSchemaVersion = errors.New("projection file has another schema version")

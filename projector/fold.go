@@ -14,10 +14,6 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// ErrInvariant is wrapped by every error that reports a broken invariant of
-// the projection: a bug, never bad input. The projector stops on it.
-var ErrInvariant = errors.New("projection invariant broken")
-
 // errSkip marks a record that the fold cannot apply (bad bytes, an object
 // that does not decode). The record is noted and the fold goes on.
 type errSkip struct{ reason string }
