@@ -258,46 +258,32 @@ func quantityCacheable(text string) bool {
 	return false
 }
 
-// resourceList reads a ResourceList. encoding/json keeps the last of
-// repeated names; they are refused here instead.
+// resourceList reads a ResourceList.
 func (d *fastDecoder) resourceList() corev1.ResourceList {
-	l := corev1.ResourceList{}
-	d.expect('{')
-	if d.next('}') {
-		return l
-	}
-	for d.ok {
-		name := d.resourceName()
-		d.expect(':')
-		if _, repeated := l[name]; repeated {
-			d.fail()
-		}
-		q := d.quantity()
-		if !d.ok {
-			return nil
-		}
-		l[name] = q
-		if d.next('}') {
-			return l
-		}
-		d.expect(',')
-	}
-	return nil
+	return readMap(d, d.resourceName, d.quantity)
 }
 
 func (d *fastDecoder) stringMap() map[string]string {
-	m := map[string]string{}
+	return readMap(d, d.str, d.str)
+}
+
+// readMap reads a JSON object into a map, keys and values read by key and
+// value; nil when the input is not what the fast path reads.
+// encoding/json keeps the last of repeated keys; they are refused here
+// instead.
+func readMap[K comparable, V any](d *fastDecoder, key func() K, value func() V) map[K]V {
+	m := map[K]V{}
 	d.expect('{')
 	if d.next('}') {
 		return m
 	}
 	for d.ok {
-		k := d.str()
+		k := key()
 		d.expect(':')
 		if _, repeated := m[k]; repeated {
 			d.fail()
 		}
-		v := d.str()
+		v := value()
 		if !d.ok {
 			return nil
 		}
