@@ -99,8 +99,9 @@ func DecodeEvent(b []byte) (Event, error) {
 //   - Upsert: Resource, Name and a JSON object in Object;
 //   - Delete: Resource and Name;
 //   - Resync: Resource and no Name; each item a JSON object;
-//   - Reserve: Resource, Namespace, Reservation, a JSON object in Object and
-//     a positive ReservationTTL;
+//   - Reserve: Namespace and a positive ReservationTTL, and either
+//     Resource, Reservation and a JSON object in Object, or Reservations,
+//     each with an ID, a Resource, a Name and a JSON object, IDs distinct;
 //   - Expire: Namespace and Reservation.
 //
 // Fields that belong to other types (Items outside Resync, a Reservation on
@@ -158,6 +159,9 @@ func (ev Event) Validate() error {
 		}
 	}
 
+	if ev.Type != Reserve {
+		refuse(len(ev.Reservations) > 0, "reservations")
+	}
 	switch ev.Type {
 	case Upsert:
 		need(ev.Resource != "", "resource")
@@ -188,13 +192,46 @@ func (ev Event) Validate() error {
 			}
 		}
 	case Reserve:
-		need(ev.Resource != "", "resource")
 		need(ev.Namespace != "", "namespace")
-		need(ev.Reservation != "", "reservation")
-		need(len(ev.Object) > 0, "object")
 		need(ev.ReservationTTL > 0, "a positive reservationTTL")
-		objectOK("object", ev.Object)
 		refuse(len(ev.Items) > 0, "items")
+		if len(ev.Reservations) == 0 {
+			need(ev.Resource != "", "resource")
+			need(ev.Reservation != "", "reservation")
+			need(len(ev.Object) > 0, "object")
+			objectOK("object", ev.Object)
+			break
+		}
+		// Several reservations: the single one's fields stay empty, so
+		// the event says each thing once.
+		refuse(ev.Resource != "", "resource beside reservations")
+		refuse(ev.Name != "", "name beside reservations")
+		refuse(ev.UID != "", "uid beside reservations")
+		refuse(ev.Reservation != "", "reservation beside reservations")
+		refuse(len(ev.Object) > 0, "object beside reservations")
+		ids := make(map[string]bool, len(ev.Reservations))
+		for i, r := range ev.Reservations {
+			field := fmt.Sprintf("reservations[%d]", i)
+			switch {
+			case r.ID == "":
+				add("%s has no id", field)
+			case ids[r.ID]:
+				add("%s repeats id %q", field, r.ID)
+			case hasControl(r.ID):
+				add("%s id %q holds a control character", field, r.ID)
+			}
+			ids[r.ID] = true
+			if r.Resource == "" || len(r.Resource) > ResourceLengthMax || strings.ContainsAny(r.Resource, " \t\r\n/") {
+				add("%s has a bad resource %q", field, r.Resource)
+			}
+			if r.Name == "" || len(r.Name) > NameLengthMax || hasControl(r.Name) {
+				add("%s has a bad name %q", field, r.Name)
+			}
+			if len(r.Object) == 0 {
+				add("%s has no object", field)
+			}
+			objectOK(field+".object", r.Object)
+		}
 	case Expire:
 		need(ev.Namespace != "", "namespace")
 		need(ev.Reservation != "", "reservation")

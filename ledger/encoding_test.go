@@ -31,6 +31,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a", Items: []json.RawMessage{json.RawMessage(`{"a":1}`)}},
 		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a"},
 		{Type: ledger.Reserve, Resource: "pods", Namespace: "team-a", Reservation: "r1", Object: json.RawMessage(`{}`), ReservationTTL: time.Minute},
+		{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute, Reservations: []ledger.Reservation{
+			{ID: "r2", Resource: "pods", Name: "a", Object: json.RawMessage(`{"kind":"Pod"}`)},
+			{ID: "r3", Resource: "services", Name: "b", Object: json.RawMessage(`{"kind":"Service"}`)},
+		}},
 		{Type: ledger.Expire, Namespace: "team-a", Reservation: "r1"},
 	}
 	for _, ev := range events {
@@ -76,6 +80,12 @@ func TestEventValidateRules(t *testing.T) {
 		{"resync items must be objects", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Items: []json.RawMessage{json.RawMessage(`1`)}}, "items[0] is not a JSON object"},
 		{"reserve needs a positive ttl", ledger.Event{Type: ledger.Reserve, Resource: "pods", Namespace: "a", Reservation: "r", Object: obj}, "positive reservationTTL"},
 		{"reserve needs a namespace", ledger.Event{Type: ledger.Reserve, Resource: "pods", Reservation: "r", Object: obj, ReservationTTL: time.Second}, "needs namespace"},
+		{"several reservations", ledger.Event{Type: ledger.Reserve, Namespace: "a", ReservationTTL: time.Second, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}, {ID: "s", Resource: "pods", Name: "y", Object: obj}}}, ""},
+		{"reservations need distinct ids", ledger.Event{Type: ledger.Reserve, Namespace: "a", ReservationTTL: time.Second, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}, {ID: "r", Resource: "pods", Name: "y", Object: obj}}}, `reservations[1] repeats id "r"`},
+		{"each reservation needs a name and an object", ledger.Event{Type: ledger.Reserve, Namespace: "a", ReservationTTL: time.Second, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods"}}}, `reservations[0] has a bad name ""; reservations[0] has no object`},
+		{"a reservation object must be a JSON object", ledger.Event{Type: ledger.Reserve, Namespace: "a", ReservationTTL: time.Second, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: json.RawMessage(`"x"`)}}}, "reservations[0].object is not a JSON object"},
+		{"reservations exclude the single reservation's fields", ledger.Event{Type: ledger.Reserve, Namespace: "a", Reservation: "q", Object: obj, ReservationTTL: time.Second, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}}}, "must not carry reservation beside reservations"},
+		{"only a reserve carries reservations", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: obj, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}}}, "must not carry reservations"},
 		{"expire needs a reservation", ledger.Event{Type: ledger.Expire, Namespace: "a"}, "needs reservation"},
 		{"expire must not carry a ttl", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "r", ReservationTTL: time.Second}, "must not carry reservationTTL"},
 		{"type is required", ledger.Event{Resource: "pods", Namespace: "a", Name: "x"}, "no type"},

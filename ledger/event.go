@@ -17,8 +17,9 @@ const (
 	// namespace at a moment: objects the projection holds that the list
 	// lacks are removed, the listed ones are upserted.
 	Resync EventType = "resync"
-	// Reserve records an admission that charged a namespace for an object
-	// that has not been created yet.
+	// Reserve records admissions that charged a namespace for objects that
+	// have not been created yet: one in its own fields, or several, decided
+	// together against one state of the namespace, in Reservations.
 	Reserve EventType = "reserve"
 	// Expire records that a reservation was not confirmed in time and is
 	// released.
@@ -48,6 +49,34 @@ type Event struct {
 	// ReservationTTL is how long a Reserve holds without confirmation,
 	// counted from the time the stream recorded it.
 	ReservationTTL time.Duration `json:"reservationTTL,omitempty"`
+	// Reservations are the reservations of a Reserve that holds several;
+	// each is applied as a single Reserve with the event's namespace, TTL
+	// and stream time would be, in order.
+	Reservations []Reservation `json:"reservations,omitempty"`
 	// Source says where the fact came from ("pods.jsonl:12", an exporter).
 	Source string `json:"source,omitempty"`
+}
+
+// Reservation is one reservation of a Reserve event that holds several.
+type Reservation struct {
+	// ID identifies the reservation, as Event.Reservation does.
+	ID string `json:"id"`
+	// Resource is the group-qualified plural of the object.
+	Resource string `json:"resource"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// Object is the trimmed object JSON.
+	Object json.RawMessage `json:"object"`
+}
+
+// Reserved returns the reservations a Reserve event holds, in order: its
+// own fields as one, or its Reservations. It returns nil for other types.
+func (ev *Event) Reserved() []Reservation {
+	if ev.Type != Reserve {
+		return nil
+	}
+	if len(ev.Reservations) > 0 {
+		return ev.Reservations
+	}
+	return []Reservation{{ID: ev.Reservation, Resource: ev.Resource, Name: ev.Name, Object: ev.Object}}
 }

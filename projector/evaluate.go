@@ -45,8 +45,18 @@ func evaluateRecord(rec *ledger.Record) []evaluated {
 	}
 	ev := &rec.Event
 	switch ev.Type {
-	case ledger.Upsert, ledger.Reserve:
+	case ledger.Upsert:
 		return []evaluated{evaluate(ev, ev.Object, rec.Time)}
+	case ledger.Reserve:
+		reserved := ev.Reserved()
+		out := make([]evaluated, len(reserved))
+		for i, r := range reserved {
+			out[i] = evaluate(ev, r.Object, rec.Time)
+			if o := out[i].object; o != nil && len(ev.Reservations) > 0 && (o.Resource != r.Resource || o.Name != r.Name) {
+				out[i] = evaluated{err: skipf("reservation %s names %s %s but holds %s %s", r.ID, r.Resource, r.Name, o.Resource, o.Name)}
+			}
+		}
+		return out
 	case ledger.Resync:
 		out := make([]evaluated, len(ev.Items))
 		for i, raw := range ev.Items {

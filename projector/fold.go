@@ -169,7 +169,7 @@ func (f *fold) apply(rec *ledger.Record) error {
 	case ledger.Upsert:
 		return f.upsert(rec, ev.Object, f.evaluated(0), "", 0)
 	case ledger.Reserve:
-		return f.upsert(rec, ev.Object, f.evaluated(0), ev.Reservation, ev.ReservationTTL)
+		return f.reserve(rec)
 	case ledger.Delete:
 		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
 	case ledger.Expire:
@@ -255,6 +255,27 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	}
 	if o.Resource == "resourcequotas" && reservation == "" {
 		return f.upsertQuota(o, raw, rec.Seq)
+	}
+	return nil
+}
+
+// reserve applies the reservations of a Reserve event in order. One that
+// cannot be applied skips the whole event before anything changes: the
+// reservations were decided together, so they are kept or dropped together.
+func (f *fold) reserve(rec *ledger.Record) error {
+	reserved := rec.Event.Reserved()
+	for i, r := range reserved {
+		if e := f.evaluated(i); e.err != nil {
+			if len(reserved) == 1 {
+				return e.err
+			}
+			return skipf("reservation %d (%s): %v", i, r.ID, e.err)
+		}
+	}
+	for i, r := range reserved {
+		if err := f.upsert(rec, r.Object, f.evaluated(i), r.ID, rec.Event.ReservationTTL); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -293,14 +293,24 @@ func TestFoldSkipsBadRecords(t *testing.T) {
 	if got, want := p.Applied(), records[len(records)-1].Seq; got != want {
 		t.Fatalf("applied = %d, want %d", got, want)
 	}
+	skipped := p.skippedSeqs(t)
+	if len(skipped) != 2 || skipped[0] != records[3].Seq || skipped[1] != records[5].Seq {
+		t.Errorf("skipped = %v, want [%d %d]", skipped, records[3].Seq, records[5].Seq)
+	}
+}
+
+// skippedSeqs lists the sequences the fold recorded as skipped.
+func (p *Projector) skippedSeqs(t testing.TB) []uint64 {
+	t.Helper()
 	var skipped []uint64
-	_ = p.db.View(func(tx *bolt.Tx) error {
+	err := p.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSkipped).ForEach(func(k, _ []byte) error {
 			skipped = append(skipped, seqFromBytes(k))
 			return nil
 		})
 	})
-	if len(skipped) != 2 || skipped[0] != records[3].Seq || skipped[1] != records[5].Seq {
-		t.Errorf("skipped = %v, want [%d %d]", skipped, records[3].Seq, records[5].Seq)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return skipped
 }

@@ -131,9 +131,27 @@ func (g *streamGen) reserve(ns string) ledger.Event {
 	g.reserved[id] = ns
 	// A reserved object is not live for the generator: the cluster has not
 	// reported it, and an upsert of the same name may confirm it later.
-	return ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Reserve, Resource: resource, Namespace: ns,
-		Name: name, Object: g.object(ns, resource, name), Reservation: id,
-		ReservationTTL: time.Duration(1+g.rng.IntN(60)) * time.Second}
+	ttl := time.Duration(1+g.rng.IntN(60)) * time.Second
+	if g.rng.IntN(2) == 0 {
+		return ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Reserve, Resource: resource, Namespace: ns,
+			Name: name, Object: g.object(ns, resource, name), Reservation: id, ReservationTTL: ttl}
+	}
+	// Several reservations decided together, as the admission's group
+	// commit writes them; a name may repeat, and the repeat charges
+	// nothing.
+	ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Reserve, Namespace: ns, ReservationTTL: ttl,
+		Reservations: []ledger.Reservation{{ID: id, Resource: resource, Name: name, Object: g.object(ns, resource, name)}}}
+	for range 1 + g.rng.IntN(3) {
+		g.serial++
+		if g.rng.IntN(4) != 0 {
+			resource = g.pick([]string{"pods", "persistentvolumeclaims", "services"})
+			name = fmt.Sprintf("%s-%d", resourceShort(resource), g.serial)
+		}
+		id := fmt.Sprintf("rsv-%d", g.serial)
+		g.reserved[id] = ns
+		ev.Reservations = append(ev.Reservations, ledger.Reservation{ID: id, Resource: resource, Name: name, Object: g.object(ns, resource, name)})
+	}
+	return ev
 }
 
 func (g *streamGen) expire(ns string) ledger.Event {
