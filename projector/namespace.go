@@ -2,6 +2,7 @@ package projector
 
 import (
 	"fmt"
+	"maps"
 
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,52 @@ type NamespaceState struct {
 	// class a raw manifest gets.
 	PriorityClasses []*schedulingv1.PriorityClass
 	StorageClasses  []*storagev1.StorageClass
+}
+
+// WithReservation returns a copy of st with the charge of a newly reserved
+// object added to every quota the charge matches, with the arithmetic the
+// fold uses: st as the projection will read once it has applied the
+// reservation, provided the object was not in the namespace already (a
+// reservation of an existing object charges nothing; see Holds). st is
+// not changed, and the copy shares what it does not change.
+func (st *NamespaceState) WithReservation(c quota.Charge) *NamespaceState {
+	out := *st
+	out.Quotas = make([]quota.QuotaState, len(st.Quotas))
+	for i, s := range st.Quotas {
+		out.Quotas[i] = s
+		if s.Quota == nil || !s.Quota.Matches(c) {
+			continue
+		}
+		var used quota.ResourceList
+		for name, n := range s.Quota.Mask(c.Usage) {
+			if n.Sign() <= 0 {
+				continue // adjust changes nothing for a zero part
+			}
+			if used == nil {
+				used = maps.Clone(s.Used)
+				if used == nil {
+					used = quota.ResourceList{}
+				}
+			}
+			prev := used[name]
+			used[name] = settle(prev.Add(n))
+		}
+		if used != nil {
+			out.Quotas[i].Used = used
+		}
+	}
+	return &out
+}
+
+// Holds reports whether the projection holds an object, or a reservation,
+// of that resource and name in namespace.
+func (p *Projector) Holds(namespace, resource, name string) (bool, error) {
+	var held bool
+	err := p.db.View(func(tx *bolt.Tx) error {
+		held = tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
+		return nil
+	})
+	return held, err
 }
 
 // Namespace reads the state an admission decision in namespace needs.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/quantity"
 )
 
 // TestFoldReservationsDecidedTogether checks a Reserve holding several
@@ -69,4 +70,77 @@ func TestFoldReservationsDecidedTogether(t *testing.T) {
 		t.Fatalf("after expiring r-2:\n%s", got)
 	}
 	checkConsistent(t, p)
+}
+
+// TestWithReservationMatchesTheFold checks that NamespaceState's
+// WithReservation, which admission uses to see its own reservations before
+// the projection applies them, adds exactly what the fold adds, print
+// format included, over charges of every format on several quotas.
+func TestWithReservationMatchesTheFold(t *testing.T) {
+	quotaObj := func(name, hard string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"` + name + `","namespace":"team-a"},"spec":{"hard":` + hard + `}}`)
+	}
+	pod := func(name, cpu, memory, class string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"team-a"},` +
+			`"spec":{"priorityClassName":"` + class + `","containers":[{"name":"app","resources":{"requests":{"cpu":"` + cpu + `","memory":"` + memory + `"},"limits":{"cpu":"` + cpu + `","memory":"` + memory + `"}}}]}}`)
+	}
+	at := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	var records []ledger.Record
+	add := func(ev ledger.Event) {
+		ev.Version = ledger.EncodingVersion
+		seq := uint64(len(records) + 1)
+		records = append(records, ledger.Record{Seq: seq, Subject: ledger.Subject("team-a"), Namespace: "team-a", Time: at.Add(time.Duration(seq) * time.Second), Event: ev})
+	}
+	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "compute",
+		Object: quotaObj("compute", `{"requests.cpu":"100","requests.memory":"1Ti","limits.cpu":"100","pods":"1k"}`)})
+	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "counts", Object: quotaObj("counts", `{"count/pods":"50"}`)})
+	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "high",
+		Object: json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"high","namespace":"team-a"},"spec":{"hard":{"requests.memory":"10G"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"In","values":["high"]}]}}}`)})
+	add(ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "team-a", Name: "running", Object: pod("running", "1500m", "1000Mi", "high")})
+	p := openTemp(t)
+	applyAll(t, p, records, 10)
+	if skipped := p.skippedSeqs(t); len(skipped) > 0 {
+		t.Fatalf("skipped %v", skipped)
+	}
+	st, err := p.Namespace("team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	charges := []struct{ cpu, memory, class string }{
+		{"250m", "128Mi", ""}, {"1", "1G", "high"}, {"0.5", "100M", "high"}, {"2", "512Ki", ""},
+		{"1e-3", "1Gi", "high"}, {"3", "2e9", ""}, {"100m", "1.5Gi", "high"},
+	}
+	for i, c := range charges {
+		name := "new-" + string(rune('a'+i))
+		obj := pod(name, c.cpu, c.memory, c.class)
+		add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute,
+			Reservations: []ledger.Reservation{{ID: "r-" + name, Resource: "pods", Name: name, Object: obj}}})
+		rec := &records[len(records)-1]
+		applyAll(t, p, records[len(records)-1:], 1)
+		e := evaluateRecord(rec)
+		if e[0].err != nil {
+			t.Fatal(e[0].err)
+		}
+		st = st.WithReservation(e[0].charge)
+		folded, err := p.Namespace("team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := range folded.Quotas {
+			got, want := usedString(st.Quotas[q].Used), usedString(folded.Quotas[q].Used)
+			if got != want {
+				t.Fatalf("after reserving %s (%s, %s): quota %s: WithReservation gives %s, the fold %s", name, c.cpu, c.memory, folded.Quotas[q].Quota.Name, got, want)
+			}
+		}
+	}
+	checkConsistent(t, p)
+}
+
+func usedString(l map[string]quantity.Quantity) string {
+	var parts []string
+	for name, q := range l {
+		parts = append(parts, name+"="+q.String())
+	}
+	sortStrings(parts)
+	return strings.Join(parts, ",")
 }

@@ -1,56 +1,132 @@
 package admission
 
 import (
+	"context"
 	"sync"
 
 	"github.com/quotaledger/quota/projector"
 )
 
-// NamespaceCacheMax bounds the namespace states kept decoded; when full the
-// cache starts over, so a cluster with more namespaces only loses hits.
+// NamespaceCacheMax bounds the namespace views kept; when full the cache
+// starts over, so a cluster with more namespaces only loses hits.
 const NamespaceCacheMax = 4096
 
-// stateCache keeps each namespace's decoded state with the sequences of
-// the last applied events of the namespace and of the cluster-scoped
-// objects. While the projection has applied nothing newer to either, the
-// state is exactly what a fresh read would return (events of other
-// namespaces cannot change it), so decisions skip decoding the namespace's
-// quotas, LimitRanges and RuntimeClasses again. Decisions only read a state, never change it, so
-// one entry serves concurrent requests.
+// view is a namespace's state as this responder knows it: a state read
+// from the projection, plus the reservations this responder appended
+// since, which the projection may not have applied yet. SubjectSeq is the
+// namespace subject's last sequence the view accounts for: the expected
+// last subject sequence of the next reservation decided on it.
+//
+// A view is never changed once made; a reservation makes a new one.
+type view struct {
+	*projector.NamespaceState
+	// read says the view is the projection's own, with no reservation on
+	// top.
+	read bool
+	// reserved holds the object keys (see objectKey) of the reservations
+	// on top of the read, which the projection may not hold yet.
+	reserved map[string]bool
+}
+
+// holds reports whether the namespace holds an object or reservation of
+// that resource and name in the view: a reservation of it charges nothing.
+func (v *view) holds(p *projector.Projector, resource, name string) (bool, error) {
+	if v.reserved[objectKey(resource, name)] {
+		return true, nil
+	}
+	return p.Holds(v.Namespace, resource, name)
+}
+
+// withReservations returns the view after this responder's reservations,
+// appended at sequence seq, of the given charges and object keys.
+func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq uint64) *view {
+	next := &view{NamespaceState: st, reserved: make(map[string]bool, len(v.reserved)+len(keys))}
+	for k := range v.reserved {
+		next.reserved[k] = true
+	}
+	for _, k := range keys {
+		next.reserved[k] = true
+	}
+	next.SubjectSeq = seq
+	return next
+}
+
+func objectKey(resource, name string) string { return resource + "/" + name }
+
+// stateCache keeps each namespace's view. The events on a namespace's
+// subject up to a view's SubjectSeq are exactly those the view accounts
+// for: the projection's up to the read, then this responder's own
+// reservations, each appended expecting the previous one to be the
+// subject's last. So while the projection has applied nothing on the
+// subject beyond SubjectSeq and nothing new on the cluster subject, the
+// view is the namespace's current state, and decisions skip decoding the
+// namespace's quotas, LimitRanges and classes again. Once the projection
+// has applied the view's last reservation, or anything beyond it, the view
+// is read again from the projection, so a view built on reservations never
+// outlives the projection catching up with it.
 type stateCache struct {
 	proj *projector.Projector
 	mu   sync.Mutex
-	m    map[string]*projector.NamespaceState
+	m    map[string]*view
 }
 
 func newStateCache(p *projector.Projector) *stateCache {
-	return &stateCache{proj: p, m: map[string]*projector.NamespaceState{}}
+	return &stateCache{proj: p, m: map[string]*view{}}
 }
 
-// get returns the namespace's state as of the projection at the call or
-// later.
-func (c *stateCache) get(namespace string) (*projector.NamespaceState, error) {
-	nsSeq, clusterSeq, err := c.proj.SubjectSeqs(namespace)
-	if err != nil {
-		return nil, err
+// get returns the namespace's current view: as of the projection at the
+// call or later, with this responder's reservations on top.
+func (c *stateCache) get(ctx context.Context, namespace string) (*view, error) {
+	for {
+		nsSeq, clusterSeq, err := c.proj.SubjectSeqs(namespace)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		v, ok := c.m[namespace]
+		c.mu.Unlock()
+		if ok && v.ClusterSeq == clusterSeq && (nsSeq < v.SubjectSeq || nsSeq == v.SubjectSeq && v.read) {
+			return v, nil
+		}
+		if ok && nsSeq < v.SubjectSeq {
+			// The cluster subject moved while reservations of this
+			// responder are still on their way to the projection: a read
+			// now would miss them, so read once they are applied.
+			if err := c.proj.WaitApplied(ctx, v.SubjectSeq); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st, err := c.proj.Namespace(namespace)
+		if err != nil {
+			return nil, err
+		}
+		v = &view{NamespaceState: st, read: true}
+		c.put(v)
+		return v, nil
 	}
+}
+
+// put installs v unless the cache holds a view that accounts for more.
+func (c *stateCache) put(v *view) {
 	c.mu.Lock()
-	st, ok := c.m[namespace]
-	c.mu.Unlock()
-	if ok && st.SubjectSeq == nsSeq && st.ClusterSeq == clusterSeq {
-		return st, nil
+	defer c.mu.Unlock()
+	if old, ok := c.m[v.Namespace]; ok && newer(old, v) {
+		return
 	}
-	st, err = c.proj.Namespace(namespace)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
 	if len(c.m) >= NamespaceCacheMax {
 		clear(c.m)
 	}
-	if old, ok := c.m[namespace]; !ok || old.Applied < st.Applied {
-		c.m[namespace] = st
+	c.m[v.Namespace] = v
+}
+
+// newer reports whether a accounts for more of the stream than b.
+func newer(a, b *view) bool {
+	if a.SubjectSeq != b.SubjectSeq {
+		return a.SubjectSeq > b.SubjectSeq
 	}
-	c.mu.Unlock()
-	return st, nil
+	if a.ClusterSeq != b.ClusterSeq {
+		return a.ClusterSeq > b.ClusterSeq
+	}
+	return a.read && !b.read
 }

@@ -20,6 +20,8 @@ type decision struct {
 	charged bool
 	// object is the candidate after defaulting: what a reservation holds.
 	object *object.Object
+	// charge is the object's charge, set when allowed.
+	charge quota.Charge
 }
 
 // decide applies what the API server would before quota admission (for a
@@ -46,7 +48,7 @@ func decide(st *projector.NamespaceState, op admissionv1.Operation, obj, old *ob
 		Quotas:    st.Quotas,
 		Now:       time.Now(),
 	})
-	out := &decision{allowed: d.Allowed, code: d.Code, message: d.Message, object: obj}
+	out := &decision{allowed: d.Allowed, code: d.Code, message: d.Message, object: obj, charge: d.Charge}
 	if !d.Allowed {
 		return out
 	}

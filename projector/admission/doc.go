@@ -7,14 +7,23 @@
 // sequence S of the namespace's last applied event, and asks ledger/quota
 // for the verdict. An allowed create that charges a quota is then reserved:
 // a Reserve event is appended to the namespace's subject expecting its last
-// sequence to still be S. If another admission (on any replica) appended
-// first, JetStream refuses the append, the responder waits for its
+// sequence to still be S. If another admission (on any replica) or ingest
+// appended first, JetStream refuses the append, the responder waits for its
 // projection to catch up and decides again. So two admissions racing for
 // the last unit of a quota cannot both be allowed, whatever the number of
-// clients and replicas. The reply is sent as soon as the reservation is
-// durable in the log; the responder's next decision in that namespace first
-// waits for its projection to apply it, and describe waits for the end of
-// the stream, so both see it.
+// clients and replicas.
+//
+// Creates in one namespace are decided in rounds (group commit): the
+// creates that queue while a round's append is on its way are decided
+// together in the next, one after the other, and their reservations go to
+// the log as one Reserve event, with one compare-and-swap and one write to
+// disk.
+//
+// The reply is sent as soon as the reservation is durable in the log. The
+// responder keeps the namespace's view with its own reservations on top
+// until its projection has applied them, so its next decisions see them at
+// once without waiting; describe waits for the end of the stream, so it
+// sees them too.
 //
 // A reservation holds until the object's own event arrives (an upsert of
 // the same resource, namespace and name replaces it) or until its TTL,

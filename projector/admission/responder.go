@@ -78,12 +78,10 @@ type Responder struct {
 	proj   *projector.Projector
 	cfg    Config
 	states *stateCache
-	// reserved holds, per namespace, the stream sequence of the last
-	// reservation this responder appended. A decision first waits for the
-	// projection to apply it, so this replica's next decision (dry-run ones
-	// included, which append nothing and so have no compare-and-swap to
-	// catch a stale view) sees its own reservations.
-	reserved sync.Map // namespace → uint64
+	// mu guards queues: per namespace, the reserving creates waiting for
+	// a round (see commit.go).
+	mu     sync.Mutex
+	queues map[string]*queue
 }
 
 // NewResponder returns a Responder.
@@ -103,7 +101,7 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg, states: newStateCache(proj)}, nil
+	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg, states: newStateCache(proj), queues: map[string]*queue{}}, nil
 }
 
 // Run serves admission requests and sweeps expired reservations until ctx
@@ -243,90 +241,29 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		}
 	}
 	dryRun := req.DryRun != nil && *req.DryRun
-	reservation := string(req.UID)
-	if reservation == "" {
-		reservation = newReservationID()
-	}
-	if seq, ok := r.reserved.Load(namespace); ok {
-		if err := r.proj.WaitApplied(ctx, seq.(uint64)); err != nil {
-			return nil, err
+	if op == admissionv1.Create && !dryRun {
+		reservation := string(req.UID)
+		if reservation == "" {
+			reservation = newReservationID()
+		}
+		j := &job{req: req, object: obj, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
+		r.enqueue(namespace, j)
+		select {
+		case o := <-j.done:
+			return o.resp, o.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the namespace's reservations: %w", ctx.Err())
 		}
 	}
-	for attempt := range ReserveAttemptsMax {
-		st, err := r.states.get(namespace)
-		if err != nil {
-			return nil, err
-		}
-		if attempt > 0 {
-			// Defaulting changed the object of the last attempt.
-			if obj, err = decodeObject(req.Object, namespace); err != nil {
-				return nil, err
-			}
-		}
-		d := decide(st, op, obj, old)
-		if !d.allowed {
-			return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
-		}
-		if dryRun || op != admissionv1.Create || !d.charged {
-			return &admissionv1.AdmissionResponse{Allowed: true}, nil
-		}
-		seq, err := r.reserve(ctx, st, d, reservation)
-		if errors.Is(err, ledger.ErrConflict) {
-			// Another admission wrote to the namespace after our view:
-			// catch up with the subject and decide again.
-			last, err := r.stream.LastSubjectSeq(ctx, namespace)
-			if err != nil {
-				return nil, err
-			}
-			if err := r.proj.WaitApplied(ctx, last); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		// The reservation is durable in the log: answer now. Safety does
-		// not need the projection to have applied it (a decision on a
-		// stale view fails its compare-and-swap); read-your-writes on this
-		// replica is kept by the wait at the top of the next decision, and
-		// describe waits for the stream's end anyway.
-		r.noteReserved(namespace, seq)
-		return &admissionv1.AdmissionResponse{Allowed: true}, nil
-	}
-	return nil, ErrContention
-}
-
-// reserve appends the reservation of an allowed create, expecting the
-// namespace's subject to be where the decision read it.
-func (r *Responder) reserve(ctx context.Context, st *projector.NamespaceState, d *decision, id string) (uint64, error) {
-	o := d.object
-	name := o.Name
-	if name == "" {
-		name = o.GenerateName + "reserved-" + id
-		o.Name = name
-	}
-	trimmed, err := o.Trimmed()
+	v, err := r.states.get(ctx, namespace)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	ev := ledger.Event{
-		Version:        ledger.EncodingVersion,
-		Type:           ledger.Reserve,
-		Resource:       o.Resource,
-		Namespace:      st.Namespace,
-		Name:           name,
-		Object:         trimmed,
-		Reservation:    id,
-		ReservationTTL: r.cfg.ReservationTTL,
-		Source:         "admission",
+	d := decide(v.NamespaceState, op, obj, old)
+	if !d.allowed {
+		return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
 	}
-	expect := st.SubjectSeq
-	res, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: "reserve/" + id, ExpectLastSubjectSeq: &expect})
-	if err != nil {
-		return 0, err
-	}
-	return res.Seq, nil
+	return &admissionv1.AdmissionResponse{Allowed: true}, nil
 }
 
 // sweep appends an Expire event for every reservation past its expiry. The
@@ -376,18 +313,4 @@ func decodeObject(raw []byte, namespace string) (*object.Object, error) {
 		return nil, fmt.Errorf("object namespace %q differs from %q", o.Namespace, namespace)
 	}
 	return o, nil
-}
-
-// noteReserved records seq as the namespace's latest reservation from this
-// responder, unless a later one is already recorded.
-func (r *Responder) noteReserved(namespace string, seq uint64) {
-	for {
-		prev, loaded := r.reserved.LoadOrStore(namespace, seq)
-		if !loaded || prev.(uint64) >= seq {
-			return
-		}
-		if r.reserved.CompareAndSwap(namespace, prev, seq) {
-			return
-		}
-	}
 }

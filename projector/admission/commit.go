@@ -1,0 +1,255 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/object"
+)
+
+// Limits of one group commit.
+const (
+	// RoundReservationsMax bounds the creates decided in one round.
+	RoundReservationsMax = 256
+	// roundBytesShare is the share of the stream's largest event that the
+	// objects of one round may take, leaving room for defaulting.
+	roundBytesShare = 2
+)
+
+// A reserving create is decided in its namespace's next round. A round
+// takes every create queued for the namespace, decides them one after the
+// other against the namespace's view, each seeing the charges of those
+// before it, and appends the reservations of the allowed ones as one
+// Reserve event expecting the subject's last sequence to be the view's:
+// one compare-and-swap and one write to disk for the whole group. While a
+// round's append is on its way, the creates arriving meanwhile queue for
+// the next one, so the more clients admit into a namespace at once, the
+// more each write carries. On a conflict the round catches up with the
+// subject and decides the whole group again.
+//
+// There is at most one round in flight per namespace, run by a goroutine
+// that lives while the namespace has creates queued.
+
+// job is a reserving create waiting for its round.
+type job struct {
+	req *request
+	// object is the request's decoded object for the round's first
+	// attempt; defaulting changes it, so a later attempt decodes afresh.
+	object *object.Object
+	// reservation is the reservation's ID: the request's uid, or a
+	// random one.
+	reservation string
+	size        int
+	done        chan outcome
+}
+
+type outcome struct {
+	resp *admissionv1.AdmissionResponse
+	err  error
+}
+
+// queue holds the creates of one namespace waiting for a round.
+type queue struct {
+	jobs    []*job
+	running bool
+}
+
+// enqueue queues j for its namespace's next round, starting the
+// namespace's round loop if none is running.
+func (r *Responder) enqueue(namespace string, j *job) {
+	r.mu.Lock()
+	q, ok := r.queues[namespace]
+	if !ok {
+		q = &queue{}
+		r.queues[namespace] = q
+	}
+	q.jobs = append(q.jobs, j)
+	start := !q.running
+	q.running = true
+	r.mu.Unlock()
+	if start {
+		go r.rounds(namespace, q)
+	}
+}
+
+// rounds runs rounds for a namespace until its queue is empty.
+func (r *Responder) rounds(namespace string, q *queue) {
+	budget := int(r.stream.Config().MaxMsgSize) / roundBytesShare
+	for {
+		r.mu.Lock()
+		n, size := 0, 0
+		for n < len(q.jobs) && n < RoundReservationsMax && (n == 0 || size+q.jobs[n].size <= budget) {
+			size += q.jobs[n].size
+			n++
+		}
+		if n == 0 {
+			q.running = false
+			delete(r.queues, namespace)
+			r.mu.Unlock()
+			return
+		}
+		jobs := q.jobs[:n:n]
+		q.jobs = q.jobs[n:]
+		r.mu.Unlock()
+		r.round(namespace, jobs)
+	}
+}
+
+// round decides jobs together and reserves what they charge, delivering
+// each job's outcome.
+func (r *Responder) round(namespace string, jobs []*job) {
+	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
+	defer cancel()
+	outcomes := make([]outcome, len(jobs))
+	deliver := func(err error) {
+		for i, j := range jobs {
+			o := outcomes[i]
+			if err != nil {
+				o = outcome{err: err}
+			}
+			j.done <- o
+		}
+	}
+	for range ReserveAttemptsMax {
+		v, err := r.states.get(ctx, namespace)
+		if err != nil {
+			deliver(err)
+			return
+		}
+		st := v.NamespaceState
+		var (
+			reservations []ledger.Reservation
+			keys         []string
+			ids          = make(map[string]bool, len(jobs))
+		)
+		for i, j := range jobs {
+			obj := j.object
+			j.object = nil
+			if obj == nil {
+				if obj, err = decodeObject(j.req.Object, namespace); err != nil {
+					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
+					continue
+				}
+			}
+			d := decide(st, admissionv1.Create, obj, nil)
+			if !d.allowed {
+				outcomes[i] = outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}
+				continue
+			}
+			outcomes[i] = outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}}
+			if !d.charged {
+				continue
+			}
+			id := j.reservation
+			if ids[id] {
+				// The same request twice in one round (a client's retry):
+				// the second reservation needs an ID of its own, and
+				// charges nothing since it names the same object.
+				id = newReservationID()
+			}
+			ids[id] = true
+			res, err := reservationOf(d, id)
+			if err != nil {
+				outcomes[i] = outcome{err: err}
+				continue
+			}
+			held, err := v.holds(r.proj, res.Resource, res.Name)
+			if err != nil {
+				deliver(err)
+				return
+			}
+			key := objectKey(res.Resource, res.Name)
+			if !held && !contains(keys, key) {
+				// The fold charges only the first reservation of an object
+				// the namespace does not hold yet; so does the view.
+				st = st.WithReservation(d.charge)
+				keys = append(keys, key)
+			}
+			reservations = append(reservations, res)
+		}
+		if len(reservations) == 0 {
+			deliver(nil)
+			return
+		}
+		seq, err := r.reserve(ctx, namespace, reservations, v.SubjectSeq)
+		if errors.Is(err, ledger.ErrConflict) {
+			// Another writer appended to the namespace after the view:
+			// catch up with the subject and decide the group again.
+			last, err := r.stream.LastSubjectSeq(ctx, namespace)
+			if err != nil {
+				deliver(err)
+				return
+			}
+			if err := r.proj.WaitApplied(ctx, last); err != nil {
+				deliver(err)
+				return
+			}
+			continue
+		}
+		if err != nil {
+			deliver(err)
+			return
+		}
+		// The reservations are durable in the log: answer now. The next
+		// decisions in the namespace see them through the view, until the
+		// projection has applied them.
+		r.states.put(v.withReservations(st, keys, seq))
+		deliver(nil)
+		return
+	}
+	deliver(ErrContention)
+}
+
+// reservationOf makes the reservation of an allowed create. An object
+// offered with only a generateName is reserved under a placeholder name.
+func reservationOf(d *decision, id string) (ledger.Reservation, error) {
+	o := d.object
+	if o.Name == "" {
+		o.Name = o.GenerateName + "reserved-" + id
+	}
+	trimmed, err := o.Trimmed()
+	if err != nil {
+		return ledger.Reservation{}, err
+	}
+	return ledger.Reservation{ID: id, Resource: o.Resource, Name: o.Name, Object: trimmed}, nil
+}
+
+// reserve appends reservations as one Reserve event, expecting the
+// namespace's subject to be at expect. A lone reservation is written in the
+// event's own fields. No message ID is sent: the compare-and-swap admits
+// one append per sequence, and a client's retry names an object the
+// namespace already holds, so its reservation charges nothing.
+func (r *Responder) reserve(ctx context.Context, namespace string, reservations []ledger.Reservation, expect uint64) (uint64, error) {
+	ev := ledger.Event{
+		Version:        ledger.EncodingVersion,
+		Type:           ledger.Reserve,
+		Namespace:      namespace,
+		ReservationTTL: r.cfg.ReservationTTL,
+		Source:         "admission",
+	}
+	if len(reservations) == 1 {
+		res := reservations[0]
+		ev.Resource, ev.Name, ev.Object, ev.Reservation = res.Resource, res.Name, res.Object, res.ID
+	} else {
+		ev.Reservations = reservations
+	}
+	res, err := r.stream.Append(ctx, ev, ledger.AppendOptions{ExpectLastSubjectSeq: &expect})
+	if err != nil {
+		return 0, err
+	}
+	return res.Seq, nil
+}
+
+func contains(keys []string, key string) bool {
+	for _, k := range keys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}

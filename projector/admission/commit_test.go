@@ -1,0 +1,85 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+)
+
+// TestRoundDecidesTogetherAndAppendsOnce runs one round of five creates by
+// hand: each is decided against the charges of those before it, the
+// allowed ones are reserved by a single Reserve event, a second create of
+// the same name is decided as Kubernetes decides it (against usage that
+// counts the first) but reserves no second charge, and the next decision
+// sees the round's charges.
+func TestRoundDecidesTogetherAndAppendsOnce(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	const ns = "team"
+	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"pods": "4", "requests.cpu": "1"}))
+	r := startReplica(t, srv.ClientURL(), Config{})
+	r.catchUp(t)
+	ctx := context.Background()
+	before, err := stream.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newJob := func(uid, name, cpu string) *job {
+		t.Helper()
+		var in struct{ Request *request }
+		if err := json.Unmarshal(review(uid, admissionv1.Create, ns, podManifest(ns, name, cpu), "", false), &in); err != nil {
+			t.Fatal(err)
+		}
+		return &job{req: in.Request, reservation: uid, done: make(chan outcome, 1)}
+	}
+	jobs := []*job{
+		newJob("uid-a", "a", "400m"),
+		newJob("uid-b", "b", "400m"),
+		newJob("uid-c", "c", "400m"), // 1200m of 1: denied
+		newJob("uid-d", "d", "100m"),
+		newJob("uid-a", "a", "100m"), // a second create of a, from the same request uid
+	}
+	r.resp.round(ns, jobs)
+	want := []string{"", "", `pods "c" is forbidden: exceeded quota: q, requested: requests.cpu=400m, used: requests.cpu=800m, limited: requests.cpu=1`, "", ""}
+	for i, j := range jobs {
+		o := <-j.done
+		if o.err != nil {
+			t.Fatalf("job %d: %v", i, o.err)
+		}
+		got := ""
+		if !o.resp.Allowed {
+			got = o.resp.Result.Message
+		}
+		if got != want[i] {
+			t.Errorf("job %d: got %q, want %q (empty: allowed)", i, got, want[i])
+		}
+	}
+	records := ledgertest.ReadAll(t, stream, before+1)
+	if len(records) != 1 {
+		t.Fatalf("the round appended %d events, want 1", len(records))
+	}
+	var names []string
+	for _, res := range records[0].Event.Reserved() {
+		names = append(names, res.Name)
+	}
+	if ev := records[0].Event; ev.Type != ledger.Reserve || len(names) != 4 || names[0] != "a" || names[1] != "b" || names[2] != "d" || names[3] != "a" {
+		t.Fatalf("the round appended %s of %v, want one reserve of a, b, d, a", ev.Type, names)
+	}
+	// The next decision sees the round's charges, whether or not the
+	// projection has applied them yet.
+	resp := ask(t, r.client, ns, review("uid-e", admissionv1.Create, ns, podManifest(ns, "e", "200m"), "", false))
+	if msg := `pods "e" is forbidden: exceeded quota: q, requested: requests.cpu=200m, used: requests.cpu=900m, limited: requests.cpu=1`; resp.Allowed || resp.Result.Message != msg {
+		t.Errorf("create e: got %+v, want %q", resp.Result, msg)
+	}
+	if got := r.used(t, ns, "q", "pods"); got != "3" {
+		t.Errorf("used pods = %s, want 3", got)
+	}
+	if got := r.used(t, ns, "q", "requests.cpu"); got != "900m" {
+		t.Errorf("used requests.cpu = %s, want 900m", got)
+	}
+}
