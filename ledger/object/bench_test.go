@@ -41,3 +41,14 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkDecodeForQuota(b *testing.B) {
+	raw := []byte(benchPod)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := DecodeForQuota(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -150,3 +150,132 @@ func TestQuantityCacheableHoldsNoDecimal(t *testing.T) {
 		t.Errorf("only %d texts are cacheable", cacheable)
 	}
 }
+
+// typedInputs are objects at the edges of what decodeTyped reads, besides
+// fastInputs.
+var typedInputs = []string{
+	` {"kind":"Pod", "apiVersion" : "v1","metadata":{"name":"p","namespace":"ns","managedFields":[{"apiVersion":"v1","fieldsV1":{"f:kind":{}}}]},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Running"}} `,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"kind":"Service"}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"Kind":"Service"}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"APIVERSION":"v2"}`,
+	`{"apiVersion":"v1","k\u0069nd":"Service","kind":"Pod","metadata":{"name":"p"}}`,
+	`{"apiVersion":"v1","kind":"P\u006fd","metadata":{"name":"p"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"x":"\"}","y":[{"kind":"Service"}]}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":"no"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":5}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"n"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-01-01T00:00:00Z","deletionGracePeriodSeconds":0}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":1e3}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{}}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"\ud800"}}`,
+	`{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000}`,
+	`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast","annotations":{"storageclass.kubernetes.io/is-default-class":"true"}},"provisioner":"x"}`,
+	`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"n"},"spec":{"hard":{"pods":"10"}}}`,
+	`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c"},"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"kind":1}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":nul}`,
+}
+
+// checkTyped checks that wherever decodeTyped accepts raw, it builds what
+// the general path builds.
+func checkTyped(t *testing.T, raw []byte) bool {
+	t.Helper()
+	trimmed := bytes.TrimSpace(raw)
+	typed := decodeTyped(trimmed)
+	if typed == nil {
+		return false
+	}
+	general, err := decodeGeneral(trimmed)
+	if err != nil {
+		t.Fatalf("decodeTyped accepts what the general path refuses (%v):\n%s", err, raw)
+	}
+	if !reflect.DeepEqual(typed, general) {
+		t.Fatalf("decodeTyped and the general path differ on\n%s\n got %#v\nwant %#v", raw, typed, general)
+	}
+	return true
+}
+
+func TestDecodeTypedMatchesGeneral(t *testing.T) {
+	accepted := 0
+	for _, in := range append(append([]string{}, fastInputs...), typedInputs...) {
+		if checkTyped(t, []byte(in)) {
+			accepted++
+		}
+	}
+	for _, raw := range sampleObjects(t) {
+		if !checkTyped(t, raw) {
+			if o, err := decodeGeneral(bytes.TrimSpace(raw)); err == nil && o.Value != nil {
+				t.Errorf("decodeTyped declines a recorded %s %s", o.Kind, o.Name)
+			}
+			continue
+		}
+		accepted++
+	}
+	if accepted < 20 {
+		t.Fatalf("decodeTyped accepted only %d inputs; the differential check is too weak", accepted)
+	}
+}
+
+func FuzzDecodeTyped(f *testing.F) {
+	for _, in := range append(append([]string{}, fastInputs...), typedInputs...) {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkTyped(t, raw)
+	})
+}
+
+// checkForQuota checks that wherever Decode succeeds, DecodeForQuota does
+// too, with the same identity and the same trimmed bytes. It reports
+// whether the pod shortcut took the input.
+func checkForQuota(t *testing.T, raw []byte) bool {
+	t.Helper()
+	full, err := Decode(raw)
+	if err != nil {
+		return false
+	}
+	quick, err := DecodeForQuota(raw)
+	if err != nil {
+		t.Fatalf("DecodeForQuota refuses what Decode reads (%v):\n%s", err, raw)
+	}
+	fb, ferr := full.Trimmed()
+	qb, qerr := quick.Trimmed()
+	if (ferr == nil) != (qerr == nil) || !bytes.Equal(fb, qb) {
+		t.Fatalf("trimmed differ on\n%s\n DecodeForQuota: %s (%v)\n Decode:         %s (%v)", raw, qb, qerr, fb, ferr)
+	}
+	fv, qv := full.Value, quick.Value
+	full.Value, quick.Value = nil, nil
+	if !reflect.DeepEqual(full, quick) {
+		t.Fatalf("identities differ on\n%s\n got %#v\nwant %#v", raw, quick, full)
+	}
+	full.Value, quick.Value = fv, qv
+	return decodeQuotaPod(bytes.TrimSpace(raw)) != nil
+}
+
+func TestDecodeForQuotaTrimsAsDecode(t *testing.T) {
+	pods := 0
+	inputs := append(append([]string{benchPod}, fastInputs...), typedInputs...)
+	for _, in := range inputs {
+		if checkForQuota(t, []byte(in)) {
+			pods++
+		}
+	}
+	for _, raw := range sampleObjects(t) {
+		if checkForQuota(t, raw) {
+			pods++
+		}
+	}
+	if pods < 10 {
+		t.Fatalf("the pod shortcut took only %d inputs; the check is too weak", pods)
+	}
+}
+
+func FuzzDecodeForQuota(f *testing.F) {
+	for _, in := range append(append([]string{benchPod}, fastInputs...), typedInputs...) {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkForQuota(t, raw)
+	})
+}

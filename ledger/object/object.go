@@ -158,6 +158,9 @@ func Decode(raw []byte) (*Object, error) {
 	if o := decodeFast(trimmed); o != nil {
 		return o, nil
 	}
+	if o := decodeTyped(trimmed); o != nil {
+		return o, nil
+	}
 	return decodeGeneral(trimmed)
 }
 
