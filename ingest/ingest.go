@@ -447,7 +447,7 @@ func (in *Ingester) prepare(rec Record) prepared {
 		return pr
 	}
 
-	o, err := object.Decode(rec.Object)
+	o, err := object.DecodeForQuota(rec.Object)
 	if err != nil {
 		pr.reject = err.Error()
 		return pr

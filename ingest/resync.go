@@ -107,7 +107,7 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 		if rec.Type != WatchAdded {
 			return run.reject(rec, fmt.Sprintf("a resync lists objects; a %s watch event is not one", rec.Type))
 		}
-		o, err := object.Decode(rec.Object)
+		o, err := object.DecodeForQuota(rec.Object)
 		if err != nil {
 			return run.reject(rec, err.Error())
 		}
