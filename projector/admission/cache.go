@@ -11,6 +11,10 @@ import (
 // starts over, so a cluster with more namespaces only loses hits.
 const NamespaceCacheMax = 4096
 
+// ViewReservationsMax bounds the reservations a view keeps on top of its
+// read; past it the view is read again from the projection.
+const ViewReservationsMax = 4096
+
 // view is a namespace's state as this responder knows it: a state read
 // from the projection, plus the reservations this responder appended
 // since, which the projection may not have applied yet. SubjectSeq is the
@@ -24,28 +28,34 @@ type view struct {
 	// top.
 	read bool
 	// reserved holds the object keys (see objectKey) of the reservations
-	// on top of the read, which the projection may not hold yet.
-	reserved map[string]bool
+	// on top of the read that the projection may not hold yet, with the
+	// sequence of the event that reserved each.
+	reserved map[string]uint64
 }
 
 // holds reports whether the namespace holds an object or reservation of
 // that resource and name in the view: a reservation of it charges nothing.
 func (v *view) holds(p *projector.Projector, resource, name string) (bool, error) {
-	if v.reserved[objectKey(resource, name)] {
+	if _, ok := v.reserved[objectKey(resource, name)]; ok {
 		return true, nil
 	}
 	return p.Holds(v.Namespace, resource, name)
 }
 
-// withReservations returns the view after this responder's reservations,
-// appended at sequence seq, of the given charges and object keys.
-func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq uint64) *view {
-	next := &view{NamespaceState: st, reserved: make(map[string]bool, len(v.reserved)+len(keys))}
-	for k := range v.reserved {
-		next.reserved[k] = true
+// withReservations returns the view after this responder's reservations
+// of the given object keys, appended at sequence seq, with st their
+// state. Keys reserved at or before applied, the namespace's last
+// sequence the projection has applied, are in the projection and are
+// dropped.
+func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq, applied uint64) *view {
+	next := &view{NamespaceState: st, reserved: make(map[string]uint64, len(keys))}
+	for k, at := range v.reserved {
+		if at > applied {
+			next.reserved[k] = at
+		}
 	}
 	for _, k := range keys {
-		next.reserved[k] = true
+		next.reserved[k] = seq
 	}
 	next.SubjectSeq = seq
 	return next
@@ -57,13 +67,11 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // subject up to a view's SubjectSeq are exactly those the view accounts
 // for: the projection's up to the read, then this responder's own
 // reservations, each appended expecting the previous one to be the
-// subject's last. So while the projection has applied nothing on the
-// subject beyond SubjectSeq and nothing new on the cluster subject, the
-// view is the namespace's current state, and decisions skip decoding the
-// namespace's quotas, LimitRanges and classes again. Once the projection
-// has applied the view's last reservation, or anything beyond it, the view
-// is read again from the projection, so a view built on reservations never
-// outlives the projection catching up with it.
+// subject's last, and added to the view with the fold's own arithmetic
+// (NamespaceState.WithReservation). So while the projection has applied
+// nothing on the subject beyond SubjectSeq and nothing new on the cluster
+// subject, the view is the namespace's current state, and decisions skip
+// decoding the namespace's quotas, LimitRanges and classes again.
 type stateCache struct {
 	proj *projector.Projector
 	mu   sync.Mutex
@@ -76,34 +84,39 @@ func newStateCache(p *projector.Projector) *stateCache {
 
 // get returns the namespace's current view: as of the projection at the
 // call or later, with this responder's reservations on top.
-func (c *stateCache) get(ctx context.Context, namespace string) (*view, error) {
+//
+// It also returns the namespace's last sequence the projection has applied.
+func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, error) {
 	for {
 		nsSeq, clusterSeq, err := c.proj.SubjectSeqs(namespace)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		c.mu.Lock()
 		v, ok := c.m[namespace]
 		c.mu.Unlock()
-		if ok && v.ClusterSeq == clusterSeq && (nsSeq < v.SubjectSeq || nsSeq == v.SubjectSeq && v.read) {
-			return v, nil
-		}
-		if ok && nsSeq < v.SubjectSeq {
-			// The cluster subject moved while reservations of this
-			// responder are still on their way to the projection: a read
-			// now would miss them, so read once they are applied.
-			if err := c.proj.WaitApplied(ctx, v.SubjectSeq); err != nil {
-				return nil, err
+		if ok {
+			if v.ClusterSeq == clusterSeq && nsSeq <= v.SubjectSeq && len(v.reserved) <= ViewReservationsMax {
+				return v, nsSeq, nil
 			}
-			continue
+			if nsSeq < v.SubjectSeq {
+				// Reservations of this responder are still on their way
+				// to the projection (and the cluster subject moved, or
+				// the view holds too many): a read now would miss them,
+				// so read once they are applied.
+				if err := c.proj.WaitApplied(ctx, v.SubjectSeq); err != nil {
+					return nil, 0, err
+				}
+				continue
+			}
 		}
 		st, err := c.proj.Namespace(namespace)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		v = &view{NamespaceState: st, read: true}
 		c.put(v)
-		return v, nil
+		return v, st.SubjectSeq, nil
 	}
 }
 

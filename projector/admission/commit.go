@@ -116,7 +116,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		}
 	}
 	for range ReserveAttemptsMax {
-		v, err := r.states.get(ctx, namespace)
+		v, applied, err := r.states.get(ctx, namespace)
 		if err != nil {
 			deliver(err)
 			return
@@ -198,7 +198,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		// The reservations are durable in the log: answer now. The next
 		// decisions in the namespace see them through the view, until the
 		// projection has applied them.
-		r.states.put(v.withReservations(st, keys, seq))
+		r.states.put(v.withReservations(st, keys, seq, applied))
 		deliver(nil)
 		return
 	}

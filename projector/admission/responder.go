@@ -172,20 +172,17 @@ type request struct {
 // reply to send; the error, when set, is what went wrong (the reply says it
 // too, with code 400 for a bad request and 500 otherwise).
 func (r *Responder) Review(ctx context.Context, namespace string, data []byte) (*admissionv1.AdmissionReview, error) {
-	var in struct {
-		Request *request `json:"request"`
-	}
 	uid := types.UID("")
-	err := json.Unmarshal(data, &in)
-	if err == nil && in.Request == nil {
+	req, err := decodeRequest(data)
+	if err == nil && req == nil {
 		err = errors.New("request is missing")
 	}
 	if err != nil {
 		err = fmt.Errorf("%w: %v", ErrBadRequest, err)
 		return reply(uid, failure(400, "BadRequest", err.Error())), err
 	}
-	uid = in.Request.UID
-	resp, err := r.admit(ctx, namespace, in.Request)
+	uid = req.UID
+	resp, err := r.admit(ctx, namespace, req)
 	if err != nil {
 		code, reason := int32(500), metav1.StatusReasonInternalError
 		if errors.Is(err, ErrBadRequest) {
@@ -255,7 +252,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 			return nil, fmt.Errorf("waiting for the namespace's reservations: %w", ctx.Err())
 		}
 	}
-	v, err := r.states.get(ctx, namespace)
+	v, _, err := r.states.get(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +296,7 @@ func decodeObject(raw []byte, namespace string) (*object.Object, error) {
 	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
-	o, err := object.Decode(raw)
+	o, err := object.DecodeForQuota(raw)
 	if err != nil {
 		return nil, err
 	}
