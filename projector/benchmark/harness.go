@@ -43,6 +43,7 @@ const (
 	FigureAdmitReserve1P50  = "admission reserving p50, 1 client"
 	FigureAdmitReserve1P99  = "admission reserving p99, 1 client"
 	FigureAdmitReserve16    = "admission reserving, 16 clients"
+	FigureAdmitReserve32    = "admission reserving, 32 clients"
 	FigureReplay            = "replay"
 	FigurePeakRSSIngest     = "peak RSS, generate and ingest"
 	FigurePeakRSSProjection = "peak RSS, projection and queries"
@@ -57,6 +58,14 @@ const (
 	CeilingShareMin = 0.5
 	// AdmissionP99Max is the single-client admission p99 target.
 	AdmissionP99Max = time.Millisecond
+	// KubernetesPodsPerSecond1 and KubernetesPodsPerSecond32 are
+	// kube-apiserver's own quota admission with etcd on a machine like
+	// this one, creating pods in one namespace under a quota, with 1 and
+	// 32 clients; reserving admissions must reach KubernetesFactor times
+	// each.
+	KubernetesPodsPerSecond1  = 114
+	KubernetesPodsPerSecond32 = 570
+	KubernetesFactor          = 10
 	// PeakRSSMax is the peak RSS target for RSSTargetEvents events with
 	// RSSTargetLiveObjects live objects.
 	PeakRSSMax           = 512 << 20
@@ -77,6 +86,8 @@ type run struct {
 	log    io.Writer
 	// pods are admission requests built from pods of the stream.
 	pods [][]byte
+	// podObjects are the same pods' objects.
+	podObjects []json.RawMessage
 	// namespaces seen in the stream, for the per-namespace queries.
 	namespaces []string
 }
@@ -435,6 +446,7 @@ func (r *run) collect(lines [][]byte) {
 			continue
 		}
 		r.pods = append(r.pods, admissionReview(o.Namespace, fmt.Sprintf("bench-%d", len(r.pods)), w.Object))
+		r.podObjects = append(r.podObjects, w.Object)
 		r.namespaces = append(r.namespaces, o.Namespace)
 	}
 }
