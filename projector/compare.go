@@ -117,6 +117,12 @@ func compareEntry(bucket string, key, lv, rv []byte) []Difference {
 		return compareQuotas(bucket, key, lv, rv)
 	case string(bucketReserved):
 		return []Difference{{Bucket: bucket, Entry: "reservation " + string(key), Field: "object", Live: keyValue(lv), Rebuilt: keyValue(rv)}}
+	case string(bucketExpiry):
+		entry := fmt.Sprintf("expiry key %q", key)
+		if len(key) >= 8 {
+			entry = fmt.Sprintf("reservation %s expiring %s", key[8:], time.Unix(0, int64(binary.BigEndian.Uint64(key[:8]))).UTC().Format(time.RFC3339Nano))
+		}
+		return []Difference{{Bucket: bucket, Entry: entry, Field: "object", Live: keyValue(lv), Rebuilt: keyValue(rv)}}
 	case string(bucketSkipped):
 		return []Difference{{Bucket: bucket, Entry: fmt.Sprintf("skipped record seq %s", seqValue(key)), Field: "reason", Live: skippedValue(lv), Rebuilt: skippedValue(rv)}}
 	}

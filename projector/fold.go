@@ -222,7 +222,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		return nil
 	}
 	if old != nil && old.Reservation != "" {
-		if err := f.tx.Bucket(bucketReserved).Delete([]byte(old.Reservation)); err != nil {
+		if err := f.unreserve(old); err != nil {
 			return err
 		}
 	}
@@ -240,6 +240,9 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	if reservation != "" {
 		next.ExpiresAt = rec.Time.Add(ttl)
 		if err := f.tx.Bucket(bucketReserved).Put([]byte(reservation), key); err != nil {
+			return err
+		}
+		if err := f.tx.Bucket(bucketExpiry).Put(expiryKey(next.ExpiresAt, reservation), key); err != nil {
 			return err
 		}
 	}
@@ -290,7 +293,7 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 		return nil
 	}
 	if old.Reservation != "" {
-		if err := f.tx.Bucket(bucketReserved).Delete([]byte(old.Reservation)); err != nil {
+		if err := f.unreserve(old); err != nil {
 			return err
 		}
 	}
@@ -320,6 +323,15 @@ func (f *fold) deleteQuota(namespace, name string) error {
 	}
 	f.cache.quotas[namespace] = kept
 	return f.tx.Bucket(bucketQuotas).Delete(quotaKey(namespace, name))
+}
+
+// unreserve removes the reservation an object record holds from the
+// reservation and expiry buckets.
+func (f *fold) unreserve(r *objectRecord) error {
+	if err := f.tx.Bucket(bucketReserved).Delete([]byte(r.Reservation)); err != nil {
+		return err
+	}
+	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, r.Reservation))
 }
 
 func (f *fold) expire(reservation string) error {

@@ -1,6 +1,9 @@
 package projector
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,23 +19,26 @@ type Reservation struct {
 }
 
 // ExpiredReservations returns up to max reservations whose expiry is
-// before now.
+// before now, soonest first. It reads only the expired ones.
 func (p *Projector) ExpiredReservations(now time.Time, max int) ([]Reservation, error) {
 	var out []Reservation
 	err := p.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketReserved).ForEach(func(id, key []byte) error {
-			if len(out) >= max {
-				return nil
+		c := tx.Bucket(bucketExpiry).Cursor()
+		for k, key := c.First(); k != nil && len(out) < max; k, key = c.Next() {
+			if len(k) < 8 {
+				return fmt.Errorf("%w: expiry key %q", ErrInvariant, k)
 			}
-			r, err := getObject(tx, key)
-			if err != nil || r == nil {
-				return err
+			at := time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))).UTC()
+			if !at.Before(now) {
+				break
 			}
-			if r.ExpiresAt.Before(now) {
-				out = append(out, Reservation{ID: string(id), Namespace: r.Namespace, Resource: r.Resource, Name: r.Name, ExpiresAt: r.ExpiresAt})
+			parts := bytes.SplitN(key, []byte{0}, 3)
+			if len(parts) != 3 {
+				return fmt.Errorf("%w: expiry entry points at object key %q", ErrInvariant, key)
 			}
-			return nil
-		})
+			out = append(out, Reservation{ID: string(k[8:]), Namespace: string(parts[0]), Resource: string(parts[1]), Name: string(parts[2]), ExpiresAt: at})
+		}
+		return nil
 	})
 	return out, err
 }

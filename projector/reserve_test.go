@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/quantity"
 )
@@ -143,4 +145,78 @@ func usedString(l map[string]quantity.Quantity) string {
 	}
 	sortStrings(parts)
 	return strings.Join(parts, ",")
+}
+
+// TestExpiredReservationsReadsTheExpiryIndex checks that expired
+// reservations come soonest first from the expiry index, that confirmed,
+// expired and replaced reservations leave it, and that a schema 1 file,
+// which had no index, gets one when opened.
+func TestExpiredReservationsReadsTheExpiryIndex(t *testing.T) {
+	pod := func(name string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"team-a"},"spec":{"containers":[{"name":"app"}]}}`)
+	}
+	at := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	var records []ledger.Record
+	add := func(ev ledger.Event) {
+		ev.Version = ledger.EncodingVersion
+		seq := uint64(len(records) + 1)
+		records = append(records, ledger.Record{Seq: seq, Subject: ledger.Subject("team-a"), Namespace: "team-a", Time: at.Add(time.Duration(seq) * time.Second), Event: ev})
+	}
+	// Expiries: a at +1s+30s, b at +2s+10s, c at +3s+20s, d at +4s+5s.
+	for _, r := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"a", 30 * time.Second}, {"b", 10 * time.Second}, {"c", 20 * time.Second}, {"d", 5 * time.Second}} {
+		add(ledger.Event{Type: ledger.Reserve, Resource: "pods", Namespace: "team-a", Name: r.name, Object: pod(r.name), Reservation: "r-" + r.name, ReservationTTL: r.ttl})
+	}
+	add(ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "team-a", Name: "c", Object: pod("c")}) // confirms c
+	add(ledger.Event{Type: ledger.Expire, Namespace: "team-a", Reservation: "r-d"})
+	dir := t.TempDir()
+	path := dir + "/projection.db"
+	p, err := Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAll(t, p, records, 2)
+	ids := func(p *Projector, now time.Time) string {
+		t.Helper()
+		expired, err := p.ExpiredReservations(now, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range expired {
+			out = append(out, e.ID+"@"+e.Namespace+"/"+e.Resource+"/"+e.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := ids(p, at.Add(time.Hour)), "r-b@team-a/pods/b r-a@team-a/pods/a"; got != want {
+		t.Errorf("expired an hour later: %q, want %q", got, want)
+	}
+	if got, want := ids(p, at.Add(12*time.Second)), ""; got != want {
+		t.Errorf("expired at +12s: %q, want none (b expires at +12s, not before)", got)
+	}
+	if got, want := ids(p, at.Add(12*time.Second+1)), "r-b@team-a/pods/b"; got != want {
+		t.Errorf("expired just after +12s: %q, want %q", got, want)
+	}
+	// Make the file a schema 1 file: no expiry bucket.
+	err = p.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketExpiry); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	p, err = Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatalf("open a schema 1 file: %v", err)
+	}
+	defer p.Close()
+	if got, want := ids(p, at.Add(time.Hour)), "r-b@team-a/pods/b r-a@team-a/pods/a"; got != want {
+		t.Errorf("after migrating: %q, want %q", got, want)
+	}
+	checkConsistent(t, p)
 }

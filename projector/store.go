@@ -12,8 +12,9 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// SchemaVersion is the layout version of the projection file.
-const SchemaVersion = 1
+// SchemaVersion is the layout version of the projection file. Version 2
+// added the expiry bucket; Open migrates a version 1 file.
+const SchemaVersion = 2
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -23,13 +24,14 @@ var (
 	bucketObjects  = []byte("objects")  // ns\0resource\0name → objectRecord
 	bucketQuotas   = []byte("quotas")   // ns\0name → quotaRecord
 	bucketReserved = []byte("reserved") // reservation id → object key
+	bucketExpiry   = []byte("expiry")   // expiry (Unix ns, big-endian) + reservation id → object key
 	bucketSkipped  = []byte("skipped")  // seq → skippedRecord
 
 	keyApplied = []byte("applied")
 	keySchema  = []byte("schema")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketSkipped}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
@@ -104,7 +106,7 @@ func seqBytes(seq uint64) []byte {
 }
 
 // initBuckets creates the buckets of a new file, or checks the schema
-// version of an existing one.
+// version of an existing one, migrating a version 1 file.
 func initBuckets(tx *bolt.Tx) error {
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -113,12 +115,41 @@ func initBuckets(tx *bolt.Tx) error {
 	}
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keySchema); v != nil {
-		if got := binary.BigEndian.Uint64(v); got != SchemaVersion {
+		got := binary.BigEndian.Uint64(v)
+		if got == 1 {
+			if err := indexExpiries(tx); err != nil {
+				return fmt.Errorf("migrate schema 1 to %d: %w", SchemaVersion, err)
+			}
+			return meta.Put(keySchema, seqBytes(SchemaVersion))
+		}
+		if got != SchemaVersion {
 			return fmt.Errorf("%w: file has %d, this build reads %d", ErrSchemaVersion, got, SchemaVersion)
 		}
 		return nil
 	}
 	return meta.Put(keySchema, seqBytes(SchemaVersion))
+}
+
+// indexExpiries fills the expiry bucket from the reservations.
+func indexExpiries(tx *bolt.Tx) error {
+	expiry := tx.Bucket(bucketExpiry)
+	return tx.Bucket(bucketReserved).ForEach(func(id, key []byte) error {
+		r, err := getObjectCharge(tx, key)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%w: reservation %s points at missing object %q", ErrInvariant, id, key)
+		}
+		return expiry.Put(expiryKey(r.ExpiresAt, string(id)), key)
+	})
+}
+
+// expiryKey orders reservations by expiry, then by id.
+func expiryKey(at time.Time, reservation string) []byte {
+	k := make([]byte, 8, 8+len(reservation))
+	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
+	return append(k, reservation...)
 }
 
 // appliedSeq reads the last applied stream sequence (0 for a new file).
