@@ -29,7 +29,8 @@
 //
 // A projection file belongs to one Projector at a time: bbolt locks it.
 // Readers outside the process use the NATS query subjects instead. The file
-// layout is versioned (SchemaVersion); a file of another version is refused
-// rather than misread, and the remedy is to delete it and let the projector
-// rebuild it from the stream.
+// layout is versioned (SchemaVersion). A version 1 file is migrated when
+// opened (its reservations are indexed by expiry); a file of any other
+// version is refused rather than misread, and the remedy is to delete it
+// and let the projector rebuild it from the stream.
 package projector
