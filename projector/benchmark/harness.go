@@ -146,14 +146,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	p, stop, err := r.projection()
 	if err == nil {
 		env := Env{Conn: nc, Stream: stream, Projector: p, Dir: cfg.Dir}
+		// The file is measured before the queries: reserving admissions
+		// add objects of their own.
+		if fi, err := os.Stat(filepath.Join(cfg.Dir, "projection.db")); err == nil {
+			r.add(Figure{Name: FigureProjectionFile, Unit: UnitBytes, Value: float64(fi.Size()), Status: Measured,
+				Note: fmt.Sprintf("%.0f bytes per live object at the end of the stream, before the queries", float64(fi.Size())/float64(max(1, rep.Stats.Live)))})
+		}
 		r.requests()
 		r.describe(p)
 		r.admission(env)
 		r.replay()
-		if fi, err := os.Stat(filepath.Join(cfg.Dir, "projection.db")); err == nil {
-			r.add(Figure{Name: FigureProjectionFile, Unit: UnitBytes, Value: float64(fi.Size()), Status: Measured,
-				Note: fmt.Sprintf("%.0f bytes per live object at the end of the stream", float64(fi.Size())/float64(max(1, rep.Stats.Live)))})
-		}
 		stop()
 	} else {
 		r.requests()
