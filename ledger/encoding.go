@@ -212,25 +212,11 @@ func (ev Event) Validate() error {
 		ids := make(map[string]bool, len(ev.Reservations))
 		for i, r := range ev.Reservations {
 			field := fmt.Sprintf("reservations[%d]", i)
-			switch {
-			case r.ID == "":
-				add("%s has no id", field)
-			case ids[r.ID]:
+			if ids[r.ID] && r.ID != "" {
 				add("%s repeats id %q", field, r.ID)
-			case hasControl(r.ID):
-				add("%s id %q holds a control character", field, r.ID)
 			}
 			ids[r.ID] = true
-			if r.Resource == "" || len(r.Resource) > ResourceLengthMax || strings.ContainsAny(r.Resource, " \t\r\n/") {
-				add("%s has a bad resource %q", field, r.Resource)
-			}
-			if r.Name == "" || len(r.Name) > NameLengthMax || hasControl(r.Name) {
-				add("%s has a bad name %q", field, r.Name)
-			}
-			if len(r.Object) == 0 {
-				add("%s has no object", field)
-			}
-			objectOK(field+".object", r.Object)
+			problems = append(problems, reservationProblems(field, r)...)
 		}
 	case Expire:
 		need(ev.Namespace != "", "namespace")
@@ -251,6 +237,31 @@ func (ev Event) Validate() error {
 		what += " " + ev.Resource + " " + ev.Namespace + "/" + ev.Name
 	}
 	return fmt.Errorf("%w: %s: %s", ErrInvalidEvent, strings.TrimSpace(what), strings.Join(problems, "; "))
+}
+
+// reservationProblems lists what is wrong with one reservation of a
+// Reserve event, field naming it.
+func reservationProblems(field string, r Reservation) []string {
+	var problems []string
+	switch {
+	case r.ID == "":
+		problems = append(problems, field+" has no id")
+	case hasControl(r.ID):
+		problems = append(problems, fmt.Sprintf("%s id %q holds a control character", field, r.ID))
+	}
+	if r.Resource == "" || len(r.Resource) > ResourceLengthMax || strings.ContainsAny(r.Resource, " \t\r\n/") {
+		problems = append(problems, fmt.Sprintf("%s has a bad resource %q", field, r.Resource))
+	}
+	if r.Name == "" || len(r.Name) > NameLengthMax || hasControl(r.Name) {
+		problems = append(problems, fmt.Sprintf("%s has a bad name %q", field, r.Name))
+	}
+	switch {
+	case len(r.Object) == 0:
+		problems = append(problems, field+" has no object")
+	case !isJSONObject(r.Object):
+		problems = append(problems, field+".object is not a JSON object")
+	}
+	return problems
 }
 
 // validateNamespace checks that ns is an RFC 1123 DNS label, as Kubernetes

@@ -180,3 +180,64 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeReserveIsEncode checks that a Reserve event assembled from
+// reservations encoded one by one is byte for byte the event Encode
+// writes, and decodes to it.
+func TestEncodeReserveIsEncode(t *testing.T) {
+	obj := func(name string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","annotations":{"a":"\u003cb\u003e \u0026 é"}}}`)
+	}
+	groups := [][]ledger.Reservation{
+		{{ID: "r1", Resource: "pods", Name: "a", Object: obj("a")}},
+		{{ID: "r2", Resource: "pods", Name: "b", Object: obj("b")}, {ID: "r<3>&", Resource: "services", Name: "c", Object: obj("c")}, {ID: "é", Resource: "jobs.batch", Name: "d", Object: obj("d")}},
+	}
+	for _, source := range []string{"admission", "", `a "quoted" <source>`} {
+		for _, group := range groups {
+			var encoded []ledger.EncodedReservation
+			for _, r := range group {
+				e, err := ledger.EncodeReservation(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				encoded = append(encoded, e)
+			}
+			got, err := ledger.EncodeReserve("team-a", 90*time.Second, source, encoded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: 90 * time.Second, Reservations: group, Source: source}
+			want, err := ledger.Encode(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Bytes()) != string(want) {
+				t.Fatalf("EncodeReserve:\n got %s\nwant %s", got.Bytes(), want)
+			}
+			if _, err := ledger.DecodeEvent(got.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r, _ := ledger.EncodeReservation(ledger.Reservation{ID: "r", Resource: "pods", Name: "a", Object: obj("a")})
+	for _, c := range []struct {
+		name string
+		ns   string
+		ttl  time.Duration
+		rs   []ledger.EncodedReservation
+		want string
+	}{
+		{"a repeated id", "team-a", time.Second, []ledger.EncodedReservation{r, r}, `repeats id "r"`},
+		{"no reservations", "team-a", time.Second, nil, "needs reservations"},
+		{"a bad namespace", "Team", time.Second, []ledger.EncodedReservation{r}, "not a DNS label"},
+		{"no ttl", "team-a", 0, []ledger.EncodedReservation{r}, "positive reservationTTL"},
+		{"a zero reservation", "team-a", time.Second, []ledger.EncodedReservation{{}}, "not made by EncodeReservation"},
+	} {
+		if _, err := ledger.EncodeReserve(c.ns, c.ttl, "s", c.rs); err == nil || !errors.Is(err, ledger.ErrInvalidEvent) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want ErrInvalidEvent with %q", c.name, err, c.want)
+		}
+	}
+	if _, err := ledger.EncodeReservation(ledger.Reservation{ID: "r", Resource: "pods", Name: "a", Object: json.RawMessage(`[1]`)}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("a reservation of a non-object: got %v", err)
+	}
+}

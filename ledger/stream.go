@@ -79,6 +79,32 @@ func (s *Stream) Append(ctx context.Context, ev Event, opts AppendOptions) (Appe
 	if err != nil {
 		return AppendResult{}, err
 	}
+	return s.publish(ctx, msg, describe(ev), opts)
+}
+
+// AppendEncoded writes an event this package encoded (EncodeReserve) as
+// Append writes an Event.
+func (s *Stream) AppendEncoded(ctx context.Context, e Encoded, opts AppendOptions) (AppendResult, error) {
+	if e.data == nil {
+		return AppendResult{}, fmt.Errorf("append: %w: an empty Encoded", ErrInvalidEvent)
+	}
+	if len(e.data) > int(s.cfg.MaxMsgSize) {
+		return AppendResult{}, fmt.Errorf("append %s: %w: %d bytes, at most %d", e.what, ErrEventTooLarge, len(e.data), s.cfg.MaxMsgSize)
+	}
+	msg := nats.NewMsg(Subject(e.namespace))
+	msg.Data = e.data
+	if opts.MsgID != "" {
+		if err := validateMsgID(opts.MsgID); err != nil {
+			return AppendResult{}, fmt.Errorf("append %s: %w", e.what, err)
+		}
+		msg.Header.Set(jetstream.MsgIDHeader, opts.MsgID)
+	}
+	return s.publish(ctx, msg, e.what, opts)
+}
+
+// publish sends msg with the options of an append and waits for its
+// acknowledgement.
+func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts AppendOptions) (AppendResult, error) {
 	pubOpts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.cfg.StreamName)}
 	if opts.ExpectLastSubjectSeq != nil {
 		pubOpts = append(pubOpts, jetstream.WithExpectLastSequencePerSubject(*opts.ExpectLastSubjectSeq))
@@ -87,7 +113,7 @@ func (s *Stream) Append(ctx context.Context, ev Event, opts AppendOptions) (Appe
 	defer cancel()
 	ack, err := s.js.PublishMsg(ctx, msg, pubOpts...)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, describe(ev), classifyPublishError(err))
+		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, classifyPublishError(err))
 	}
 	return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

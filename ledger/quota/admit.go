@@ -56,6 +56,11 @@ type AdmitRequest struct {
 	Limited []LimitedResource
 	// Now is the time pods' grace periods are measured against.
 	Now time.Time
+	// Charge is the object's charge when the caller has evaluated it
+	// already (Evaluate of Object at Now); nil: Admit evaluates it. Only
+	// the quotas' usage changes between decisions on one object, so a
+	// caller deciding it again against new usage need not evaluate again.
+	Charge *Charge
 }
 
 // Decision is the answer to an AdmitRequest.
@@ -105,9 +110,14 @@ func Admit(req AdmitRequest) Decision {
 	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource) {
 		return d
 	}
-	input, err := Evaluate(o, req.Now)
-	if err != nil {
-		return internalError(d, err)
+	var input Charge
+	if req.Charge != nil {
+		input = *req.Charge
+	} else {
+		var err error
+		if input, err = Evaluate(o, req.Now); err != nil {
+			return internalError(d, err)
+		}
 	}
 	d.Charge = input
 

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -368,7 +369,17 @@ func admitOne(t *testing.T, obj string, states ...QuotaState) Decision {
 	if err := Default(o, Environment{}); err != nil {
 		t.Fatal(err)
 	}
-	return Admit(AdmitRequest{Operation: Create, Object: o, Quotas: states, Now: testNow})
+	d := Admit(AdmitRequest{Operation: Create, Object: o, Quotas: states, Now: testNow})
+	// A charge evaluated by the caller decides the same.
+	c, err := Evaluate(o, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := Admit(AdmitRequest{Operation: Create, Object: o, Quotas: states, Now: testNow, Charge: &c})
+	if pre.Allowed != d.Allowed || pre.Message != d.Message || pre.Code != d.Code || !reflect.DeepEqual(pre.Used, d.Used) {
+		t.Fatalf("with the charge given: %+v, evaluated by Admit: %+v", pre, d)
+	}
+	return d
 }
 
 func TestAdmitRules(t *testing.T) {

@@ -2,8 +2,10 @@ package admission
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
+	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -24,6 +26,11 @@ const ViewReservationsMax = 4096
 // A view is never changed once made; a reservation makes a new one.
 type view struct {
 	*projector.NamespaceState
+	// env holds the namespace's defaults (LimitRanges, classes) for
+	// quota.Default. A read from the projection makes a new one and
+	// reservations keep it, so creates prepared against env can be
+	// decided on any view with the same env.
+	env *quota.Environment
 	// read says the view is the projection's own, with no reservation on
 	// top.
 	read bool
@@ -48,7 +55,7 @@ func (v *view) holds(p *projector.Projector, resource, name string) (bool, error
 // sequence the projection has applied, are in the projection and are
 // dropped.
 func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq, applied uint64) *view {
-	next := &view{NamespaceState: st, reserved: make(map[string]uint64, len(keys))}
+	next := &view{NamespaceState: st, env: v.env, reserved: make(map[string]uint64, len(keys))}
 	for k, at := range v.reserved {
 		if at > applied {
 			next.reserved[k] = at
@@ -114,10 +121,38 @@ func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, 
 		if err != nil {
 			return nil, 0, err
 		}
-		v = &view{NamespaceState: st, read: true}
+		env := &quota.Environment{
+			LimitRanges:     st.LimitRanges,
+			RuntimeClasses:  st.RuntimeClasses,
+			PriorityClasses: st.PriorityClasses,
+			StorageClasses:  st.StorageClasses,
+		}
+		if ok && v.ClusterSeq == st.ClusterSeq && reflect.DeepEqual(v.env.LimitRanges, st.LimitRanges) {
+			// The same defaults: keep them, so that creates prepared
+			// against them stay prepared.
+			env = v.env
+		}
+		v = &view{NamespaceState: st, read: true, env: env}
 		c.put(v)
 		return v, st.SubjectSeq, nil
 	}
+}
+
+// env returns the defaults of the namespace's cached view, or of a fresh
+// one when none is cached: what a create is prepared against before its
+// round, which checks that its view has the same.
+func (c *stateCache) env(ctx context.Context, namespace string) (*quota.Environment, error) {
+	c.mu.Lock()
+	v, ok := c.m[namespace]
+	c.mu.Unlock()
+	if ok {
+		return v.env, nil
+	}
+	v, _, err := c.get(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return v.env, nil
 }
 
 // put installs v unless the cache holds a view that accounts for more.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger"
-	"github.com/quotaledger/quota/ledger/object"
 )
 
 // Limits of one group commit.
@@ -38,9 +37,10 @@ const (
 // job is a reserving create waiting for its round.
 type job struct {
 	req *request
-	// object is the request's decoded object for the round's first
-	// attempt; defaulting changes it, so a later attempt decodes afresh.
-	object *object.Object
+	// prepared is the request's object prepared against the namespace's
+	// view when the request arrived, on the request's own goroutine; the
+	// round uses it while the view's defaults are the same.
+	prepared *prepared
 	// reservation is the reservation's ID: the request's uid, or a
 	// random one.
 	reservation string
@@ -123,20 +123,24 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		}
 		st := v.NamespaceState
 		var (
-			reservations []ledger.Reservation
+			reservations []ledger.EncodedReservation
 			keys         []string
 			ids          = make(map[string]bool, len(jobs))
 		)
 		for i, j := range jobs {
-			obj := j.object
-			j.object = nil
-			if obj == nil {
-				if obj, err = decodeObject(j.req.Object, namespace); err != nil {
+			p := j.prepared
+			j.prepared = nil
+			if p == nil || p.env != v.env {
+				// Prepared against other defaults (or not at all): the
+				// request's object is decoded and prepared again.
+				obj, err := decodeObject(j.req.Object, namespace)
+				if err != nil {
 					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
 					continue
 				}
+				p = prepare(v.env, obj, j.reservation)
 			}
-			d := decide(st, admissionv1.Create, obj, nil)
+			d := p.decide(st)
 			if !d.allowed {
 				outcomes[i] = outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}
 				continue
@@ -145,29 +149,32 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			if !d.charged {
 				continue
 			}
-			id := j.reservation
-			if ids[id] {
-				// The same request twice in one round (a client's retry):
-				// the second reservation needs an ID of its own, and
-				// charges nothing since it names the same object.
-				id = newReservationID()
-			}
-			ids[id] = true
-			res, err := reservationOf(d, id)
-			if err != nil {
-				outcomes[i] = outcome{err: err}
+			if p.err != nil {
+				outcomes[i] = outcome{err: p.err}
 				continue
 			}
-			held, err := v.holds(r.proj, res.Resource, res.Name)
+			res := p.reservation
+			if ids[res.ID()] {
+				// The same request twice in one round (a client's retry):
+				// the second reservation needs an ID of its own, and
+				// charges nothing when it names the same object.
+				if res, err = p.reencode(newReservationID()); err != nil {
+					outcomes[i] = outcome{err: err}
+					continue
+				}
+			}
+			ids[res.ID()] = true
+			name := p.nameFor(res.ID())
+			held, err := v.holds(r.proj, p.object.Resource, name)
 			if err != nil {
 				deliver(err)
 				return
 			}
-			key := objectKey(res.Resource, res.Name)
+			key := objectKey(p.object.Resource, name)
 			if !held && !contains(keys, key) {
 				// The fold charges only the first reservation of an object
 				// the namespace does not hold yet; so does the view.
-				st = st.WithReservation(d.charge)
+				st = st.WithReservation(p.charge)
 				keys = append(keys, key)
 			}
 			reservations = append(reservations, res)
@@ -205,40 +212,17 @@ func (r *Responder) round(namespace string, jobs []*job) {
 	deliver(ErrContention)
 }
 
-// reservationOf makes the reservation of an allowed create. An object
-// offered with only a generateName is reserved under a placeholder name.
-func reservationOf(d *decision, id string) (ledger.Reservation, error) {
-	o := d.object
-	if o.Name == "" {
-		o.Name = o.GenerateName + "reserved-" + id
-	}
-	trimmed, err := o.Trimmed()
-	if err != nil {
-		return ledger.Reservation{}, err
-	}
-	return ledger.Reservation{ID: id, Resource: o.Resource, Name: o.Name, Object: trimmed}, nil
-}
-
 // reserve appends reservations as one Reserve event, expecting the
-// namespace's subject to be at expect. A lone reservation is written in the
-// event's own fields. No message ID is sent: the compare-and-swap admits
-// one append per sequence, and a client's retry names an object the
-// namespace already holds, so its reservation charges nothing.
-func (r *Responder) reserve(ctx context.Context, namespace string, reservations []ledger.Reservation, expect uint64) (uint64, error) {
-	ev := ledger.Event{
-		Version:        ledger.EncodingVersion,
-		Type:           ledger.Reserve,
-		Namespace:      namespace,
-		ReservationTTL: r.cfg.ReservationTTL,
-		Source:         "admission",
+// namespace's subject to be at expect. No message ID is sent: the
+// compare-and-swap admits one append per sequence, and a client's retry
+// names an object the namespace already holds, so its reservation charges
+// nothing.
+func (r *Responder) reserve(ctx context.Context, namespace string, reservations []ledger.EncodedReservation, expect uint64) (uint64, error) {
+	ev, err := ledger.EncodeReserve(namespace, r.cfg.ReservationTTL, "admission", reservations)
+	if err != nil {
+		return 0, err
 	}
-	if len(reservations) == 1 {
-		res := reservations[0]
-		ev.Resource, ev.Name, ev.Object, ev.Reservation = res.Resource, res.Name, res.Object, res.ID
-	} else {
-		ev.Reservations = reservations
-	}
-	res, err := r.stream.Append(ctx, ev, ledger.AppendOptions{ExpectLastSubjectSeq: &expect})
+	res, err := r.stream.AppendEncoded(ctx, ev, ledger.AppendOptions{ExpectLastSubjectSeq: &expect})
 	if err != nil {
 		return 0, err
 	}

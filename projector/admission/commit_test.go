@@ -83,3 +83,54 @@ func TestRoundDecidesTogetherAndAppendsOnce(t *testing.T) {
 		t.Errorf("used requests.cpu = %s, want 900m", got)
 	}
 }
+
+// TestRoundPreparesAgainWhenDefaultsChange prepares a create against a
+// namespace without a LimitRange, then adds one before the round: the round
+// must default the create with the LimitRange, as a fresh request would.
+func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	const ns = "team"
+	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"pods": "4", "requests.cpu": "1"}))
+	r := startReplica(t, srv.ClientURL(), Config{})
+	r.catchUp(t)
+	var in struct{ Request *request }
+	if err := json.Unmarshal(review("uid-a", admissionv1.Create, ns, podManifest(ns, "a", ""), "", false), &in); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	env, err := r.resp.states.env(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := decodeObject(in.Request.Object, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &job{req: in.Request, prepared: prepare(env, obj, "uid-a"), reservation: "uid-a", done: make(chan outcome, 1)}
+	if j.prepared.denial == nil {
+		// Without defaults, the pod states no cpu request: must specify.
+		d := j.prepared.decide(mustView(t, r, ns).NamespaceState)
+		if d.allowed {
+			t.Fatalf("without a LimitRange the create was allowed; the test needs a denial to tell the cases apart")
+		}
+	}
+	upsert(t, stream, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults","namespace":"team","uid":"lr"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"300m"},"default":{"cpu":"300m"}}]}}`)
+	r.catchUp(t)
+	r.resp.round(ns, []*job{j})
+	if o := <-j.done; o.err != nil || !o.resp.Allowed {
+		t.Fatalf("create a after the LimitRange: %+v %v, want allowed", o.resp, o.err)
+	}
+	if got := r.used(t, ns, "q", "requests.cpu"); got != "300m" {
+		t.Errorf("used requests.cpu = %s, want the LimitRange's 300m", got)
+	}
+}
+
+func mustView(t *testing.T, r *replica, namespace string) *view {
+	t.Helper()
+	v, _, err := r.resp.states.get(context.Background(), namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

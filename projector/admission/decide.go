@@ -5,6 +5,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
@@ -48,6 +49,12 @@ func decide(st *projector.NamespaceState, op admissionv1.Operation, obj, old *ob
 		Quotas:    st.Quotas,
 		Now:       time.Now(),
 	})
+	return verdict(st, d, obj)
+}
+
+// verdict turns quota's decision into the responder's, noting whether an
+// allowed request charges some quota.
+func verdict(st *projector.NamespaceState, d quota.Decision, obj *object.Object) *decision {
 	out := &decision{allowed: d.Allowed, code: d.Code, message: d.Message, object: obj, charge: d.Charge}
 	if !d.Allowed {
 		return out
@@ -72,4 +79,88 @@ func forbiddenPrefix(o *object.Object) string {
 		return gr + " is forbidden: "
 	}
 	return gr + " \"" + o.Name + "\" is forbidden: "
+}
+
+// prepared is a create's object made ready for decisions against a
+// namespace's changing usage: defaulted against the namespace's defaults
+// (env), evaluated, and, for a reservation, trimmed and encoded. All of
+// that depends on the object and env only, so it is done once, on the
+// request's goroutine, and the round that decides creates one after the
+// other only compares charges with usage.
+type prepared struct {
+	env *quota.Environment
+	// object is the defaulted object; its name is the reservation's
+	// placeholder name when it came with only a generateName.
+	object *object.Object
+	// denial is set when defaulting refused the object.
+	denial *decision
+	charge quota.Charge
+	// evaluated is false when the charge could not be computed; decide
+	// then lets quota.Admit report it.
+	evaluated bool
+	trimmed   []byte
+	// reservation is the encoded reservation; err says why there is none.
+	reservation ledger.EncodedReservation
+	err         error
+	now         time.Time
+}
+
+// prepare makes obj ready for decisions against env, with reservation as
+// the ID of the reservation it would make.
+func prepare(env *quota.Environment, obj *object.Object, reservation string) *prepared {
+	p := &prepared{env: env, object: obj, now: time.Now()}
+	if err := quota.Default(obj, *env); err != nil {
+		p.denial = &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error(), object: obj}
+		return p
+	}
+	if c, err := quota.Evaluate(obj, p.now); err == nil {
+		p.charge, p.evaluated = c, true
+	}
+	// The object keeps its own naming (a denial of a generateName create
+	// names the prefix, as Kubernetes does); the reservation gets the
+	// placeholder name.
+	name := p.nameFor(reservation)
+	o := *obj
+	o.Name = name
+	if p.trimmed, p.err = o.Trimmed(); p.err != nil {
+		return p
+	}
+	p.reservation, p.err = ledger.EncodeReservation(ledger.Reservation{ID: reservation, Resource: obj.Resource, Name: name, Object: p.trimmed})
+	return p
+}
+
+// nameFor is the name the object is reserved under by reservation id: its
+// own, or a placeholder when it came with only a generateName.
+func (p *prepared) nameFor(id string) string {
+	if p.object.Name != "" {
+		return p.object.Name
+	}
+	return p.object.GenerateName + "reserved-" + id
+}
+
+// reencode encodes the reservation again under another ID.
+func (p *prepared) reencode(id string) (ledger.EncodedReservation, error) {
+	trimmed := p.trimmed
+	name := p.nameFor(id)
+	if name != p.object.Name {
+		o := *p.object
+		o.Name = name
+		var err error
+		if trimmed, err = o.Trimmed(); err != nil {
+			return ledger.EncodedReservation{}, err
+		}
+	}
+	return ledger.EncodeReservation(ledger.Reservation{ID: id, Resource: p.object.Resource, Name: name, Object: trimmed})
+}
+
+// decide decides the prepared create against st's quotas.
+func (p *prepared) decide(st *projector.NamespaceState) *decision {
+	if p.denial != nil {
+		return p.denial
+	}
+	req := quota.AdmitRequest{Operation: quota.Create, Object: p.object, Quotas: st.Quotas, Now: p.now}
+	if p.evaluated {
+		req.Charge = &p.charge
+	}
+	return verdict(st, quota.Admit(req), p.object)
 }

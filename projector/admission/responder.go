@@ -243,7 +243,11 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if reservation == "" {
 			reservation = newReservationID()
 		}
-		j := &job{req: req, object: obj, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
+		env, err := r.states.env(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		j := &job{req: req, prepared: prepare(env, obj, reservation), reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 		r.enqueue(namespace, j)
 		select {
 		case o := <-j.done:

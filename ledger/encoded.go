@@ -1,0 +1,105 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// EncodedReservation is one reservation already in its stream encoding,
+// made by EncodeReservation. Reservations decided together are encoded
+// one by one where each was prepared, on as many goroutines as there are
+// requests, so that assembling their Reserve event (EncodeReserve) on the
+// one goroutine that decides them in order is only a concatenation.
+type EncodedReservation struct {
+	id   string
+	json []byte
+}
+
+// ID returns the reservation's ID.
+func (e EncodedReservation) ID() string { return e.id }
+
+// EncodeReservation checks r by the rules Validate applies to a
+// reservation of a Reserve event and returns its encoding.
+func EncodeReservation(r Reservation) (EncodedReservation, error) {
+	if problems := reservationProblems("reservation", r); len(problems) > 0 {
+		return EncodedReservation{}, fmt.Errorf("encode: %w: %s", ErrInvalidEvent, strings.Join(problems, "; "))
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return EncodedReservation{}, fmt.Errorf("encode reservation %s: %w", r.ID, err)
+	}
+	return EncodedReservation{id: r.ID, json: b}, nil
+}
+
+// Encoded is an event in its stream encoding, made by this package's
+// encoders only, for Stream.AppendEncoded.
+type Encoded struct {
+	namespace string
+	what      string
+	data      []byte
+}
+
+// Bytes returns the encoding.
+func (e Encoded) Bytes() []byte { return e.data }
+
+// EncodeReserve returns the Reserve event of namespace holding
+// reservations, with a TTL and a source: byte for byte what Encode returns
+// for Event{Type: Reserve, Namespace: namespace, ReservationTTL: ttl,
+// Reservations: …, Source: source}, checked by the same rules.
+func EncodeReserve(namespace string, ttl time.Duration, source string, reservations []EncodedReservation) (Encoded, error) {
+	var problems []string
+	if err := validateNamespace(namespace); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if ttl <= 0 {
+		problems = append(problems, "reserve needs a positive reservationTTL")
+	}
+	if len(source) > SourceLengthMax {
+		problems = append(problems, fmt.Sprintf("source is %d bytes, at most %d", len(source), SourceLengthMax))
+	}
+	if len(reservations) == 0 {
+		problems = append(problems, "reserve needs reservations")
+	}
+	ids := make(map[string]bool, len(reservations))
+	size := 0
+	for i, r := range reservations {
+		if r.json == nil {
+			problems = append(problems, fmt.Sprintf("reservations[%d] was not made by EncodeReservation", i))
+		}
+		if ids[r.id] {
+			problems = append(problems, fmt.Sprintf("reservations[%d] repeats id %q", i, r.id))
+		}
+		ids[r.id] = true
+		size += len(r.json) + 1
+	}
+	if len(problems) > 0 {
+		return Encoded{}, fmt.Errorf("encode: %w: reserve: %s", ErrInvalidEvent, strings.Join(problems, "; "))
+	}
+	// The layout is json.Marshal's for Event: fields in declaration order,
+	// empty ones left out but for resource, which has no omitempty.
+	ns, _ := json.Marshal(namespace)
+	src, _ := json.Marshal(source)
+	b := make([]byte, 0, 128+len(ns)+len(src)+size)
+	b = append(b, `{"v":1,"type":"reserve","resource":"","namespace":`...)
+	b = append(b, ns...)
+	b = append(b, `,"reservationTTL":`...)
+	b = strconv.AppendInt(b, int64(ttl), 10)
+	b = append(b, `,"reservations":[`...)
+	for i, r := range reservations {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r.json...)
+	}
+	b = append(b, ']')
+	if source != "" {
+		b = append(b, `,"source":`...)
+		b = append(b, src...)
+	}
+	b = append(b, '}')
+	what := fmt.Sprintf("reserve of %d in %s", len(reservations), namespace)
+	return Encoded{namespace: namespace, what: what, data: b}, nil
+}
