@@ -10,6 +10,8 @@
 // whenever the scanner cannot vouch for reading what encoding/json would.
 package jsonscan
 
+import "bytes"
+
 // Scanner is a cursor over a JSON document.
 type Scanner struct {
 	b []byte
@@ -55,6 +57,42 @@ func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 	}
 }
 
+// Elements walks the elements of the array at the cursor, calling element
+// for each with the cursor at it; element must consume the element and
+// return true, or return false to stop. Elements reports whether the array
+// was walked to its end.
+func (s *Scanner) Elements(element func() bool) bool {
+	s.space()
+	if !s.next('[') {
+		return false
+	}
+	for first := true; ; first = false {
+		s.space()
+		if s.next(']') {
+			return true
+		}
+		if !first {
+			if !s.next(',') {
+				return false
+			}
+			s.space()
+		}
+		if !element() {
+			return false
+		}
+	}
+}
+
+// Null consumes a null and reports whether there was one.
+func (s *Scanner) Null() bool {
+	s.space()
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
 // String reads a string value and returns its bytes; ok is false unless it
 // is plain.
 func (s *Scanner) String() (value []byte, ok bool) {
@@ -94,14 +132,13 @@ func (s *Scanner) Skip() bool {
 	}
 	switch s.b[s.i] {
 	case '"':
-		_, _, ok := s.str()
-		return ok
+		return s.skipString()
 	case '{', '[':
 		depth := 0
 		for s.i < len(s.b) {
 			switch s.b[s.i] {
 			case '"':
-				if _, _, ok := s.str(); !ok {
+				if !s.skipString() {
 					return false
 				}
 				continue
@@ -153,6 +190,32 @@ func (s *Scanner) next(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// skipString moves past a string without looking at its bytes but for
+// quotes and the backslashes before them.
+func (s *Scanner) skipString() bool {
+	if !s.next('"') {
+		return false
+	}
+	for {
+		q := bytes.IndexByte(s.b[s.i:], '"')
+		if q < 0 {
+			s.i = len(s.b)
+			return false
+		}
+		end := s.i + q
+		// The quote ends the string unless an odd number of backslashes
+		// escapes it.
+		n := 0
+		for k := end - 1; k >= s.i && s.b[k] == '\\'; k-- {
+			n++
+		}
+		s.i = end + 1
+		if n%2 == 0 {
+			return true
+		}
+	}
 }
 
 // str moves past a string and returns its bytes, whether it is plain, and
