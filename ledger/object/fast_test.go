@@ -2,6 +2,7 @@ package object
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -226,6 +227,24 @@ func FuzzDecodeTyped(f *testing.F) {
 	})
 }
 
+// walkInputs are pods at the edges of what walkQuotaPod reads.
+var walkInputs = []string{
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{"manager":"m","fieldsV1":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{}}}}}],"labels":{"a":"b\"c"}},"spec":{"containers":[{"name":"c","image":"i","env":[{"name":"X","value":"\\\""}],"resources":{"requests":{"cpu":"1"}}}],"volumes":[{"name":"v","emptyDir":{}}]},"status":{"phase":"Running","containerStatuses":[{"name":"c","state":{"running":{}},"allocatedResources":{"cpu":"1"}}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[]},"status":null}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":null,"initContainers":[]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[null]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\u0041","namespace":"n\u00e9"},"spec":{"containers":[{"name":"c\"d"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","Name":"q"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","NAME":"b"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}},"resources":{"limits":{"cpu":"2"}}}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":7,"priorityClassName":"high","runtimeClassName":null,"activeDeadlineSeconds":30,"overhead":{"cpu":"10m"},"affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"namespaces":["a"],"topologyKey":"k"}]}}}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-01-01T00:00:00Z","deletionGracePeriodSeconds":5,"uid":"u"},"spec":{"containers":[{"name":"c"}]},"status":{"conditions":[{"type":"PodResizePending","status":"True"}],"qosClass":"BestEffort"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","restartPolicy":"Always"}]},"status":{"phase":5}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":"x"}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":null,"spec":null}`,
+	` {"apiVersion" : "v1" , "kind" : "Pod" , "metadata" : { "name" : "p" } , "spec" : { "containers" : [ { "name" : "c" , "resources" : { } } ] } } `,
+}
+
 // checkForQuota checks that wherever Decode succeeds, DecodeForQuota does
 // too, with the same identity and the same trimmed bytes. It reports
 // whether the pod shortcut took the input.
@@ -250,21 +269,58 @@ func checkForQuota(t *testing.T, raw []byte) bool {
 		t.Fatalf("identities differ on\n%s\n got %#v\nwant %#v", raw, quick, full)
 	}
 	full.Value, quick.Value = fv, qv
-	return decodeQuotaPod(bytes.TrimSpace(raw)) != nil
+	checkWalk(t, bytes.TrimSpace(raw))
+	return decodeQuotaPod(bytes.TrimSpace(raw), false) != nil
+}
+
+// checkWalk checks that wherever walkQuotaPod reads a valid pod, it reads
+// what encoding/json reads into the same struct.
+func checkWalk(t *testing.T, raw []byte) bool {
+	t.Helper()
+	if !json.Valid(raw) {
+		return false
+	}
+	var walked quotaPod
+	if !walkQuotaPod(raw, &walked) {
+		return false
+	}
+	var decoded quotaPod
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		t.Fatalf("walkQuotaPod reads what encoding/json refuses (%v):\n%s", err, raw)
+	}
+	if !reflect.DeepEqual(walked, decoded) {
+		t.Fatalf("walkQuotaPod and encoding/json differ on\n%s\n got %#v\nwant %#v", raw, walked, decoded)
+	}
+	valid, verr := DecodeValidForQuota(raw)
+	checked, cerr := DecodeForQuota(raw)
+	if (verr == nil) != (cerr == nil) || !reflect.DeepEqual(valid, checked) {
+		t.Fatalf("DecodeValidForQuota (%v) and DecodeForQuota (%v) differ on\n%s", verr, cerr, raw)
+	}
+	return true
 }
 
 func TestDecodeForQuotaTrimsAsDecode(t *testing.T) {
 	pods := 0
-	inputs := append(append([]string{benchPod}, fastInputs...), typedInputs...)
+	inputs := append(append(append([]string{benchPod}, fastInputs...), typedInputs...), walkInputs...)
+	walked := 0
 	for _, in := range inputs {
+		if checkWalk(t, []byte(in)) {
+			walked++
+		}
 		if checkForQuota(t, []byte(in)) {
 			pods++
 		}
 	}
 	for _, raw := range sampleObjects(t) {
+		if checkWalk(t, raw) {
+			walked++
+		}
 		if checkForQuota(t, raw) {
 			pods++
 		}
+	}
+	if walked < 10 {
+		t.Fatalf("walkQuotaPod read only %d inputs; the check is too weak", walked)
 	}
 	if pods < 10 {
 		t.Fatalf("the pod shortcut took only %d inputs; the check is too weak", pods)
@@ -272,10 +328,11 @@ func TestDecodeForQuotaTrimsAsDecode(t *testing.T) {
 }
 
 func FuzzDecodeForQuota(f *testing.F) {
-	for _, in := range append(append([]string{benchPod}, fastInputs...), typedInputs...) {
+	for _, in := range append(append(append([]string{benchPod}, fastInputs...), typedInputs...), walkInputs...) {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkWalk(t, raw)
 		checkForQuota(t, raw)
 	})
 }

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
 // DecodeForQuota reads an object as Decode does, except that a pod's typed
@@ -23,6 +25,18 @@ import (
 // malformed (a number where its volumes belong) decodes here and fails in
 // Decode. Use Decode where the whole object is wanted.
 func DecodeForQuota(raw []byte) (*Object, error) {
+	return decodeForQuota(raw, false)
+}
+
+// DecodeValidForQuota is DecodeForQuota for input already known to be
+// valid JSON, such as a value inside a document json.Valid accepted: it
+// skips checking that again. Input that is not valid JSON may be read
+// wrongly instead of refused.
+func DecodeValidForQuota(raw []byte) (*Object, error) {
+	return decodeForQuota(raw, true)
+}
+
+func decodeForQuota(raw []byte, valid bool) (*Object, error) {
 	if len(raw) > SizeMax {
 		return nil, fmt.Errorf("decode object: %d bytes: %w", len(raw), ErrTooLarge)
 	}
@@ -33,7 +47,7 @@ func DecodeForQuota(raw []byte) (*Object, error) {
 	if o := decodeFast(trimmed); o != nil {
 		return o, nil
 	}
-	if o := decodeQuotaPod(trimmed); o != nil {
+	if o := decodeQuotaPod(trimmed, valid); o != nil {
 		return o, nil
 	}
 	return Decode(trimmed)
@@ -90,13 +104,21 @@ type quotaPod struct {
 
 // decodeQuotaPod is DecodeForQuota for a core v1 pod. It returns nil for
 // anything else, or when the decode fails (Decode then words the error).
-func decodeQuotaPod(trimmed []byte) *Object {
+// The pod is walked (walkQuotaPod) when the input is valid JSON, and
+// decoded by encoding/json when the walk cannot vouch for its reading.
+func decodeQuotaPod(trimmed []byte, valid bool) *Object {
 	apiVersion, kind, ok := typeMeta(trimmed)
 	if !ok || apiVersion != "v1" || kind != "Pod" {
 		return nil
 	}
 	var p quotaPod
-	if err := json.Unmarshal(trimmed, &p); err != nil || p.APIVersion != apiVersion || p.Kind != kind {
+	if !(valid || json.Valid(trimmed)) || !walkQuotaPod(trimmed, &p) {
+		p = quotaPod{}
+		if err := json.Unmarshal(trimmed, &p); err != nil {
+			return nil
+		}
+	}
+	if p.APIVersion != apiVersion || p.Kind != kind {
 		return nil
 	}
 	var h header
@@ -160,4 +182,183 @@ func containerStatuses(in []quotaContainerStatus) []corev1.ContainerStatus {
 		out[i] = corev1.ContainerStatus{Name: s.Name, AllocatedResources: s.AllocatedResources, Resources: s.Resources}
 	}
 	return out
+}
+
+// walkQuotaPod fills p from valid JSON as json.Unmarshal fills it, reading
+// the members quotaPod has (each value decoded on its own by encoding/json,
+// or copied when it is a plain string) and skipping the rest unread. It
+// reports false when it cannot vouch for that: a key that is not plain, a
+// repeated key or one that differs from a field's name only by case at a
+// level it reads (encoding/json would match it too), or a value that is
+// not what the field takes. b must be valid JSON.
+func walkQuotaPod(b []byte, p *quotaPod) bool {
+	s := jsonscan.New(b)
+	m := &p.Metadata
+	return walkObject(s, []member{
+		{"apiVersion", plainString(s, &p.APIVersion)},
+		{"kind", plainString(s, &p.Kind)},
+		{"metadata", func() bool {
+			return walkObject(s, []member{
+				{"name", plainString(s, &m.Name)},
+				{"generateName", plainString(s, &m.GenerateName)},
+				{"namespace", plainString(s, &m.Namespace)},
+				{"uid", decodeValue(s, &m.UID)},
+				{"resourceVersion", plainString(s, &m.ResourceVersion)},
+				{"deletionTimestamp", decodeValue(s, &m.DeletionTimestamp)},
+				{"deletionGracePeriodSeconds", decodeValue(s, &m.DeletionGracePeriodSeconds)},
+			})
+		}},
+		{"spec", func() bool {
+			sp := &p.Spec
+			return walkObject(s, []member{
+				{"initContainers", walkContainers(s, &sp.InitContainers)},
+				{"containers", walkContainers(s, &sp.Containers)},
+				{"activeDeadlineSeconds", decodeValue(s, &sp.ActiveDeadlineSeconds)},
+				{"affinity", decodeValue(s, &sp.Affinity)},
+				{"priorityClassName", plainString(s, &sp.PriorityClassName)},
+				{"priority", decodeValue(s, &sp.Priority)},
+				{"runtimeClassName", decodeValue(s, &sp.RuntimeClassName)},
+				{"overhead", decodeValue(s, &sp.Overhead)},
+				{"resources", decodeValue(s, &sp.Resources)},
+			})
+		}},
+		{"status", func() bool {
+			st := &p.Status
+			return walkObject(s, []member{
+				{"phase", decodeValue(s, &st.Phase)},
+				{"qosClass", decodeValue(s, &st.QOSClass)},
+				{"conditions", decodeValue(s, &st.Conditions)},
+				{"initContainerStatuses", walkContainerStatuses(s, &st.InitContainerStatuses)},
+				{"containerStatuses", walkContainerStatuses(s, &st.ContainerStatuses)},
+			})
+		}},
+	})
+}
+
+// member is a member walkObject reads: its exact key, and how to read its
+// value from the scanner.
+type member struct {
+	key  string
+	read func() bool
+}
+
+// walkObject walks the object at the cursor, reading the members it is
+// given and skipping the others (encoding/json ignores unknown members).
+// A null leaves everything as it is, as encoding/json does.
+func walkObject(s *jsonscan.Scanner, members []member) bool {
+	if s.Null() {
+		return true
+	}
+	var seen uint64
+	return s.Members(func(key []byte, plain bool) bool {
+		if !plain {
+			return false
+		}
+		for i, m := range members {
+			if string(key) == m.key {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return m.read()
+			}
+			if jsonscan.EqualFoldASCII(key, m.key) {
+				return false
+			}
+		}
+		return s.Skip()
+	})
+}
+
+// plainString copies a string of printable ASCII without escapes into
+// dst, and decodes any other value with encoding/json.
+func plainString(s *jsonscan.Scanner, dst *string) func() bool {
+	return func() bool {
+		raw, ok := s.Raw()
+		if !ok {
+			return false
+		}
+		if v, ok := plainJSONString(raw); ok {
+			*dst = v
+			return true
+		}
+		return json.Unmarshal(raw, dst) == nil
+	}
+}
+
+// plainJSONString returns the value of a JSON string that holds only
+// printable ASCII other than the backslash.
+func plainJSONString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	v := raw[1 : len(raw)-1]
+	for _, c := range v {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return "", false
+		}
+	}
+	return string(v), true
+}
+
+// decodeValue decodes the value at the cursor into dst with encoding/json.
+func decodeValue[T any](s *jsonscan.Scanner, dst *T) func() bool {
+	return func() bool {
+		raw, ok := s.Raw()
+		return ok && json.Unmarshal(raw, dst) == nil
+	}
+}
+
+func walkContainers(s *jsonscan.Scanner, dst *[]quotaContainer) func() bool {
+	return func() bool {
+		if s.Null() {
+			*dst = nil
+			return true
+		}
+		out := []quotaContainer{}
+		ok := s.Elements(func() bool {
+			var c quotaContainer
+			if s.Null() {
+				return false
+			}
+			if !walkObject(s, []member{
+				{"name", plainString(s, &c.Name)},
+				{"resources", decodeValue(s, &c.Resources)},
+				{"restartPolicy", decodeValue(s, &c.RestartPolicy)},
+			}) {
+				return false
+			}
+			out = append(out, c)
+			return true
+		})
+		*dst = out
+		return ok
+	}
+}
+
+func walkContainerStatuses(s *jsonscan.Scanner, dst *[]quotaContainerStatus) func() bool {
+	return func() bool {
+		if s.Null() {
+			*dst = nil
+			return true
+		}
+		out := []quotaContainerStatus{}
+		ok := s.Elements(func() bool {
+			var c quotaContainerStatus
+			if s.Null() {
+				return false
+			}
+			if !walkObject(s, []member{
+				{"name", plainString(s, &c.Name)},
+				{"allocatedResources", decodeValue(s, &c.AllocatedResources)},
+				{"resources", decodeValue(s, &c.Resources)},
+			}) {
+				return false
+			}
+			out = append(out, c)
+			return true
+		})
+		*dst = out
+		return ok
+	}
 }
