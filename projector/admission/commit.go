@@ -133,7 +133,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			if p == nil || p.env != v.env {
 				// Prepared against other defaults (or not at all): the
 				// request's object is decoded and prepared again.
-				obj, err := decodeObject(j.req.Object, namespace)
+				obj, err := decodeObject(j.req.Object, namespace, j.req.valid)
 				if err != nil {
 					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
 					continue

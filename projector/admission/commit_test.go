@@ -103,7 +103,7 @@ func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := decodeObject(in.Request.Object, ns)
+	obj, err := decodeObject(in.Request.Object, ns, false)
 	if err != nil {
 		t.Fatal(err)
 	}

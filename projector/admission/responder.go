@@ -166,6 +166,8 @@ type request struct {
 	Object    json.RawMessage       `json:"object"`
 	OldObject json.RawMessage       `json:"oldObject"`
 	DryRun    *bool                 `json:"dryRun"`
+	// valid says the whole review was checked to be valid JSON.
+	valid bool
 }
 
 // Review answers one AdmissionReview for namespace. It always returns a
@@ -224,7 +226,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if op == admissionv1.Delete || op == admissionv1.Connect {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
-	obj, err := decodeObject(req.Object, namespace)
+	obj, err := decodeObject(req.Object, namespace, req.valid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: object: %v", ErrBadRequest, err)
 	}
@@ -233,7 +235,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if isNull(req.OldObject) {
 			return nil, fmt.Errorf("%w: UPDATE without oldObject", ErrBadRequest)
 		}
-		if old, err = decodeObject(req.OldObject, namespace); err != nil {
+		if old, err = decodeObject(req.OldObject, namespace, req.valid); err != nil {
 			return nil, fmt.Errorf("%w: oldObject: %v", ErrBadRequest, err)
 		}
 	}
@@ -296,11 +298,17 @@ func isNull(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-func decodeObject(raw []byte, namespace string) (*object.Object, error) {
+// decodeObject decodes an object of a request; valid says the request was
+// checked to be valid JSON already.
+func decodeObject(raw []byte, namespace string, valid bool) (*object.Object, error) {
 	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
-	o, err := object.DecodeForQuota(raw)
+	decode := object.DecodeForQuota
+	if valid {
+		decode = object.DecodeValidForQuota
+	}
+	o, err := decode(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,11 @@ func scanReview(data []byte) (*request, bool) {
 		}
 		return s.Skip()
 	})
-	return req, walked && req != nil && s.AtEnd()
+	if !walked || req == nil || !s.AtEnd() {
+		return nil, false
+	}
+	req.valid = true
+	return req, true
 }
 
 // requestFields are the request fields scanRequest reads.
