@@ -86,13 +86,8 @@ func TestWithReservationMatchesTheFold(t *testing.T) {
 		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"team-a"},` +
 			`"spec":{"priorityClassName":"` + class + `","containers":[{"name":"app","resources":{"requests":{"cpu":"` + cpu + `","memory":"` + memory + `"},"limits":{"cpu":"` + cpu + `","memory":"` + memory + `"}}}]}}`)
 	}
-	at := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	var records []ledger.Record
-	add := func(ev ledger.Event) {
-		ev.Version = ledger.EncodingVersion
-		seq := uint64(len(records) + 1)
-		records = append(records, ledger.Record{Seq: seq, Subject: ledger.Subject("team-a"), Namespace: "team-a", Time: at.Add(time.Duration(seq) * time.Second), Event: ev})
-	}
+	add := teamARecorder(&records, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "compute",
 		Object: quotaObj("compute", `{"requests.cpu":"100","requests.memory":"1Ti","limits.cpu":"100","pods":"1k"}`)})
 	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "counts", Object: quotaObj("counts", `{"count/pods":"50"}`)})
@@ -157,11 +152,7 @@ func TestExpiredReservationsReadsTheExpiryIndex(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
 	var records []ledger.Record
-	add := func(ev ledger.Event) {
-		ev.Version = ledger.EncodingVersion
-		seq := uint64(len(records) + 1)
-		records = append(records, ledger.Record{Seq: seq, Subject: ledger.Subject("team-a"), Namespace: "team-a", Time: at.Add(time.Duration(seq) * time.Second), Event: ev})
-	}
+	add := teamARecorder(&records, at)
 	// Expiries: a at +1s+30s, b at +2s+10s, c at +3s+20s, d at +4s+5s.
 	for _, r := range []struct {
 		name string
@@ -219,4 +210,15 @@ func TestExpiredReservationsReadsTheExpiryIndex(t *testing.T) {
 		t.Errorf("after migrating: %q, want %q", got, want)
 	}
 	checkConsistent(t, p)
+}
+
+// teamARecorder returns a function that appends an event of namespace
+// team-a to records as the next record, one second after the previous
+// one, the first a second after at.
+func teamARecorder(records *[]ledger.Record, at time.Time) func(ledger.Event) {
+	return func(ev ledger.Event) {
+		ev.Version = ledger.EncodingVersion
+		seq := uint64(len(*records) + 1)
+		*records = append(*records, ledger.Record{Seq: seq, Subject: ledger.Subject("team-a"), Namespace: "team-a", Time: at.Add(time.Duration(seq) * time.Second), Event: ev})
+	}
 }

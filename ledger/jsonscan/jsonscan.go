@@ -27,21 +27,7 @@ func New(b []byte) *Scanner { return &Scanner{b: b} }
 // Literal) and return true, or return false to stop. Members reports
 // whether the object was walked to its end.
 func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
-	s.space()
-	if !s.next('{') {
-		return false
-	}
-	for first := true; ; first = false {
-		s.space()
-		if s.next('}') {
-			return true
-		}
-		if !first {
-			if !s.next(',') {
-				return false
-			}
-			s.space()
-		}
+	return s.sequence('{', '}', func() bool {
 		key, plain, ok := s.str()
 		if !ok {
 			return false
@@ -51,10 +37,8 @@ func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 			return false
 		}
 		s.space()
-		if !member(key, plain) {
-			return false
-		}
-	}
+		return member(key, plain)
+	})
 }
 
 // Elements walks the elements of the array at the cursor, calling element
@@ -62,13 +46,18 @@ func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 // return true, or return false to stop. Elements reports whether the array
 // was walked to its end.
 func (s *Scanner) Elements(element func() bool) bool {
+	return s.sequence('[', ']', element)
+}
+
+// sequence walks the comma-separated items between open and close.
+func (s *Scanner) sequence(open, close byte, item func() bool) bool {
 	s.space()
-	if !s.next('[') {
+	if !s.next(open) {
 		return false
 	}
 	for first := true; ; first = false {
 		s.space()
-		if s.next(']') {
+		if s.next(close) {
 			return true
 		}
 		if !first {
@@ -77,7 +66,7 @@ func (s *Scanner) Elements(element func() bool) bool {
 			}
 			s.space()
 		}
-		if !element() {
+		if !item() {
 			return false
 		}
 	}

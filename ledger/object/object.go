@@ -148,12 +148,9 @@ type header struct {
 // Decode reads one Kubernetes object from JSON. A namespaced object may
 // come without a namespace (a manifest); SetNamespace supplies it.
 func Decode(raw []byte) (*Object, error) {
-	if len(raw) > SizeMax {
-		return nil, fmt.Errorf("decode object: %d bytes: %w", len(raw), ErrTooLarge)
-	}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("decode object: %w", ErrNotObject)
+	trimmed, err := objectBytes(raw)
+	if err != nil {
+		return nil, err
 	}
 	if o := decodeFast(trimmed); o != nil {
 		return o, nil
@@ -162,6 +159,19 @@ func Decode(raw []byte) (*Object, error) {
 		return o, nil
 	}
 	return decodeGeneral(trimmed)
+}
+
+// objectBytes checks the size of raw and that it holds an object, and
+// returns it without surrounding white space.
+func objectBytes(raw []byte) ([]byte, error) {
+	if len(raw) > SizeMax {
+		return nil, fmt.Errorf("decode object: %d bytes: %w", len(raw), ErrTooLarge)
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, fmt.Errorf("decode object: %w", ErrNotObject)
+	}
+	return trimmed, nil
 }
 
 // decodeGeneral is Decode for any object, through encoding/json.

@@ -1,9 +1,7 @@
 package object
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,12 +35,9 @@ func DecodeValidForQuota(raw []byte) (*Object, error) {
 }
 
 func decodeForQuota(raw []byte, valid bool) (*Object, error) {
-	if len(raw) > SizeMax {
-		return nil, fmt.Errorf("decode object: %d bytes: %w", len(raw), ErrTooLarge)
-	}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("decode object: %w", ErrNotObject)
+	trimmed, err := objectBytes(raw)
+	if err != nil {
+		return nil, err
 	}
 	if o := decodeFast(trimmed); o != nil {
 		return o, nil
@@ -309,26 +304,21 @@ func decodeValue[T any](s *jsonscan.Scanner, dst *T) func() bool {
 	}
 }
 
-func walkContainers(s *jsonscan.Scanner, dst *[]quotaContainer) func() bool {
+// walkArray walks an array of objects into dst, each element's members
+// given by members; a null array sets dst to nil, as encoding/json does.
+func walkArray[T any](s *jsonscan.Scanner, dst *[]T, members func(*T) []member) func() bool {
 	return func() bool {
 		if s.Null() {
 			*dst = nil
 			return true
 		}
-		out := []quotaContainer{}
+		out := []T{}
 		ok := s.Elements(func() bool {
-			var c quotaContainer
-			if s.Null() {
+			var e T
+			if s.Null() || !walkObject(s, members(&e)) {
 				return false
 			}
-			if !walkObject(s, []member{
-				{"name", plainString(s, &c.Name)},
-				{"resources", decodeValue(s, &c.Resources)},
-				{"restartPolicy", decodeValue(s, &c.RestartPolicy)},
-			}) {
-				return false
-			}
-			out = append(out, c)
+			out = append(out, e)
 			return true
 		})
 		*dst = out
@@ -336,29 +326,22 @@ func walkContainers(s *jsonscan.Scanner, dst *[]quotaContainer) func() bool {
 	}
 }
 
-func walkContainerStatuses(s *jsonscan.Scanner, dst *[]quotaContainerStatus) func() bool {
-	return func() bool {
-		if s.Null() {
-			*dst = nil
-			return true
+func walkContainers(s *jsonscan.Scanner, dst *[]quotaContainer) func() bool {
+	return walkArray(s, dst, func(c *quotaContainer) []member {
+		return []member{
+			{"name", plainString(s, &c.Name)},
+			{"resources", decodeValue(s, &c.Resources)},
+			{"restartPolicy", decodeValue(s, &c.RestartPolicy)},
 		}
-		out := []quotaContainerStatus{}
-		ok := s.Elements(func() bool {
-			var c quotaContainerStatus
-			if s.Null() {
-				return false
-			}
-			if !walkObject(s, []member{
-				{"name", plainString(s, &c.Name)},
-				{"allocatedResources", decodeValue(s, &c.AllocatedResources)},
-				{"resources", decodeValue(s, &c.Resources)},
-			}) {
-				return false
-			}
-			out = append(out, c)
-			return true
-		})
-		*dst = out
-		return ok
-	}
+	})
+}
+
+func walkContainerStatuses(s *jsonscan.Scanner, dst *[]quotaContainerStatus) func() bool {
+	return walkArray(s, dst, func(c *quotaContainerStatus) []member {
+		return []member{
+			{"name", plainString(s, &c.Name)},
+			{"allocatedResources", decodeValue(s, &c.AllocatedResources)},
+			{"resources", decodeValue(s, &c.Resources)},
+		}
+	})
 }

@@ -18,12 +18,8 @@ import (
 // counts the first) but reserves no second charge, and the next decision
 // sees the round's charges.
 func TestRoundDecidesTogetherAndAppendsOnce(t *testing.T) {
-	srv, _, js := ledgertest.StartServer(t)
-	stream := ledgertest.OpenStream(t, js)
 	const ns = "team"
-	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"pods": "4", "requests.cpu": "1"}))
-	r := startReplica(t, srv.ClientURL(), Config{})
-	r.catchUp(t)
+	r, stream := startWithQuota(t, ns, map[string]string{"pods": "4", "requests.cpu": "1"})
 	ctx := context.Background()
 	before, err := stream.LastSeq(ctx)
 	if err != nil {
@@ -88,12 +84,8 @@ func TestRoundDecidesTogetherAndAppendsOnce(t *testing.T) {
 // namespace without a LimitRange, then adds one before the round: the round
 // must default the create with the LimitRange, as a fresh request would.
 func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
-	srv, _, js := ledgertest.StartServer(t)
-	stream := ledgertest.OpenStream(t, js)
 	const ns = "team"
-	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"pods": "4", "requests.cpu": "1"}))
-	r := startReplica(t, srv.ClientURL(), Config{})
-	r.catchUp(t)
+	r, stream := startWithQuota(t, ns, map[string]string{"pods": "4", "requests.cpu": "1"})
 	var in struct{ Request *request }
 	if err := json.Unmarshal(review("uid-a", admissionv1.Create, ns, podManifest(ns, "a", ""), "", false), &in); err != nil {
 		t.Fatal(err)
@@ -133,4 +125,16 @@ func mustView(t *testing.T, r *replica, namespace string) *view {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// startWithQuota starts a server and a replica with one quota, q, in
+// namespace, and returns once the replica has applied it.
+func startWithQuota(t *testing.T, namespace string, hard map[string]string) (*replica, *ledger.Stream) {
+	t.Helper()
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	upsert(t, stream, quotaManifest(namespace, "q", hard))
+	r := startReplica(t, srv.ClientURL(), Config{})
+	r.catchUp(t)
+	return r, stream
 }
