@@ -23,6 +23,14 @@ const (
 	// first record. Records that have arrived are applied at once; this
 	// only paces the loop when the stream is quiet.
 	DefaultFetchWaitTimeout = 250 * time.Millisecond
+	// DefaultCommitDelay is how long a small batch waits for more records
+	// before it is committed (see Config.CommitDelay).
+	DefaultCommitDelay = 2 * time.Millisecond
+	// CommitDelayLimit is the largest CommitDelay accepted.
+	CommitDelayLimit = time.Second
+	// commitDelayStep is how often a waiting batch looks for a query
+	// waiting on it.
+	commitDelayStep = 200 * time.Microsecond
 	// BatchSizeLimit is the largest BatchSizeMax accepted: one transaction
 	// holds the whole batch in memory.
 	BatchSizeLimit = 65536
@@ -41,6 +49,13 @@ type Config struct {
 	// FetchWaitTimeout is how long an idle fetch waits for a first record.
 	// Zero means DefaultFetchWaitTimeout.
 	FetchWaitTimeout time.Duration
+	// CommitDelay is how long the projector, once it has caught up with
+	// the stream, lets a small batch wait for more records before
+	// committing it, unless a query (describe, an admission catching up)
+	// waits for it: while events trickle in, as reservations do under
+	// load, one commit and one fsync then serve several events. Zero means
+	// DefaultCommitDelay; negative commits every batch at once.
+	CommitDelay time.Duration
 	// NoSync skips bbolt's fsync on commit. The stream stays the truth, so
 	// a projection lost to a power failure is rebuilt from it; a process
 	// crash alone loses nothing either way. Zero (false) syncs every batch.
@@ -61,6 +76,9 @@ func (c *Config) Validate() error {
 	if c.FetchWaitTimeout < 0 {
 		problems = append(problems, "FetchWaitTimeout is negative")
 	}
+	if c.CommitDelay > CommitDelayLimit {
+		problems = append(problems, fmt.Sprintf("CommitDelay %s is over %s", c.CommitDelay, CommitDelayLimit))
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
 	}
@@ -73,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FetchWaitTimeout == 0 {
 		c.FetchWaitTimeout = DefaultFetchWaitTimeout
+	}
+	if c.CommitDelay == 0 {
+		c.CommitDelay = DefaultCommitDelay
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -89,6 +110,9 @@ type Projector struct {
 	fold *Fold // the only writer's cache; used under db.Update only
 
 	applied atomic.Uint64
+	// waiting counts the callers of WaitApplied waiting for a commit; a
+	// small batch is not held back while there is one.
+	waiting atomic.Int32
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 }
@@ -153,6 +177,9 @@ func (p *Projector) Run(ctx context.Context) error {
 	log.Info("projector following stream", "from_seq", p.Applied()+1, "path", p.cfg.Path)
 	for {
 		records, err := reader.Next(ctx, p.cfg.BatchSizeMax, p.cfg.FetchWaitTimeout)
+		if err == nil && len(records) > 0 {
+			records, err = p.gather(ctx, reader, records)
+		}
 		if len(records) > 0 {
 			if err := p.Apply(ctx, records); err != nil {
 				return err
@@ -165,6 +192,27 @@ func (p *Projector) Run(ctx context.Context) error {
 			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), err)
 		}
 	}
+}
+
+// gather lets a batch smaller than a quarter of BatchSizeMax wait up to
+// CommitDelay for more records, as long as no query waits for a commit.
+func (p *Projector) gather(ctx context.Context, reader *ledger.Reader, records []ledger.Record) ([]ledger.Record, error) {
+	if p.cfg.CommitDelay <= 0 || len(records) >= p.cfg.BatchSizeMax/4 {
+		return records, nil
+	}
+	deadline := time.Now().Add(p.cfg.CommitDelay)
+	for len(records) < p.cfg.BatchSizeMax && p.waiting.Load() == 0 {
+		wait := min(time.Until(deadline), commitDelayStep)
+		if wait <= 0 {
+			break
+		}
+		more, err := reader.Next(ctx, p.cfg.BatchSizeMax-len(records), wait)
+		records = append(records, more...)
+		if err != nil {
+			return records, err
+		}
+	}
+	return records, nil
 }
 
 // Apply applies records (which must continue the applied sequence) in one
@@ -213,6 +261,11 @@ func (p *Projector) publishApplied(seq uint64) {
 
 // WaitApplied blocks until the projection reflects seq or ctx ends.
 func (p *Projector) WaitApplied(ctx context.Context, seq uint64) error {
+	if p.applied.Load() >= seq {
+		return nil
+	}
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
 	for {
 		p.mu.Lock()
 		ch := p.changed

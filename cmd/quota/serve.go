@@ -59,6 +59,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server")
 	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
 	f.BoolVar(&cfg.Projector.NoSync, "projection-nosync", false, "do not fsync the projection file (it is rebuilt from the stream after a power loss)")
+	f.DurationVar(&cfg.Projector.CommitDelay, "projection-commit-delay", projector.DefaultCommitDelay, "how long a small batch of new events waits for more before the projection commits it, unless a query waits (negative: commit at once)")
 	f.Int64Var(&cfg.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a snapshot of the projection to the object store every N applied events (negative: never)")
 	f.IntVar(&cfg.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of periodic snapshots kept")
 	f.DurationVar(&cfg.Admission.ReservationTTL, "reservation-ttl", admission.DefaultReservationTTL, "how long an allowed admission's reservation holds before its object's creation event confirms it")
