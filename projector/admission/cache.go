@@ -55,7 +55,11 @@ func (v *view) holds(p *projector.Projector, resource, name string) (bool, error
 // sequence the projection has applied, are in the projection and are
 // dropped.
 func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq, applied uint64) *view {
-	next := &view{NamespaceState: st, env: v.env, reserved: make(map[string]uint64, len(keys))}
+	// st may be v's own state (when no reservation charged): the copy
+	// keeps v unchanged for the decisions still reading it.
+	state := *st
+	state.SubjectSeq = seq
+	next := &view{NamespaceState: &state, env: v.env, reserved: make(map[string]uint64, len(keys))}
 	for k, at := range v.reserved {
 		if at > applied {
 			next.reserved[k] = at
@@ -64,7 +68,6 @@ func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq
 	for _, k := range keys {
 		next.reserved[k] = seq
 	}
-	next.SubjectSeq = seq
 	return next
 }
 

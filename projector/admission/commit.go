@@ -129,16 +129,18 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		)
 		for i, j := range jobs {
 			p := j.prepared
-			j.prepared = nil
 			if p == nil || p.env != v.env {
 				// Prepared against other defaults (or not at all): the
-				// request's object is decoded and prepared again.
+				// request's object is decoded and prepared again. A
+				// prepared create is only read by decisions, so it serves
+				// every attempt with the same defaults.
 				obj, err := decodeObject(j.req.Object, namespace, j.req.valid)
 				if err != nil {
 					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
 					continue
 				}
 				p = prepare(v.env, obj, j.reservation)
+				j.prepared = p
 			}
 			d := p.decide(st)
 			if !d.allowed {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/projector"
 )
 
 // TestRoundDecidesTogetherAndAppendsOnce runs one round of five creates by
@@ -137,4 +138,21 @@ func startWithQuota(t *testing.T, namespace string, hard map[string]string) (*re
 	r := startReplica(t, srv.ClientURL(), Config{})
 	r.catchUp(t)
 	return r, stream
+}
+
+// TestWithReservationsLeavesTheOldViewAlone checks that a view made after
+// a round in which no reservation charged (its state is the old view's)
+// does not change the old view, which other decisions may be reading.
+func TestWithReservationsLeavesTheOldViewAlone(t *testing.T) {
+	old := &view{NamespaceState: &projector.NamespaceState{Namespace: "team", SubjectSeq: 5}, reserved: map[string]uint64{"pods/a": 4, "pods/b": 6}}
+	next := old.withReservations(old.NamespaceState, nil, 9, 5)
+	if old.SubjectSeq != 5 {
+		t.Errorf("the old view's SubjectSeq became %d", old.SubjectSeq)
+	}
+	if next.SubjectSeq != 9 {
+		t.Errorf("the new view's SubjectSeq is %d, want 9", next.SubjectSeq)
+	}
+	if _, ok := next.reserved["pods/a"]; ok || next.reserved["pods/b"] != 6 {
+		t.Errorf("reserved after the projection applied seq 5: %v, want only pods/b", next.reserved)
+	}
 }
