@@ -31,8 +31,9 @@ const (
 // more each write carries. On a conflict the round catches up with the
 // subject and decides the whole group again.
 //
-// There is at most one round in flight per namespace, run by a goroutine
-// that lives while the namespace has creates queued.
+// There is at most one round in flight per namespace: the first by the
+// request that found none running, the next ones by a goroutine that
+// lives while the namespace has creates queued.
 
 // job is a reserving create waiting for its round.
 type job struct {
@@ -59,8 +60,11 @@ type queue struct {
 	running bool
 }
 
-// enqueue queues j for its namespace's next round, starting the
-// namespace's round loop if none is running.
+// enqueue queues j for its namespace's next round. When no round is
+// running for the namespace, the caller becomes the namespace's leader:
+// it runs the round (which holds j) itself, then hands what has queued
+// meanwhile to a goroutine of its own, so a lone request is decided
+// without a hand-off between goroutines.
 func (r *Responder) enqueue(namespace string, j *job) {
 	r.mu.Lock()
 	q, ok := r.queues[namespace]
@@ -69,16 +73,17 @@ func (r *Responder) enqueue(namespace string, j *job) {
 		r.queues[namespace] = q
 	}
 	q.jobs = append(q.jobs, j)
-	start := !q.running
+	lead := !q.running
 	q.running = true
 	r.mu.Unlock()
-	if start {
-		go r.rounds(namespace, q)
+	if lead {
+		r.rounds(namespace, q, true)
 	}
 }
 
-// rounds runs rounds for a namespace until its queue is empty.
-func (r *Responder) rounds(namespace string, q *queue) {
+// rounds runs rounds for a namespace until its queue is empty; a leader
+// (first) runs one and passes the rest on.
+func (r *Responder) rounds(namespace string, q *queue, first bool) {
 	budget := int(r.stream.Config().MaxMsgSize) / roundBytesShare
 	for {
 		r.mu.Lock()
@@ -97,6 +102,19 @@ func (r *Responder) rounds(namespace string, q *queue) {
 		q.jobs = q.jobs[n:]
 		r.mu.Unlock()
 		r.round(namespace, jobs)
+		if first {
+			r.mu.Lock()
+			idle := len(q.jobs) == 0
+			if idle {
+				q.running = false
+				delete(r.queues, namespace)
+			}
+			r.mu.Unlock()
+			if !idle {
+				go r.rounds(namespace, q, false)
+			}
+			return
+		}
 	}
 }
 
