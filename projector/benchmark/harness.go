@@ -39,6 +39,8 @@ const (
 	FigureAdmitDry1P50      = "admission dry-run p50, 1 client"
 	FigureAdmitDry1P99      = "admission dry-run p99, 1 client"
 	FigureAdmitDry16        = "admission dry-run, 16 clients"
+	FigureRawAppend1        = "raw compare-and-swap append, 1 client"
+	FigureRawAppend1P50     = "raw compare-and-swap append p50, 1 client"
 	FigureAdmitReserve1     = "admission reserving, 1 client"
 	FigureAdmitReserve1P50  = "admission reserving p50, 1 client"
 	FigureAdmitReserve1P99  = "admission reserving p99, 1 client"

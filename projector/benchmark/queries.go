@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
@@ -308,6 +309,7 @@ func (r *run) admission(env Env) {
 		check:   checkAdmissionReview,
 	}, names[0], names[1], names[2], names[3], opts)
 
+	r.rawAppend(ctx)
 	reserving, err := r.reservingPods(ctx, env)
 	if err != nil {
 		for _, name := range names[4:] {
@@ -340,6 +342,34 @@ func (r *run) admission(env Env) {
 		o(&f)
 	}
 	r.add(f)
+}
+
+// rawAppend measures what one reservation costs the log alone: publishes
+// of a pod's size to the raw ceiling's stream, one at a time, each
+// expecting the subject's last sequence (a compare-and-swap) and waiting
+// for its acknowledgement, under the run's sync policy.
+func (r *run) rawAppend(ctx context.Context) {
+	const subject = "bench.raw.cas"
+	n := max(100, r.cfg.Requests/5)
+	payload := r.podObjects[0]
+	latencies := make([]time.Duration, n)
+	var last uint64
+	start := time.Now()
+	for i := range latencies {
+		t0 := time.Now()
+		ack, err := r.js.Publish(ctx, subject, payload, jetstream.WithExpectStream(rawStreamName), jetstream.WithExpectLastSequencePerSubject(last))
+		if err != nil {
+			r.add(Figure{Name: FigureRawAppend1, Status: Failed, Note: err.Error()})
+			return
+		}
+		latencies[i] = time.Since(t0)
+		last = ack.Sequence
+	}
+	elapsed := time.Since(start)
+	slices.Sort(latencies)
+	r.add(Figure{Name: FigureRawAppend1, Unit: UnitRequestsPerSecond, Value: rate(n, elapsed),
+		Note: fmt.Sprintf("%d publishes of %d bytes, p99 %d µs", n, len(payload), latencies[min(n-1, n*99/100)].Microseconds())})
+	r.add(Figure{Name: FigureRawAppend1P50, Unit: UnitMicroseconds, Value: float64(latencies[n/2].Microseconds())})
 }
 
 // KubernetesClients is the client count of Kubernetes' concurrent
