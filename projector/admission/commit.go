@@ -157,7 +157,8 @@ func (r *Responder) round(namespace string, jobs []*job) {
 					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
 					continue
 				}
-				p = prepare(v.env, obj, j.reservation)
+				p = prepare(v.env, obj)
+				p.reserveAs(j.reservation)
 				j.prepared = p
 			}
 			d := p.decide(st)
@@ -178,7 +179,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 				// The same request twice in one round (a client's retry):
 				// the second reservation needs an ID of its own, and
 				// charges nothing when it names the same object.
-				if res, err = p.reencode(newReservationID()); err != nil {
+				if res, err = p.encode(newReservationID()); err != nil {
 					outcomes[i] = outcome{err: err}
 					continue
 				}

@@ -100,7 +100,9 @@ func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &job{req: in.Request, prepared: prepare(env, obj, "uid-a"), reservation: "uid-a", done: make(chan outcome, 1)}
+	p := prepare(env, obj)
+	p.reserveAs("uid-a")
+	j := &job{req: in.Request, prepared: p, reservation: "uid-a", done: make(chan outcome, 1)}
 	if j.prepared.denial == nil {
 		// Without defaults, the pod states no cpu request: must specify.
 		d := j.prepared.decide(mustView(t, r, ns).NamespaceState)

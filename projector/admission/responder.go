@@ -249,7 +249,9 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if err != nil {
 			return nil, err
 		}
-		j := &job{req: req, prepared: prepare(env, obj, reservation), reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
+		p := prepare(env, obj)
+		p.reserveAs(reservation)
+		j := &job{req: req, prepared: p, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 		r.enqueue(namespace, j)
 		select {
 		case o := <-j.done:
@@ -262,7 +264,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if err != nil {
 		return nil, err
 	}
-	d := decide(v.NamespaceState, op, obj, old)
+	d := decide(v, op, obj, old)
 	if !d.allowed {
 		return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
 	}
