@@ -65,7 +65,10 @@ func (st *NamespaceState) WithReservation(c quota.Charge) *NamespaceState {
 		var used quota.ResourceList
 		for name, n := range s.Quota.Mask(c.Usage) {
 			if n.Sign() <= 0 {
-				continue // adjust changes nothing for a zero part
+				// A zero part changes nothing in the fold either, and a
+				// reservation's charge has no negative part (quota.Admit
+				// refuses negative usage).
+				continue
 			}
 			if used == nil {
 				used = maps.Clone(s.Used)
