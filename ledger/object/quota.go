@@ -66,17 +66,8 @@ type quotaContainerStatus struct {
 // corev1.Pod, so that encoding/json fills each field exactly as it fills
 // the pod's own.
 type quotaPod struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name                       string       `json:"name"`
-		GenerateName               string       `json:"generateName"`
-		Namespace                  string       `json:"namespace"`
-		UID                        types.UID    `json:"uid"`
-		ResourceVersion            string       `json:"resourceVersion"`
-		DeletionTimestamp          *metav1.Time `json:"deletionTimestamp"`
-		DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
-	} `json:"metadata"`
+	// header holds apiVersion, kind and the identity in metadata.
+	header
 	Spec struct {
 		InitContainers        []quotaContainer             `json:"initContainers"`
 		Containers            []quotaContainer             `json:"containers"`
@@ -116,20 +107,15 @@ func decodeQuotaPod(trimmed []byte, valid bool) *Object {
 	if p.APIVersion != apiVersion || p.Kind != kind {
 		return nil
 	}
-	var h header
-	h.APIVersion, h.Kind = p.APIVersion, p.Kind
-	m := &p.Metadata
-	h.Metadata.Name, h.Metadata.GenerateName, h.Metadata.Namespace = m.Name, m.GenerateName, m.Namespace
-	h.Metadata.UID, h.Metadata.ResourceVersion = string(m.UID), m.ResourceVersion
-	h.Metadata.DeletionTimestamp, h.Metadata.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
-	o, _, _, err := identify(&h)
+	o, _, _, err := identify(&p.header)
 	if err != nil {
 		return nil
 	}
+	m := &p.Metadata
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: p.APIVersion, Kind: p.Kind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, UID: m.UID,
+			Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, UID: types.UID(m.UID),
 			ResourceVersion: m.ResourceVersion, DeletionTimestamp: m.DeletionTimestamp,
 			DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
 		},
