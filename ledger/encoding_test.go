@@ -149,7 +149,9 @@ func TestEncodeRefusesOtherVersions(t *testing.T) {
 }
 
 func FuzzDecodeEvent(f *testing.F) {
-	for _, ev := range []ledger.Event{pod("a", "x"), {Type: ledger.Expire, Namespace: "a", Reservation: "r"}} {
+	reservations := []ledger.Reservation{{ID: "r1", Resource: "pods", Name: "a", Object: json.RawMessage(`{"kind":"Pod"}`)}, {ID: "r2", Resource: "pods", Name: "b", Object: json.RawMessage(`{}`)}}
+	for _, ev := range []ledger.Event{pod("a", "x"), {Type: ledger.Expire, Namespace: "a", Reservation: "r"},
+		{Type: ledger.Reserve, Namespace: "a", ReservationTTL: time.Minute, Reservations: reservations, Source: "admission"}} {
 		b, err := ledger.Encode(ev)
 		if err != nil {
 			f.Fatal(err)
