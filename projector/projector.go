@@ -25,7 +25,7 @@ const (
 	DefaultFetchWaitTimeout = 250 * time.Millisecond
 	// DefaultCommitDelay is how long a small batch waits for more records
 	// before it is committed (see Config.CommitDelay).
-	DefaultCommitDelay = 2 * time.Millisecond
+	DefaultCommitDelay = 25 * time.Millisecond
 	// CommitDelayLimit is the largest CommitDelay accepted.
 	CommitDelayLimit = time.Second
 	// commitDelayStep is how often a waiting batch looks for a query
