@@ -147,6 +147,12 @@ func recordOf(msg jetstream.Msg) Record {
 // error when ctx ends and ErrReaderClosed after Close or when the consumer
 // failed for good (wrapping that failure).
 func (r *Reader) Next(ctx context.Context, max int, wait time.Duration) ([]Record, error) {
+	return r.NextUnless(ctx, max, wait, nil)
+}
+
+// NextUnless is Next, except that it also stops waiting for the first
+// record, returning none, when stop is closed or receives.
+func (r *Reader) NextUnless(ctx context.Context, max int, wait time.Duration, stop <-chan struct{}) ([]Record, error) {
 	if max <= 0 || max > ReaderNextMax {
 		return nil, fmt.Errorf("reader next: max %d is outside 1..%d", max, ReaderNextMax)
 	}
@@ -160,6 +166,8 @@ func (r *Reader) Next(ctx context.Context, max int, wait time.Duration) ([]Recor
 		}
 		out = append(out, rec)
 	case <-timer.C:
+		return nil, nil
+	case <-stop:
 		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()

@@ -28,9 +28,6 @@ const (
 	DefaultCommitDelay = 25 * time.Millisecond
 	// CommitDelayLimit is the largest CommitDelay accepted.
 	CommitDelayLimit = time.Second
-	// commitDelayStep is how often a waiting batch looks for a query
-	// waiting on it.
-	commitDelayStep = 200 * time.Microsecond
 	// BatchSizeLimit is the largest BatchSizeMax accepted: one transaction
 	// holds the whole batch in memory.
 	BatchSizeLimit = 65536
@@ -111,8 +108,10 @@ type Projector struct {
 
 	applied atomic.Uint64
 	// waiting counts the callers of WaitApplied waiting for a commit; a
-	// small batch is not held back while there is one.
+	// small batch is not held back while there is one. A caller that
+	// starts waiting also sends on wake, to cut short a batch held back.
 	waiting atomic.Int32
+	wake    chan struct{}
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
 }
@@ -132,7 +131,7 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
 	}
-	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{})}
+	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if err := initBuckets(tx); err != nil {
 			return err
@@ -200,13 +199,19 @@ func (p *Projector) gather(ctx context.Context, reader *ledger.Reader, records [
 	if p.cfg.CommitDelay <= 0 || len(records) >= p.cfg.BatchSizeMax/4 {
 		return records, nil
 	}
+	// A wake-up left from a query that has been served since must not cut
+	// this batch short.
+	select {
+	case <-p.wake:
+	default:
+	}
 	deadline := time.Now().Add(p.cfg.CommitDelay)
 	for len(records) < p.cfg.BatchSizeMax && p.waiting.Load() == 0 {
-		wait := min(time.Until(deadline), commitDelayStep)
+		wait := time.Until(deadline)
 		if wait <= 0 {
 			break
 		}
-		more, err := reader.Next(ctx, p.cfg.BatchSizeMax-len(records), wait)
+		more, err := reader.NextUnless(ctx, p.cfg.BatchSizeMax-len(records), wait, p.wake)
 		records = append(records, more...)
 		if err != nil {
 			return records, err
@@ -266,6 +271,10 @@ func (p *Projector) WaitApplied(ctx context.Context, seq uint64) error {
 	}
 	p.waiting.Add(1)
 	defer p.waiting.Add(-1)
+	select {
+	case p.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 	for {
 		p.mu.Lock()
 		ch := p.changed
