@@ -270,7 +270,9 @@ func checkForQuota(t *testing.T, raw []byte) bool {
 	}
 	full.Value, quick.Value = fv, qv
 	checkWalk(t, bytes.TrimSpace(raw))
-	return decodeQuotaPod(bytes.TrimSpace(raw), false) != nil
+	trimmed := bytes.TrimSpace(raw)
+	apiVersion, kind, ok := typeMeta(trimmed)
+	return ok && apiVersion == "v1" && kind == "Pod" && decodeQuotaPod(trimmed, false) != nil
 }
 
 // checkWalk checks that wherever walkQuotaPod reads a valid pod, it reads

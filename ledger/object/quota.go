@@ -42,10 +42,18 @@ func decodeForQuota(raw []byte, valid bool) (*Object, error) {
 	if o := decodeFast(trimmed); o != nil {
 		return o, nil
 	}
-	if o := decodeQuotaPod(trimmed, valid); o != nil {
-		return o, nil
+	// The kind is read once, for both shortcuts; where neither can vouch
+	// for its reading, the general path decides (and words any error).
+	if apiVersion, kind, ok := typeMeta(trimmed); ok {
+		if apiVersion == "v1" && kind == "Pod" {
+			if o := decodeQuotaPod(trimmed, valid); o != nil {
+				return o, nil
+			}
+		} else if o := decodeTypedAs(trimmed, apiVersion, kind); o != nil {
+			return o, nil
+		}
 	}
-	return Decode(trimmed)
+	return decodeGeneral(trimmed)
 }
 
 // quotaContainer is the part of a container quota reads.
@@ -88,15 +96,12 @@ type quotaPod struct {
 	} `json:"status"`
 }
 
-// decodeQuotaPod is DecodeForQuota for a core v1 pod. It returns nil for
-// anything else, or when the decode fails (Decode then words the error).
+// decodeQuotaPod is DecodeForQuota for an object typeMeta read as a core
+// v1 pod. It returns nil when the decode fails (the general path then
+// words the error).
 // The pod is walked (walkQuotaPod) when the input is valid JSON, and
 // decoded by encoding/json when the walk cannot vouch for its reading.
 func decodeQuotaPod(trimmed []byte, valid bool) *Object {
-	apiVersion, kind, ok := typeMeta(trimmed)
-	if !ok || apiVersion != "v1" || kind != "Pod" {
-		return nil
-	}
 	var p quotaPod
 	if !(valid || json.Valid(trimmed)) || !walkQuotaPod(trimmed, &p) {
 		p = quotaPod{}
@@ -104,7 +109,7 @@ func decodeQuotaPod(trimmed []byte, valid bool) *Object {
 			return nil
 		}
 	}
-	if p.APIVersion != apiVersion || p.Kind != kind {
+	if p.APIVersion != "v1" || p.Kind != "Pod" {
 		return nil
 	}
 	o, _, _, err := identify(&p.header)

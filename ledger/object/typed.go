@@ -23,6 +23,11 @@ func decodeTyped(trimmed []byte) *Object {
 	if !ok {
 		return nil
 	}
+	return decodeTypedAs(trimmed, apiVersion, kind)
+}
+
+// decodeTypedAs is decodeTyped once typeMeta has read apiVersion and kind.
+func decodeTypedAs(trimmed []byte, apiVersion, kind string) *Object {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil
