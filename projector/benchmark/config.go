@@ -51,6 +51,11 @@ type Config struct {
 	Hooks Hooks
 	// Log receives progress lines. Nil: discarded.
 	Log io.Writer
+	// ProfileDir, when set, gets a CPU profile of each request-reply
+	// measurement, named after it (e.g. "admission reserving, 16
+	// clients.pprof"). The profile covers the whole process: the clients,
+	// the embedded NATS server and the measured component alike.
+	ProfileDir string
 }
 
 // Env is what a hook gets: the running infrastructure of the benchmark.

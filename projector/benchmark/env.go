@@ -28,6 +28,9 @@ const (
 	EnvDir = "BENCH_DIR"
 	// EnvJSON is a file the report is written to as JSON.
 	EnvJSON = "BENCH_JSON"
+	// EnvProfile is a directory that gets a CPU profile of each
+	// request-reply measurement (default: none).
+	EnvProfile = "BENCH_PROFILE"
 
 	DefaultBenchEvents     = 200_000
 	DefaultBenchNamespaces = 100
@@ -40,6 +43,7 @@ func ConfigFromEnv(dir string) (Config, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		cfg.Dir = d
 	}
+	cfg.ProfileDir = os.Getenv(EnvProfile)
 	var err error
 	num := func(name string, def int) int {
 		s := os.Getenv(name)

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,7 +40,8 @@ type measured struct {
 
 // measureRequests sends total requests from clients goroutines, each on
 // its own connection and waiting for each reply before the next request.
-func (r *run) measureRequests(ctx context.Context, clients, total int, spec requestSpec) (measured, error) {
+// name names the measurement's CPU profile, when the run takes them.
+func (r *run) measureRequests(ctx context.Context, name string, clients, total int, spec requestSpec) (measured, error) {
 	conns := make([]*nats.Conn, clients)
 	for i := range conns {
 		nc, err := nats.Connect(r.url, nats.MaxReconnects(0))
@@ -51,6 +54,10 @@ func (r *run) measureRequests(ctx context.Context, clients, total int, spec requ
 	latencies := make([]time.Duration, total)
 	errs := make([]error, clients)
 	var wg sync.WaitGroup
+	stop, err := r.profile(name)
+	if err != nil {
+		return measured{}, err
+	}
 	start := time.Now()
 	for c := 0; c < clients; c++ {
 		wg.Add(1)
@@ -74,6 +81,9 @@ func (r *run) measureRequests(ctx context.Context, clients, total int, spec requ
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if err := stop(); err != nil {
+		return measured{}, err
+	}
 	if err := errors.Join(errs...); err != nil {
 		return measured{}, err
 	}
@@ -82,6 +92,30 @@ func (r *run) measureRequests(ctx context.Context, clients, total int, spec requ
 		rate: rate(total, elapsed),
 		p50:  latencies[total/2],
 		p99:  latencies[min(total-1, total*99/100)],
+	}, nil
+}
+
+// profile starts a CPU profile of the measurement name when the run takes
+// them, and returns what stops it.
+func (r *run) profile(name string) (stop func() error, err error) {
+	if r.cfg.ProfileDir == "" || name == "" {
+		return func() error { return nil }, nil
+	}
+	path := filepath.Join(r.cfg.ProfileDir, name+".pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("CPU profile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("CPU profile %s: %w", path, err)
+		}
+		return nil
 	}, nil
 }
 
@@ -97,12 +131,12 @@ func (r *run) addRequestFigures(spec requestSpec, one, p50, p99, many string, op
 			}
 		}
 	}
-	single, err := r.measureRequests(ctx, 1, r.cfg.Requests, spec)
+	single, err := r.measureRequests(ctx, one, 1, r.cfg.Requests, spec)
 	if err != nil {
 		failAll(err)
 		return
 	}
-	multi, err := r.measureRequests(ctx, ConcurrentClients, r.cfg.Requests, spec)
+	multi, err := r.measureRequests(ctx, many, ConcurrentClients, r.cfg.Requests, spec)
 	if err != nil {
 		failAll(err)
 		return
@@ -331,7 +365,7 @@ func (r *run) admission(env Env) {
 	r.addRequestFigures(spec, names[4], names[5], names[6], names[7], opts)
 	pctx, pcancel := context.WithTimeout(ctx, PhaseTimeout)
 	defer pcancel()
-	m, err := r.measureRequests(pctx, KubernetesClients, r.cfg.Requests, spec)
+	m, err := r.measureRequests(pctx, FigureAdmitReserve32, KubernetesClients, r.cfg.Requests, spec)
 	if err != nil {
 		r.add(Figure{Name: FigureAdmitReserve32, Status: Failed, Note: err.Error()})
 		return
