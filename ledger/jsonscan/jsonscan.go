@@ -3,19 +3,25 @@
 // large document cheaply: the kind of an object before its typed decode,
 // the request of an AdmissionReview.
 //
-// A Scanner does not check the grammar of what it skips, and it vouches
-// only for plain strings (printable ASCII without escapes), whose bytes are
-// their value. Callers validate the document by other means (encoding/json
-// decodes it, or json.Valid checks it) and fall back to encoding/json
+// A Scanner checks the grammar of everything it moves past as
+// encoding/json does (strings, escapes, numbers, literals, nesting up to
+// encoding/json's depth limit), so a walk that moves past a whole document
+// and then finds AtEnd has found it valid: json.Valid would accept it. A
+// Scanner vouches only for plain strings (printable ASCII without
+// escapes), whose bytes are their value; callers fall back to encoding/json
 // whenever the scanner cannot vouch for reading what encoding/json would.
 package jsonscan
 
-import "bytes"
+// DepthMax is the deepest nesting of objects and arrays a Scanner accepts,
+// encoding/json's limit.
+const DepthMax = 10000
 
 // Scanner is a cursor over a JSON document.
 type Scanner struct {
 	b []byte
 	i int
+	// depth is the number of objects and arrays the cursor is in.
+	depth int
 }
 
 // New returns a Scanner at the start of b.
@@ -55,9 +61,13 @@ func (s *Scanner) sequence(open, close byte, item func() bool) bool {
 	if !s.next(open) {
 		return false
 	}
+	if s.depth++; s.depth > DepthMax {
+		return false
+	}
 	for first := true; ; first = false {
 		s.space()
 		if s.next(close) {
+			s.depth--
 			return true
 		}
 		if !first {
@@ -112,48 +122,125 @@ func (s *Scanner) Literal() (value string, ok bool) {
 	return "", false
 }
 
-// Skip moves past the value at the cursor. It finds the value's end
-// without checking the value's grammar.
+// Skip moves past the value at the cursor, checking its grammar.
 func (s *Scanner) Skip() bool {
-	s.space()
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch s.b[s.i] {
-	case '"':
-		return s.skipString()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.skipString() {
+	// open holds the objects ('{') and arrays ('[') the value has opened
+	// and not closed yet, innermost last.
+	var buf [32]byte
+	open := buf[:0]
+	for {
+		// A value is expected.
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch c := s.b[s.i]; c {
+		case '{', '[':
+			s.i++
+			s.space()
+			if s.next(c + 2) { // '}' and ']' follow '{' and '[' by two
+				break
+			}
+			if s.depth+len(open)+1 > DepthMax {
+				return false
+			}
+			open = append(open, c)
+			if c == '{' && !s.key() {
+				return false
+			}
+			continue
+		case '"':
+			if !s.skipString() {
+				return false
+			}
+		case 't':
+			if !s.word("true") {
+				return false
+			}
+		case 'f':
+			if !s.word("false") {
+				return false
+			}
+		case 'n':
+			if !s.word("null") {
+				return false
+			}
+		default:
+			if !s.number() {
+				return false
+			}
+		}
+		// A value ended: close what it ends, up to the next value.
+		for {
+			if len(open) == 0 {
+				return true
+			}
+			s.space()
+			inner := open[len(open)-1]
+			if s.next(',') {
+				if inner == '{' && !s.key() {
 					return false
 				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
+				break
 			}
-			s.i++
-		}
-		return false
-	default:
-		start := s.i
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				return s.i > start
+			if !s.next(inner + 2) {
+				return false
 			}
-			s.i++
+			open = open[:len(open)-1]
 		}
-		return s.i > start
 	}
+}
+
+// key moves past a member's key and the colon after it.
+func (s *Scanner) key() bool {
+	s.space()
+	if !s.skipString() {
+		return false
+	}
+	s.space()
+	return s.next(':')
+}
+
+// word moves past the literal w.
+func (s *Scanner) word(w string) bool {
+	if len(s.b)-s.i < len(w) || string(s.b[s.i:s.i+len(w)]) != w {
+		return false
+	}
+	s.i += len(w)
+	return true
+}
+
+// number moves past a number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *Scanner) number() bool {
+	s.next('-')
+	switch {
+	case s.next('0'):
+	case s.i < len(s.b) && '1' <= s.b[s.i] && s.b[s.i] <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.next('.') && !s.digits() {
+		return false
+	}
+	if s.next('e') || s.next('E') {
+		if !s.next('+') {
+			s.next('-')
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits moves past one or more decimal digits.
+func (s *Scanner) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
 }
 
 // AtEnd reports whether only white space is left.
@@ -163,6 +250,9 @@ func (s *Scanner) AtEnd() bool {
 }
 
 func (s *Scanner) space() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return // compact JSON: no white space at all
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\r', '\n':
@@ -181,55 +271,84 @@ func (s *Scanner) next(c byte) bool {
 	return false
 }
 
-// skipString moves past a string without looking at its bytes but for
-// quotes and the backslashes before them.
+// skipString moves past a string, checking its escapes and that it holds
+// no control character.
 func (s *Scanner) skipString() bool {
-	if !s.next('"') {
-		return false
-	}
-	for {
-		q := bytes.IndexByte(s.b[s.i:], '"')
-		if q < 0 {
-			s.i = len(s.b)
-			return false
-		}
-		end := s.i + q
-		// The quote ends the string unless an odd number of backslashes
-		// escapes it.
-		n := 0
-		for k := end - 1; k >= s.i && s.b[k] == '\\'; k-- {
-			n++
-		}
-		s.i = end + 1
-		if n%2 == 0 {
-			return true
-		}
-	}
+	_, _, ok := s.str()
+	return ok
 }
 
-// str moves past a string and returns its bytes, whether it is plain, and
-// whether it ends.
+// str moves past a string and returns its bytes (escapes left as they
+// are), whether it is plain, and whether it is a well-formed string.
+// Like encoding/json, it does not require the bytes to be valid UTF-8.
 func (s *Scanner) str() (value []byte, plain, ok bool) {
 	if !s.next('"') {
 		return nil, false, false
 	}
-	start := s.i
+	b, start := s.b, s.i
 	plain = true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	for i := start; i < len(b); {
+		c := b[i]
+		if printable[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], plain, true
+			s.i = i + 1
+			return b[start:i], plain, true
 		case c == '\\':
 			plain = false
-			s.i++ // the escaped byte is skipped below
-		case c < 0x20 || c >= 0x7f:
-			plain = false
+			s.i = i
+			if !s.escape() {
+				return nil, false, false
+			}
+			i = s.i
+			continue
+		case c < 0x20:
+			return nil, false, false
 		}
-		s.i++
+		plain = false
+		i++
 	}
+	s.i = len(b)
 	return nil, false, false
+}
+
+// printable holds the bytes of plain strings: printable ASCII but for the
+// quote and the backslash.
+var printable = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// escape moves past an escape sequence within a string.
+func (s *Scanner) escape() bool {
+	s.i++ // the backslash
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i++
+		return true
+	case 'u':
+		s.i++
+		for range 4 {
+			if s.i >= len(s.b) || !isHex(s.b[s.i]) {
+				return false
+			}
+			s.i++
+		}
+		return true
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // EqualFoldASCII reports whether b equals s but for the case of ASCII

@@ -3,7 +3,10 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +16,12 @@ var values = []string{
 	` { "a" : [ ] , "b" : { } } `,
 	`["x",{"y":"]"},[[]],"\u00e9"]`,
 	`{"k\u0069nd":"Pod","kind":"Service"}`,
+	"\"caf\xc3\xa9 \xff\x7f\"", `"\/\b\f\n\r\t\uABcd"`, `-0`, `0.5`, `1E+2`, `12e-03`,
+	// Not valid JSON: a Scanner must refuse each.
+	`{"a":1,}`, `[1,]`, `{,}`, `{"a" 1}`, `{"a":}`, `{1:2}`, `[1 2]`, `{"a":1 "b":2}`,
+	`01`, `-`, `1.`, `.5`, `1e`, `1e+`, `+1`, `0x10`, `NaN`, `tru`, `nul`, `True`, `truex`,
+	"\"a\nb\"", "\"tab\there\"", `"\x"`, `"\u12"`, `"\u12G4"`, `"abc`, `"\`,
+	`[`, `{`, `]`, `}`, `{"a":[}`, `[{]}`, `{"a":1}}`, `[[]]]`, `"a" "b"`, ``, `  `,
 }
 
 // TestSkipFindsTheEndOfEveryValue checks Skip and Raw on valid values: the
@@ -25,10 +34,14 @@ func TestSkipFindsTheEndOfEveryValue(t *testing.T) {
 
 func checkSkip(t *testing.T, b []byte) {
 	t.Helper()
+	s := New(b)
+	if got, want := s.Skip() && s.AtEnd(), json.Valid(b); got != want {
+		t.Fatalf("Skip and AtEnd over %q: %v, json.Valid: %v", b, got, want)
+	}
 	if !json.Valid(b) {
 		return
 	}
-	s := New(b)
+	s = New(b)
 	if !s.Skip() || !s.AtEnd() {
 		t.Fatalf("Skip does not end at the end of %s (at %d of %d)", b, s.i, len(b))
 	}
@@ -50,6 +63,11 @@ func checkMembers(t *testing.T, b []byte) {
 	t.Helper()
 	var want map[string]json.RawMessage
 	if json.Unmarshal(b, &want) != nil || want == nil {
+		// A walk of what encoding/json refuses as an object must not end.
+		s := New(b)
+		if s.Members(func([]byte, bool) bool { return s.Skip() }) && s.AtEnd() {
+			t.Fatalf("Members walks %q, which encoding/json refuses as an object", b)
+		}
 		return
 	}
 	got := map[string]json.RawMessage{}
@@ -69,6 +87,35 @@ func checkMembers(t *testing.T, b []byte) {
 	}
 	if plainOnly && !reflect.DeepEqual(got, want) {
 		t.Fatalf("Members of %s: %v, encoding/json %v", b, got, want)
+	}
+}
+
+// TestDepthIsEncodingJSONs checks the nesting limit at its edge, for a
+// value skipped whole and for one walked level by level.
+func TestDepthIsEncodingJSONs(t *testing.T) {
+	for _, depth := range []int{DepthMax, DepthMax + 1} {
+		for _, open := range []string{"[", `{"a":`} {
+			close := map[string]string{"[": "]", `{"a":`: "}"}[open]
+			b := []byte(strings.Repeat(open, depth) + "1" + strings.Repeat(close, depth))
+			want := json.Valid(b)
+			if want != (depth <= DepthMax) {
+				t.Fatalf("json.Valid at depth %d: %v; the limit moved", depth, want)
+			}
+			checkSkip(t, b)
+			if open == "[" {
+				s := New(b)
+				var walk func() bool
+				walk = func() bool {
+					if s.i < len(s.b) && s.b[s.i] == '[' {
+						return s.Elements(walk)
+					}
+					return s.Skip()
+				}
+				if got := walk() && s.AtEnd(); got != want {
+					t.Errorf("Elements at depth %d: %v, want %v", depth, got, want)
+				}
+			}
+		}
 	}
 }
 
@@ -112,4 +159,25 @@ func FuzzScanner(f *testing.F) {
 		checkSkip(t, b)
 		checkMembers(t, b)
 	})
+}
+
+// BenchmarkSkip skips a recorded watch event of a pod whole.
+func BenchmarkSkip(b *testing.B) {
+	f, err := os.ReadFile(filepath.Join("..", "..", "testdata", "samples", "sample-team-a", "events.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var line []byte
+	for l := range bytes.SplitSeq(f, []byte("\n")) {
+		if bytes.Contains(l, []byte(`"kind":"Pod"`)) {
+			line = l
+			break
+		}
+	}
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if s := New(line); !s.Skip() || !s.AtEnd() {
+			b.Fatal("not skipped")
+		}
+	}
 }

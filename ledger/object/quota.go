@@ -2,8 +2,10 @@ package object
 
 import (
 	"encoding/json"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,22 +21,10 @@ import (
 // DecodeForQuota does too, with the same identity and the same Trimmed
 // bytes, so every charge and verdict is the same
 // (TestDecodeForQuotaTrimsAsDecode and FuzzDecodeForQuota hold it to
-// that). It does not check what it skips: a pod whose skipped fields are
-// malformed (a number where its volumes belong) decodes here and fails in
+// that). Of what it skips it checks the JSON grammar only, not the types:
+// a pod with a number where its volumes belong decodes here and fails in
 // Decode. Use Decode where the whole object is wanted.
 func DecodeForQuota(raw []byte) (*Object, error) {
-	return decodeForQuota(raw, false)
-}
-
-// DecodeValidForQuota is DecodeForQuota for input already known to be
-// valid JSON, such as a value inside a document json.Valid accepted: it
-// skips checking that again. Input that is not valid JSON may be read
-// wrongly instead of refused.
-func DecodeValidForQuota(raw []byte) (*Object, error) {
-	return decodeForQuota(raw, true)
-}
-
-func decodeForQuota(raw []byte, valid bool) (*Object, error) {
 	trimmed, err := objectBytes(raw)
 	if err != nil {
 		return nil, err
@@ -42,11 +32,20 @@ func decodeForQuota(raw []byte, valid bool) (*Object, error) {
 	if o := decodeFast(trimmed); o != nil {
 		return o, nil
 	}
-	// The kind is read once, for both shortcuts; where neither can vouch
-	// for its reading, the general path decides (and words any error).
+	// Pods are walked first: the walk reads a pod in one pass, its kind
+	// included, and gives up on another kind as soon as it reads it.
+	var p quotaPod
+	if walkQuotaPod(trimmed, &p) {
+		if o := p.object(); o != nil {
+			return o, nil
+		}
+	}
+	// Where the walk cannot vouch for its reading, the kind is read once,
+	// for the typed decodes; where neither can vouch for its reading
+	// either, the general path decides (and words any error).
 	if apiVersion, kind, ok := typeMeta(trimmed); ok {
 		if apiVersion == "v1" && kind == "Pod" {
-			if o := decodeQuotaPod(trimmed, valid); o != nil {
+			if o := decodeQuotaPod(trimmed); o != nil {
 				return o, nil
 			}
 		} else if o := decodeTypedAs(trimmed, apiVersion, kind); o != nil {
@@ -96,19 +95,21 @@ type quotaPod struct {
 	} `json:"status"`
 }
 
-// decodeQuotaPod is DecodeForQuota for an object typeMeta read as a core
-// v1 pod. It returns nil when the decode fails (the general path then
+// decodeQuotaPod is DecodeForQuota, through encoding/json, for an object
+// typeMeta read as a core v1 pod that walkQuotaPod cannot vouch for
+// reading. It returns nil when the decode fails (the general path then
 // words the error).
-// The pod is walked (walkQuotaPod) when the input is valid JSON, and
-// decoded by encoding/json when the walk cannot vouch for its reading.
-func decodeQuotaPod(trimmed []byte, valid bool) *Object {
+func decodeQuotaPod(trimmed []byte) *Object {
 	var p quotaPod
-	if !(valid || json.Valid(trimmed)) || !walkQuotaPod(trimmed, &p) {
-		p = quotaPod{}
-		if err := json.Unmarshal(trimmed, &p); err != nil {
-			return nil
-		}
+	if err := json.Unmarshal(trimmed, &p); err != nil {
+		return nil
 	}
+	return p.object()
+}
+
+// object is the pod p holds, or nil when p is not a core v1 pod or lacks
+// its identity.
+func (p *quotaPod) object() *Object {
 	if p.APIVersion != "v1" || p.Kind != "Pod" {
 		return nil
 	}
@@ -170,25 +171,27 @@ func containerStatuses(in []quotaContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
-// walkQuotaPod fills p from valid JSON as json.Unmarshal fills it, reading
-// the members quotaPod has (each value decoded on its own by encoding/json,
-// or copied when it is a plain string) and skipping the rest unread. It
-// reports false when it cannot vouch for that: a key that is not plain, a
-// repeated key or one that differs from a field's name only by case at a
-// level it reads (encoding/json would match it too), or a value that is
-// not what the field takes. b must be valid JSON.
+// walkQuotaPod fills p from a pod as json.Unmarshal fills it, reading the
+// members quotaPod has (each value decoded on its own by encoding/json, or
+// copied when it is a plain string) and skipping the rest, whose grammar
+// the scanner checks. It reports false when it cannot vouch for that: b is
+// not valid JSON, a key is not plain, a key is repeated or differs from a
+// field's name only by case at a level it reads (encoding/json would match
+// it too), or a value is not what the field takes. It also gives up, as
+// soon as it reads them, on an apiVersion other than "v1" and a kind other
+// than "Pod".
 func walkQuotaPod(b []byte, p *quotaPod) bool {
 	s := jsonscan.New(b)
 	m := &p.Metadata
 	return walkObject(s, []member{
-		{"apiVersion", plainString(s, &p.APIVersion)},
-		{"kind", plainString(s, &p.Kind)},
+		{"apiVersion", exactly(s, "v1", &p.APIVersion)},
+		{"kind", exactly(s, "Pod", &p.Kind)},
 		{"metadata", func() bool {
 			return walkObject(s, []member{
 				{"name", plainString(s, &m.Name)},
 				{"generateName", plainString(s, &m.GenerateName)},
 				{"namespace", plainString(s, &m.Namespace)},
-				{"uid", decodeValue(s, &m.UID)},
+				{"uid", plainString(s, &m.UID)},
 				{"resourceVersion", plainString(s, &m.ResourceVersion)},
 				{"deletionTimestamp", decodeValue(s, &m.DeletionTimestamp)},
 				{"deletionGracePeriodSeconds", decodeValue(s, &m.DeletionGracePeriodSeconds)},
@@ -204,7 +207,7 @@ func walkQuotaPod(b []byte, p *quotaPod) bool {
 				{"priorityClassName", plainString(s, &sp.PriorityClassName)},
 				{"priority", decodeValue(s, &sp.Priority)},
 				{"runtimeClassName", decodeValue(s, &sp.RuntimeClassName)},
-				{"overhead", decodeValue(s, &sp.Overhead)},
+				{"overhead", walkResourceList(s, &sp.Overhead)},
 				{"resources", decodeValue(s, &sp.Resources)},
 			})
 		}},
@@ -218,7 +221,7 @@ func walkQuotaPod(b []byte, p *quotaPod) bool {
 				{"containerStatuses", walkContainerStatuses(s, &st.ContainerStatuses)},
 			})
 		}},
-	})
+	}) && s.AtEnd()
 }
 
 // member is a member walkObject reads: its exact key, and how to read its
@@ -256,16 +259,28 @@ func walkObject(s *jsonscan.Scanner, members []member) bool {
 	})
 }
 
+// exactly reads a plain string into dst, giving up unless it is want.
+func exactly(s *jsonscan.Scanner, want string, dst *string) func() bool {
+	return func() bool {
+		v, ok := s.String()
+		if !ok || string(v) != want {
+			return false
+		}
+		*dst = want
+		return true
+	}
+}
+
 // plainString copies a string of printable ASCII without escapes into
 // dst, and decodes any other value with encoding/json.
-func plainString(s *jsonscan.Scanner, dst *string) func() bool {
+func plainString[T ~string](s *jsonscan.Scanner, dst *T) func() bool {
 	return func() bool {
 		raw, ok := s.Raw()
 		if !ok {
 			return false
 		}
 		if v, ok := plainJSONString(raw); ok {
-			*dst = v
+			*dst = T(v)
 			return true
 		}
 		return json.Unmarshal(raw, dst) == nil
@@ -321,7 +336,7 @@ func walkContainers(s *jsonscan.Scanner, dst *[]quotaContainer) func() bool {
 	return walkArray(s, dst, func(c *quotaContainer) []member {
 		return []member{
 			{"name", plainString(s, &c.Name)},
-			{"resources", decodeValue(s, &c.Resources)},
+			{"resources", walkResources(s, &c.Resources)},
 			{"restartPolicy", decodeValue(s, &c.RestartPolicy)},
 		}
 	})
@@ -331,8 +346,51 @@ func walkContainerStatuses(s *jsonscan.Scanner, dst *[]quotaContainerStatus) fun
 	return walkArray(s, dst, func(c *quotaContainerStatus) []member {
 		return []member{
 			{"name", plainString(s, &c.Name)},
-			{"allocatedResources", decodeValue(s, &c.AllocatedResources)},
+			{"allocatedResources", walkResourceList(s, &c.AllocatedResources)},
 			{"resources", decodeValue(s, &c.Resources)},
 		}
 	})
+}
+
+// walkResources walks a container's resources into dst.
+func walkResources(s *jsonscan.Scanner, dst *corev1.ResourceRequirements) func() bool {
+	return func() bool {
+		return walkObject(s, []member{
+			{"limits", walkResourceList(s, &dst.Limits)},
+			{"requests", walkResourceList(s, &dst.Requests)},
+			{"claims", decodeValue(s, &dst.Claims)},
+		})
+	}
+}
+
+// walkResourceList reads a resource list whose names and quantities are
+// plain strings into dst as encoding/json does: a null sets dst to nil,
+// an object adds to dst (made when nil), a repeated name keeps the last
+// quantity, and each quantity is parsed as resource.Quantity's
+// UnmarshalJSON parses it. It gives up on anything else.
+func walkResourceList(s *jsonscan.Scanner, dst *corev1.ResourceList) func() bool {
+	return func() bool {
+		if s.Null() {
+			*dst = nil
+			return true
+		}
+		if *dst == nil {
+			*dst = corev1.ResourceList{}
+		}
+		return s.Members(func(key []byte, plain bool) bool {
+			if !plain {
+				return false
+			}
+			v, ok := s.String()
+			if !ok {
+				return false
+			}
+			q, err := resource.ParseQuantity(strings.TrimSpace(string(v)))
+			if err != nil {
+				return false
+			}
+			(*dst)[corev1.ResourceName(key)] = q
+			return true
+		})
+	}
 }

@@ -152,7 +152,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 				// request's object is decoded and prepared again. A
 				// prepared create is only read by decisions, so it serves
 				// every attempt with the same defaults.
-				obj, err := decodeObject(j.req.Object, namespace, j.req.valid)
+				obj, err := decodeObject(j.req.Object, namespace)
 				if err != nil {
 					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
 					continue

@@ -96,7 +96,7 @@ func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := decodeObject(in.Request.Object, ns, false)
+	obj, err := decodeObject(in.Request.Object, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,14 +106,34 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 
 // Run serves admission requests and sweeps expired reservations until ctx
 // ends.
+//
+// Requests are handled by InFlightMax workers that live as long as Run: a
+// worker's stack, grown by the decoding of the first objects, serves the
+// next requests as it is, where a goroutine per request would grow a new
+// one each time.
 func (r *Responder) Run(ctx context.Context) error {
-	sem := make(chan struct{}, InFlightMax)
+	work := make(chan *nats.Msg)
+	stop := make(chan struct{})
+	var workers sync.WaitGroup
+	for range InFlightMax {
+		workers.Go(func() {
+			for {
+				select {
+				case m := <-work:
+					r.serve(ctx, m)
+				case <-stop:
+					return
+				}
+			}
+		})
+	}
+	defer workers.Wait()
+	defer close(stop)
 	sub, err := r.nc.QueueSubscribe(SubjectPrefix+"*", QueueGroup, func(m *nats.Msg) {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			r.serve(ctx, m)
-		}()
+		select {
+		case work <- m:
+		case <-stop:
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
@@ -125,9 +145,6 @@ func (r *Responder) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 				r.cfg.Logger.Warn("drain admission subscription", "err", err)
-			}
-			for range InFlightMax {
-				sem <- struct{}{}
 			}
 			return nil
 		case <-ticker.C:
@@ -146,7 +163,7 @@ func (r *Responder) serve(ctx context.Context, m *nats.Msg) {
 	if err != nil {
 		r.cfg.Logger.Warn("admission request failed", "subject", m.Subject, "err", err)
 	}
-	b, err := json.Marshal(review)
+	b, err := encodeReply(review)
 	if err != nil {
 		r.cfg.Logger.Error("encode admission reply", "err", err)
 		return
@@ -166,8 +183,6 @@ type request struct {
 	Object    json.RawMessage       `json:"object"`
 	OldObject json.RawMessage       `json:"oldObject"`
 	DryRun    *bool                 `json:"dryRun"`
-	// valid says the whole review was checked to be valid JSON.
-	valid bool
 }
 
 // Review answers one AdmissionReview for namespace. It always returns a
@@ -226,7 +241,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if op == admissionv1.Delete || op == admissionv1.Connect {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
-	obj, err := decodeObject(req.Object, namespace, req.valid)
+	obj, err := decodeObject(req.Object, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("%w: object: %v", ErrBadRequest, err)
 	}
@@ -235,7 +250,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if isNull(req.OldObject) {
 			return nil, fmt.Errorf("%w: UPDATE without oldObject", ErrBadRequest)
 		}
-		if old, err = decodeObject(req.OldObject, namespace, req.valid); err != nil {
+		if old, err = decodeObject(req.OldObject, namespace); err != nil {
 			return nil, fmt.Errorf("%w: oldObject: %v", ErrBadRequest, err)
 		}
 	}
@@ -300,17 +315,12 @@ func isNull(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// decodeObject decodes an object of a request; valid says the request was
-// checked to be valid JSON already.
-func decodeObject(raw []byte, namespace string, valid bool) (*object.Object, error) {
+// decodeObject decodes an object of a request.
+func decodeObject(raw []byte, namespace string) (*object.Object, error) {
 	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
-	decode := object.DecodeForQuota
-	if valid {
-		decode = object.DecodeValidForQuota
-	}
-	o, err := decode(raw)
+	o, err := object.DecodeForQuota(raw)
 	if err != nil {
 		return nil, err
 	}
