@@ -3,6 +3,7 @@ package projector
 import (
 	"fmt"
 	"maps"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quota"
 )
@@ -110,13 +112,75 @@ func (p *Projector) Namespace(namespace string) (*NamespaceState, error) {
 
 // SubjectSeqs returns the stream sequences of the last applied events of a
 // namespace and of the cluster-scoped objects: a NamespaceState read with
-// both equal is still exactly what a fresh read would return.
+// both equal is still exactly what a fresh read would return. It answers
+// from memory (see subjectSeqs), reading the file only for a subject it
+// has not seen yet.
 func (p *Projector) SubjectSeqs(namespace string) (namespaceSeq, clusterSeq uint64, err error) {
+	if ns, cluster, ok := p.subjects.get(namespace); ok {
+		return ns, cluster, nil
+	}
 	err = p.db.View(func(tx *bolt.Tx) error {
 		namespaceSeq, clusterSeq = subjectSeq(tx, namespace), subjectSeq(tx, "")
 		return nil
 	})
-	return namespaceSeq, clusterSeq, err
+	if err != nil {
+		return 0, 0, err
+	}
+	p.subjects.learn(namespace, namespaceSeq)
+	p.subjects.learn("", clusterSeq)
+	return namespaceSeq, clusterSeq, nil
+}
+
+// subjectSeqs keeps each subject's last applied sequence in memory, so
+// that SubjectSeqs, asked on every admission, needs no read transaction.
+// Apply notes the subjects of each batch once it is committed and before
+// it is published as applied, so a caller that has seen a sequence applied
+// sees the subjects' sequences of it too. Subjects are learnt from the
+// file on their first read; one with no event yet (sequence 0) is not
+// kept, so requests naming made-up namespaces cannot grow the map.
+type subjectSeqs struct {
+	mu   sync.RWMutex
+	seqs map[string]uint64
+}
+
+func (s *subjectSeqs) get(namespace string) (namespaceSeq, clusterSeq uint64, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	namespaceSeq, okNS := s.seqs[namespace]
+	clusterSeq, okCluster := s.seqs[""]
+	return namespaceSeq, clusterSeq, okNS && okCluster
+}
+
+// learn records seq as subject's last applied sequence unless it knows a
+// later one. Sequences only grow, so a read from the file racing with a
+// commit never moves a subject back.
+func (s *subjectSeqs) learn(subject string, seq uint64) {
+	if seq == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.learnLocked(subject, seq)
+}
+
+func (s *subjectSeqs) learnLocked(subject string, seq uint64) {
+	if s.seqs == nil {
+		s.seqs = map[string]uint64{}
+	}
+	if seq > s.seqs[subject] {
+		s.seqs[subject] = seq
+	}
+}
+
+// applied notes the subjects of a committed batch, as the fold stored
+// them: every record's namespace (the cluster subject's being "") at its
+// sequence.
+func (s *subjectSeqs) applied(records []ledger.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range records {
+		s.learnLocked(records[i].Event.Namespace, records[i].Seq)
+	}
 }
 
 func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {

@@ -114,6 +114,8 @@ type Projector struct {
 	wake    chan struct{}
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
+	// subjects are the subjects' last applied sequences (SubjectSeqs).
+	subjects subjectSeqs
 }
 
 // Open opens (or creates) the projection file. stream may be nil for a
@@ -233,6 +235,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	if err != nil {
 		return fmt.Errorf("apply batch seq %d..%d: %w", records[0].Seq, records[len(records)-1].Seq, err)
 	}
+	p.subjects.applied(records)
 	p.publishApplied(records[len(records)-1].Seq)
 	for _, s := range skipped {
 		p.cfg.Logger.Warn("skipped stream record", "seq", s.Seq, "subject", s.Subject, "reason", s.Reason)

@@ -303,27 +303,19 @@ func constraints(o *object.Object, required []string) string {
 	if o.Resource != "pods" || !ok {
 		return ""
 	}
-	requiredSet := map[string]bool{}
-	for _, r := range required {
-		if mustSpecify[r] {
-			requiredSet[r] = true
-		}
-	}
-	if len(requiredSet) == 0 {
-		return ""
-	}
-	missing := map[string]map[string]bool{}
+	var missing map[string]map[string]bool
 	check := func(c *corev1.Container) {
-		// Only the names matter here, so a conversion failure is moot.
-		var cv converter
-		usage := computeUsage(cv.list(c.Resources.Requests), cv.list(c.Resources.Limits))
-		for r := range requiredSet {
-			if _, ok := usage[r]; !ok {
-				if missing[r] == nil {
-					missing[r] = map[string]bool{}
-				}
-				missing[r][c.Name] = true
+		for _, r := range required {
+			if !mustSpecify[r] || specifies(c, r) {
+				continue
 			}
+			if missing == nil {
+				missing = map[string]map[string]bool{}
+			}
+			if missing[r] == nil {
+				missing[r] = map[string]bool{}
+			}
+			missing[r][c.Name] = true
 		}
 	}
 	for i := range pod.Spec.Containers {
@@ -345,6 +337,24 @@ func constraints(o *object.Object, required []string) string {
 		parts[i] = r + " for: " + containerNames(missing[r])
 	}
 	return "must specify " + strings.Join(parts, "; ")
+}
+
+// specifies reports whether the container's usage (computeUsage of its
+// requests and limits) names r, one of mustSpecify: whether it requests
+// (cpu, requests.cpu) or limits (limits.cpu) the resource r names. Only
+// the names matter, so no quantity is converted.
+func specifies(c *corev1.Container, r string) bool {
+	for _, p := range computePairs {
+		switch r {
+		case p.name, p.request:
+			_, ok := c.Resources.Requests[corev1.ResourceName(p.name)]
+			return ok
+		case p.limit:
+			_, ok := c.Resources.Limits[corev1.ResourceName(p.name)]
+			return ok
+		}
+	}
+	return false
 }
 
 // limitedByDefault returns the consumed resources of usage whose names

@@ -1,0 +1,115 @@
+package quota
+
+import (
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/ledger/object"
+)
+
+// refConstraints is the "must specify" rule as first written, after
+// Kubernetes' enforcePodContainerConstraints: each container's usage
+// computed in full, then its names compared with the required set.
+func refConstraints(o *object.Object, required []string) string {
+	pod, ok := o.Value.(*corev1.Pod)
+	if o.Resource != "pods" || !ok {
+		return ""
+	}
+	requiredSet := map[string]bool{}
+	for _, r := range required {
+		if mustSpecify[r] {
+			requiredSet[r] = true
+		}
+	}
+	if len(requiredSet) == 0 {
+		return ""
+	}
+	missing := map[string]map[string]bool{}
+	check := func(c *corev1.Container) {
+		var cv converter
+		usage := computeUsage(cv.list(c.Resources.Requests), cv.list(c.Resources.Limits))
+		for r := range requiredSet {
+			if _, ok := usage[r]; !ok {
+				if missing[r] == nil {
+					missing[r] = map[string]bool{}
+				}
+				missing[r][c.Name] = true
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.InitContainers {
+		check(&pod.Spec.InitContainers[i])
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(missing))
+	for r := range missing {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, r := range names {
+		parts[i] = r + " for: " + containerNames(missing[r])
+	}
+	return "must specify " + strings.Join(parts, "; ")
+}
+
+// TestConstraintsMatchesTheReference compares constraints with
+// refConstraints on random pods (containers and init containers stating
+// random subsets of resources) against random required sets.
+func TestConstraintsMatchesTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	names := []corev1.ResourceName{"cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "example.com/gpu", "pods"}
+	hard := []string{ResourceCPU, ResourceMemory, ResourceRequestsCPU, ResourceRequestsMemory, ResourceLimitsCPU,
+		ResourceLimitsMemory, ResourceEphemeralStorage, ResourceRequestsEphemeral, ResourcePods, "requests.example.com/gpu"}
+	list := func() corev1.ResourceList {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		l := corev1.ResourceList{}
+		for _, n := range names {
+			if rng.IntN(2) == 0 {
+				l[n] = resource.MustParse("1")
+			}
+		}
+		return l
+	}
+	containers := func(prefix string) []corev1.Container {
+		out := make([]corev1.Container, rng.IntN(3))
+		for i := range out {
+			out[i] = corev1.Container{Name: prefix + string(rune('a'+i)),
+				Resources: corev1.ResourceRequirements{Requests: list(), Limits: list()}}
+		}
+		return out
+	}
+	denied := 0
+	for range 5000 {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: containers("c"), InitContainers: containers("i")}}
+		o := &object.Object{Resource: "pods", Value: pod}
+		var required []string
+		for _, h := range hard {
+			if rng.IntN(3) == 0 {
+				required = append(required, h)
+			}
+		}
+		got, want := constraints(o, required), refConstraints(o, required)
+		if got != want {
+			t.Fatalf("constraints(%+v, %v):\n got %q\nwant %q", pod.Spec, required, got, want)
+		}
+		if got != "" {
+			denied++
+		}
+	}
+	if denied < 500 || denied > 4500 {
+		t.Fatalf("%d of 5000 pods denied; the comparison covers too little of one side", denied)
+	}
+}
