@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Defaults of EmbeddedConfig.
@@ -160,6 +161,11 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 // ClientURL is the URL clients connect to, with the actual port when
 // RandomPort was asked for.
 func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// InProcess is the connect option for clients in the server's own
+// process: their connection is a pipe into the server instead of a socket
+// through the loopback network.
+func (e *Embedded) InProcess() nats.Option { return nats.InProcessServer(e.srv) }
 
 // Shutdown stops the server and returns once it has stopped and flushed
 // its files.

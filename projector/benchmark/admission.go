@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/quotaledger/quota/projector/admission"
 )
 
@@ -17,7 +15,7 @@ import (
 // on a connection of its own, with the default reservation TTL. It returns
 // once the responder is subscribed; the responder stops when ctx ends.
 func AdmissionResponder(ctx context.Context, env Env) error {
-	nc, err := nats.Connect(env.Conn.ConnectedUrl(), nats.Name("benchmark admission"), nats.MaxReconnects(0))
+	nc, err := env.Connect("benchmark admission")
 	if err != nil {
 		return fmt.Errorf("admission responder: %w", err)
 	}

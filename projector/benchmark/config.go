@@ -60,9 +60,13 @@ type Config struct {
 
 // Env is what a hook gets: the running infrastructure of the benchmark.
 type Env struct {
-	// Conn is a NATS connection of its own for the hook.
-	Conn   *nats.Conn
-	Stream *ledger.Stream
+	// Conn is the harness's own NATS connection, which the stream and the
+	// projection use.
+	Conn *nats.Conn
+	// Connect opens a connection the way `quota serve` connects its
+	// components to its embedded server: in-process.
+	Connect func(name string) (*nats.Conn, error)
+	Stream  *ledger.Stream
 	// Projector is the live projection, caught up with the stream.
 	Projector *projector.Projector
 	// Dir is a directory the hook may write to.

@@ -82,6 +82,7 @@ type run struct {
 	cfg    Config
 	rep    *Report
 	url    string
+	srv    *ledger.Embedded
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream *ledger.Stream
@@ -123,7 +124,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("benchmark: %w", err)
 	}
 	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0))
+	r := &run{cfg: cfg, rep: rep, url: srv.ClientURL(), srv: srv, log: cfg.Log}
+	// The ledger's components connect as `quota serve` connects them to
+	// its embedded server: in-process. The clients of the request-reply
+	// measurements connect through the network, as clients do.
+	nc, err := r.connect("benchmark")
 	if err != nil {
 		return nil, fmt.Errorf("benchmark: connect: %w", err)
 	}
@@ -136,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("benchmark: %w", err)
 	}
-	r := &run{cfg: cfg, rep: rep, url: srv.ClientURL(), nc: nc, js: js, stream: stream, log: cfg.Log}
+	r.nc, r.js, r.stream = nc, js, stream
 
 	resetPeakRSS()
 	r.phase(FigureRawPublish, UnitEventsPerSecond, r.rawPublish)
@@ -147,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	p, stop, err := r.projection()
 	if err == nil {
-		env := Env{Conn: nc, Stream: stream, Projector: p, Dir: cfg.Dir}
+		env := Env{Conn: nc, Connect: r.connect, Stream: stream, Projector: p, Dir: cfg.Dir}
 		// The file is measured before the queries: reserving admissions
 		// add objects of their own.
 		if fi, err := os.Stat(filepath.Join(cfg.Dir, "projection.db")); err == nil {
@@ -580,4 +585,10 @@ func rate(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// connect opens a connection of the ledger's own: in-process to the
+// embedded server, as `quota serve` connects.
+func (r *run) connect(name string) (*nats.Conn, error) {
+	return nats.Connect(r.url, nats.Name(name), nats.MaxReconnects(0), r.srv.InProcess())
 }

@@ -40,7 +40,9 @@ type measured struct {
 
 // measureRequests sends total requests from clients goroutines, each on
 // its own connection and waiting for each reply before the next request.
-// name names the measurement's CPU profile, when the run takes them.
+// The requests are built before the clock starts, so that building them
+// does not take the measured server's CPU. name names the measurement's
+// CPU profile, when the run takes them.
 func (r *run) measureRequests(ctx context.Context, name string, clients, total int, spec requestSpec) (measured, error) {
 	conns := make([]*nats.Conn, clients)
 	for i := range conns {
@@ -50,6 +52,10 @@ func (r *run) measureRequests(ctx context.Context, name string, clients, total i
 		}
 		defer nc.Close()
 		conns[i] = nc
+	}
+	payloads := make([][]byte, total)
+	for i := range payloads {
+		payloads[i] = spec.payload(i)
 	}
 	latencies := make([]time.Duration, total)
 	errs := make([]error, clients)
@@ -66,7 +72,7 @@ func (r *run) measureRequests(ctx context.Context, name string, clients, total i
 			for i := c; i < total; i += clients {
 				t0 := time.Now()
 				rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-				m, err := conns[c].RequestWithContext(rctx, spec.subject(i), spec.payload(i))
+				m, err := conns[c].RequestWithContext(rctx, spec.subject(i), payloads[i])
 				cancel()
 				if err == nil && spec.check != nil {
 					err = spec.check(m.Data)
@@ -169,9 +175,10 @@ func (r *run) addRequestFigures(spec requestSpec, one, p50, p99, many string, op
 const echoSubject = "bench.echo"
 
 // requests measures the request-reply ceiling: an empty responder on its
-// own connection, requests the size of an admission review.
+// own connection, in-process as the ledger's responders connect, and
+// requests the size of an admission review.
 func (r *run) requests() {
-	nc, err := nats.Connect(r.url, nats.MaxReconnects(0))
+	nc, err := r.connect("benchmark echo")
 	if err != nil {
 		r.add(Figure{Name: FigureRawRequest1, Status: Failed, Note: err.Error()})
 		return
@@ -205,7 +212,7 @@ func (r *run) describe(p *projector.Projector) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	nc, err := nats.Connect(r.url, nats.MaxReconnects(0))
+	nc, err := r.connect("benchmark describe")
 	if err != nil {
 		cancel()
 		r.add(Figure{Name: FigureDescribe1, Status: Failed, Note: err.Error()})

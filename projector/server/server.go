@@ -101,6 +101,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	url := cfg.NATSURL
+	// The ledger's own connection: to the embedded server, a pipe within
+	// the process (every append, acknowledgement, delivery to the
+	// projection and reply saves two trips through the loopback network);
+	// to an external server, its URL.
+	var inProcess []nats.Option
 	if url == "" {
 		host, port, err := splitHostPort(cfg.Listen)
 		if err != nil {
@@ -117,11 +122,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer emb.Shutdown()
 		url = emb.ClientURL()
+		inProcess = append(inProcess, emb.InProcess())
 		log.Info("embedded JetStream started", "url", url, "store", filepath.Join(cfg.DataDir, JetStreamDir), "sync", syncName(cfg.SyncInterval))
 	}
 
-	nc, err := nats.Connect(url, nats.Name("quota serve"), nats.Timeout(connectTimeout),
-		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false))
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, inProcess...)...)
 	if err != nil {
 		return fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
