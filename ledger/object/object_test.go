@@ -12,15 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// sampleObjects returns every object of every watch event in the shared
-// sample recordings, or skips when they are not beside the checkout.
+// sampleObjects returns every object of every watch event in the recorded
+// samples of testdata.
 func sampleObjects(t testing.TB) [][]byte {
 	t.Helper()
-	files, _ := filepath.Glob("../../../shared/samples/*/events.jsonl")
-	more, _ := filepath.Glob("../../../shared/samples/*/cluster.jsonl")
+	files, _ := filepath.Glob("../../testdata/samples/*/events.jsonl")
+	more, _ := filepath.Glob("../../testdata/samples/*/cluster.jsonl")
 	files = append(files, more...)
 	if len(files) == 0 {
-		t.Skip("shared/samples not found beside the checkout")
+		t.Fatal("no recorded sample in testdata/samples")
 	}
 	var out [][]byte
 	for _, f := range files {

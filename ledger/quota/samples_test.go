@@ -21,9 +21,9 @@ var sampleNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 func sampleDirs(t testing.TB) []string {
 	t.Helper()
-	dirs, _ := filepath.Glob("../../../shared/samples/sample-*")
+	dirs, _ := filepath.Glob("../../testdata/samples/sample-*")
 	if len(dirs) == 0 {
-		t.Skip("shared/samples not found beside the checkout")
+		t.Fatal("no recorded sample in testdata/samples")
 	}
 	return dirs
 }
