@@ -351,6 +351,20 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
+// Verbatim reports whether json.Marshal writes s between quotes as it is:
+// printable ASCII but for the quote, the backslash and the characters it
+// escapes for HTML (<, > and &). Hand-written encoders use it to copy
+// such strings and leave any other to encoding/json.
+func Verbatim(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
 // EqualFoldASCII reports whether b equals s but for the case of ASCII
 // letters: how encoding/json matches a plain key to a field name.
 func EqualFoldASCII(b []byte, s string) bool {

@@ -346,5 +346,8 @@ func FuzzDecodeForQuota(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkWalk(t, raw)
 		checkForQuota(t, raw)
+		if o, err := DecodeForQuota(raw); err == nil {
+			checkTrimmedPod(t, o)
+		}
 	})
 }

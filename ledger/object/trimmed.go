@@ -160,6 +160,22 @@ type trimmedLimitRangeSpec struct {
 // beside the object): it changes on every write, and keeping it would make
 // status-only churn look like a change.
 func (o *Object) Trimmed() ([]byte, error) {
+	t, err := o.trimmed()
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := appendTrimmedPod(make([]byte, 0, 512), t); ok {
+		return b, nil
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("trim %s %q: %w", o.Kind, o.displayName(), err)
+	}
+	return b, nil
+}
+
+// trimmed returns the reduced form Trimmed encodes.
+func (o *Object) trimmed() (*trimmedObject, error) {
 	t := trimmedObject{
 		APIVersion: o.APIVersion,
 		Kind:       o.Kind,
@@ -224,11 +240,7 @@ func (o *Object) Trimmed() ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("trim %s: unexpected value type %T", o.Kind, o.Value)
 	}
-	b, err := json.Marshal(&t)
-	if err != nil {
-		return nil, fmt.Errorf("trim %s %q: %w", o.Kind, o.displayName(), err)
-	}
-	return b, nil
+	return &t, nil
 }
 
 func trimResources(r corev1.ResourceRequirements) *trimmedResources {

@@ -131,7 +131,7 @@ func encodeReply(review *admissionv1.AdmissionReview) ([]byte, error) {
 	resp := review.Response
 	plain := review.Kind == "AdmissionReview" && review.APIVersion == "admission.k8s.io/v1" && review.Request == nil &&
 		resp != nil && resp.Allowed && resp.Result == nil && resp.Patch == nil && resp.PatchType == nil &&
-		resp.AuditAnnotations == nil && resp.Warnings == nil && verbatim(string(resp.UID))
+		resp.AuditAnnotations == nil && resp.Warnings == nil && jsonscan.Verbatim(string(resp.UID))
 	if !plain {
 		return json.Marshal(review)
 	}
@@ -139,17 +139,4 @@ func encodeReply(review *admissionv1.AdmissionReview) ([]byte, error) {
 	b = append(b, head...)
 	b = append(b, resp.UID...)
 	return append(b, tail...), nil
-}
-
-// verbatim reports whether json.Marshal writes s between quotes as it is:
-// printable ASCII but for the quote, the backslash and the characters it
-// escapes for HTML.
-func verbatim(s string) bool {
-	for i := range len(s) {
-		switch c := s[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
 }
