@@ -324,6 +324,12 @@ func constraints(o *object.Object, required []string) string {
 	for i := range pod.Spec.InitContainers {
 		check(&pod.Spec.InitContainers[i])
 	}
+	return mustSpecifyMessage(missing)
+}
+
+// mustSpecifyMessage words the resources missing from containers, by
+// resource name then container name: "" when none is.
+func mustSpecifyMessage(missing map[string]map[string]bool) string {
 	if len(missing) == 0 {
 		return ""
 	}

@@ -2,8 +2,6 @@ package quota
 
 import (
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +12,8 @@ import (
 
 // refConstraints is the "must specify" rule as first written, after
 // Kubernetes' enforcePodContainerConstraints: each container's usage
-// computed in full, then its names compared with the required set.
+// computed in full, then its names compared with the required set. (The
+// wording of what is missing is shared.)
 func refConstraints(o *object.Object, required []string) string {
 	pod, ok := o.Value.(*corev1.Pod)
 	if o.Resource != "pods" || !ok {
@@ -48,19 +47,7 @@ func refConstraints(o *object.Object, required []string) string {
 	for i := range pod.Spec.InitContainers {
 		check(&pod.Spec.InitContainers[i])
 	}
-	if len(missing) == 0 {
-		return ""
-	}
-	names := make([]string, 0, len(missing))
-	for r := range missing {
-		names = append(names, r)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, r := range names {
-		parts[i] = r + " for: " + containerNames(missing[r])
-	}
-	return "must specify " + strings.Join(parts, "; ")
+	return mustSpecifyMessage(missing)
 }
 
 // TestConstraintsMatchesTheReference compares constraints with
