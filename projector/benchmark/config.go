@@ -53,8 +53,10 @@ type Config struct {
 	Log io.Writer
 	// ProfileDir, when set, gets a CPU profile of each request-reply
 	// measurement, named after it (e.g. "admission reserving, 16
-	// clients.pprof"). The profile covers the whole process: the clients,
-	// the embedded NATS server and the measured component alike.
+	// clients.pprof"), and the allocation profiles before and after it
+	// (".allocs-base.pprof", ".allocs.pprof"). The profiles cover the
+	// whole process: the clients, the embedded NATS server and the
+	// measured component alike.
 	ProfileDir string
 }
 

@@ -28,8 +28,8 @@ const (
 	EnvDir = "BENCH_DIR"
 	// EnvJSON is a file the report is written to as JSON.
 	EnvJSON = "BENCH_JSON"
-	// EnvProfile is a directory that gets a CPU profile of each
-	// request-reply measurement (default: none).
+	// EnvProfile is a directory that gets CPU and allocation profiles of
+	// each request-reply measurement (default: none).
 	EnvProfile = "BENCH_PROFILE"
 
 	DefaultBenchEvents     = 200_000

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -102,12 +103,19 @@ func (r *run) measureRequests(ctx context.Context, name string, clients, total i
 }
 
 // profile starts a CPU profile of the measurement name when the run takes
-// them, and returns what stops it.
+// them, and returns what stops it. It also writes the process's
+// allocation profile before and after the measurement (name.allocs-base
+// and name.allocs), so that pprof's -base shows what the measurement
+// allocated.
 func (r *run) profile(name string) (stop func() error, err error) {
 	if r.cfg.ProfileDir == "" || name == "" {
 		return func() error { return nil }, nil
 	}
-	path := filepath.Join(r.cfg.ProfileDir, name+".pprof")
+	base := filepath.Join(r.cfg.ProfileDir, name)
+	if err := writeAllocs(base + ".allocs-base.pprof"); err != nil {
+		return nil, err
+	}
+	path := base + ".pprof"
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("CPU profile: %w", err)
@@ -121,8 +129,26 @@ func (r *run) profile(name string) (stop func() error, err error) {
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("CPU profile %s: %w", path, err)
 		}
-		return nil
+		return writeAllocs(base + ".allocs.pprof")
 	}, nil
+}
+
+// writeAllocs writes the process's allocation profile to path, after a
+// garbage collection: the profile counts allocations as of the last one.
+func writeAllocs(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	err = pprof.Lookup("allocs").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("allocation profile %s: %w", path, err)
+	}
+	return nil
 }
 
 // addRequestFigures runs the 1-client and 16-client measurements of spec
