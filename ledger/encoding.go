@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
 // Limits on the identity fields of an event. Kubernetes names are at most
@@ -73,9 +75,24 @@ func DecodeEvent(b []byte) (Event, error) {
 			return Event{}, fmt.Errorf("decode: %w: version %d", ErrInvalidEvent, *head.Version)
 		}
 	}
-	// Unknown fields are refused: a field this version does not know would
-	// mean a writer changed the encoding without changing its version, and
-	// ignoring it could change what the event means.
+	ev, ok := scanEvent(b)
+	if !ok {
+		var err error
+		if ev, err = decodeEventJSON(b); err != nil {
+			return Event{}, err
+		}
+	}
+	if err := ev.Validate(); err != nil {
+		return Event{}, fmt.Errorf("decode: %w", err)
+	}
+	return ev, nil
+}
+
+// decodeEventJSON decodes an event with encoding/json, refusing unknown
+// fields: a field this version does not know would mean a writer changed
+// the encoding without changing its version, and ignoring it could change
+// what the event means.
+func decodeEventJSON(b []byte) (Event, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var ev Event
@@ -84,9 +101,6 @@ func DecodeEvent(b []byte) (Event, error) {
 	}
 	if dec.More() {
 		return Event{}, fmt.Errorf("decode: %w: data after the event", ErrInvalidEvent)
-	}
-	if err := ev.Validate(); err != nil {
-		return Event{}, fmt.Errorf("decode: %w", err)
 	}
 	return ev, nil
 }
@@ -289,12 +303,15 @@ func validateNamespace(ns string) error {
 }
 
 // isJSONObject reports whether raw is one valid JSON object.
+// (jsonscan's walk checks the grammar as json.Valid does, in about half
+// the time.)
 func isJSONObject(raw []byte) bool {
-	if !json.Valid(raw) {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
 		return false
 	}
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{'
+	s := jsonscan.New(t)
+	return s.Skip() && s.AtEnd()
 }
 
 // hasControl reports whether s holds an ASCII control character. Identity
