@@ -136,8 +136,9 @@ func (p *Projector) SubjectSeqs(namespace string) (namespaceSeq, clusterSeq uint
 // Apply notes the subjects of each batch once it is committed and before
 // it is published as applied, so a caller that has seen a sequence applied
 // sees the subjects' sequences of it too. Subjects are learnt from the
-// file on their first read; one with no event yet (sequence 0) is not
-// kept, so requests naming made-up namespaces cannot grow the map.
+// file on their first read; a namespace with no event yet (sequence 0) is
+// not kept, so requests naming made-up namespaces cannot grow the map (the
+// cluster subject is kept from its first read).
 type subjectSeqs struct {
 	mu   sync.RWMutex
 	seqs map[string]uint64
@@ -155,7 +156,7 @@ func (s *subjectSeqs) get(namespace string) (namespaceSeq, clusterSeq uint64, ok
 // later one. Sequences only grow, so a read from the file racing with a
 // commit never moves a subject back.
 func (s *subjectSeqs) learn(subject string, seq uint64) {
-	if seq == 0 {
+	if seq == 0 && subject != "" {
 		return
 	}
 	s.mu.Lock()
@@ -167,7 +168,7 @@ func (s *subjectSeqs) learnLocked(subject string, seq uint64) {
 	if s.seqs == nil {
 		s.seqs = map[string]uint64{}
 	}
-	if seq > s.seqs[subject] {
+	if old, ok := s.seqs[subject]; !ok || seq > old {
 		s.seqs[subject] = seq
 	}
 }

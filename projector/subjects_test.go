@@ -69,4 +69,15 @@ func TestSubjectSeqsFromMemoryMatchTheFile(t *testing.T) {
 	if _, ok := p.subjects.seqs["never-used"]; ok {
 		t.Fatal("a namespace without events is kept in memory")
 	}
+	// A projection without cluster-scoped events answers for its cluster
+	// subject from memory too, after the first read.
+	empty := openTemp(t)
+	for range 2 {
+		if _, _, err := empty.SubjectSeqs("team"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seq, ok := empty.subjects.seqs[""]; !ok || seq != 0 {
+		t.Fatalf("cluster subject in memory: %d, %v; want 0, kept", seq, ok)
+	}
 }
