@@ -100,6 +100,23 @@ func (s *Scanner) String() (value []byte, ok bool) {
 	return v, ok && plain
 }
 
+// Mark is a position of a Scanner, to come back to (Back) or to take the
+// bytes from (Since).
+type Mark struct{ i, depth int }
+
+// Mark returns the position of the value at the cursor.
+func (s *Scanner) Mark() Mark {
+	s.space()
+	return Mark{s.i, s.depth}
+}
+
+// Back moves the cursor back to m, as if nothing after it had been read:
+// a walk that gave up midway can be left to another reader.
+func (s *Scanner) Back(m Mark) { s.i, s.depth = m.i, m.depth }
+
+// Since returns the bytes from m to the cursor.
+func (s *Scanner) Since(m Mark) []byte { return s.b[m.i:s.i] }
+
 // Raw returns the bytes of the value at the cursor and moves past it.
 func (s *Scanner) Raw() ([]byte, bool) {
 	s.space()

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
 // fastInputs are objects at the edges of what decodeFast reads.
@@ -311,6 +313,56 @@ func checkWalk(t *testing.T, raw []byte) bool {
 	return true
 }
 
+// checkForQuotaFrom reads raw as a member of a document with
+// DecodeForQuotaFrom and checks that the document scans as it does with
+// Raw in its place, the same bytes read for the member, and that whenever
+// it returns an object, DecodeForQuota returns the same for those bytes.
+// It reports whether it returned an object.
+func checkForQuotaFrom(t *testing.T, raw []byte) bool {
+	t.Helper()
+	doc := append(append([]byte(`{"object": `), raw...), `,"after":7}`...)
+	scan := func(read func(s *jsonscan.Scanner) ([]byte, bool)) (member []byte, after string, ok bool) {
+		s := jsonscan.New(doc)
+		walked := s.Members(func(key []byte, plain bool) bool {
+			switch string(key) {
+			case "object":
+				var ok bool
+				member, ok = read(s)
+				return ok
+			case "after":
+				v, ok := s.Raw()
+				after = string(v)
+				return ok
+			}
+			return s.Skip()
+		})
+		return member, after, walked && s.AtEnd()
+	}
+	var got *Object
+	gotRaw, gotAfter, gotOK := scan(func(s *jsonscan.Scanner) ([]byte, bool) {
+		o, r, ok := DecodeForQuotaFrom(s)
+		got = o
+		return r, ok
+	})
+	wantRaw, wantAfter, wantOK := scan((*jsonscan.Scanner).Raw)
+	if gotOK != wantOK || !bytes.Equal(gotRaw, wantRaw) || gotAfter != wantAfter {
+		t.Fatalf("DecodeForQuotaFrom read %q, then %q (document read: %v); Raw read %q, then %q (%v):\n%s",
+			gotRaw, gotAfter, gotOK, wantRaw, wantAfter, wantOK, doc)
+	}
+	if !gotOK || got == nil {
+		// A reader gives up on a document that does not scan as a whole.
+		return false
+	}
+	want, err := DecodeForQuota(gotRaw)
+	if err != nil {
+		t.Fatalf("DecodeForQuotaFrom decoded what DecodeForQuota refuses (%v):\n%s", err, raw)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeForQuotaFrom and DecodeForQuota differ on\n%s\n got %#v\nwant %#v", raw, got, want)
+	}
+	return true
+}
+
 func TestDecodeForQuotaTrimsAsDecode(t *testing.T) {
 	pods := 0
 	inputs := append(append(append([]string{benchPod}, fastInputs...), typedInputs...), walkInputs...)
@@ -334,6 +386,20 @@ func TestDecodeForQuotaTrimsAsDecode(t *testing.T) {
 	if walked < 10 {
 		t.Fatalf("walkQuotaPod read only %d inputs; the check is too weak", walked)
 	}
+	from := 0
+	for _, in := range inputs {
+		if checkForQuotaFrom(t, []byte(in)) {
+			from++
+		}
+	}
+	for _, raw := range sampleObjects(t) {
+		if checkForQuotaFrom(t, raw) {
+			from++
+		}
+	}
+	if from < 10 {
+		t.Fatalf("DecodeForQuotaFrom decoded only %d inputs; the check is too weak", from)
+	}
 	if pods < 10 {
 		t.Fatalf("the pod shortcut took only %d inputs; the check is too weak", pods)
 	}
@@ -346,6 +412,7 @@ func FuzzDecodeForQuota(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkWalk(t, raw)
 		checkForQuota(t, raw)
+		checkForQuotaFrom(t, raw)
 		if o, err := DecodeForQuota(raw); err == nil {
 			checkTrimmedPod(t, o)
 		}

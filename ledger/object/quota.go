@@ -55,6 +55,33 @@ func DecodeForQuota(raw []byte) (*Object, error) {
 	return decodeGeneral(trimmed)
 }
 
+// DecodeForQuotaFrom reads the value at the scanner's cursor, moving past
+// it, and returns its bytes. When the value is a pod the walk of
+// DecodeForQuota can read, it is read in the same pass and o is what
+// DecodeForQuota(raw) returns; otherwise o is nil and the caller decodes
+// raw itself (DecodeForQuota then also words any error). A reader of a
+// document holding an object, such as an AdmissionReview, so reads the
+// object once instead of skipping it and decoding it after.
+func DecodeForQuotaFrom(s *jsonscan.Scanner) (o *Object, raw []byte, ok bool) {
+	m := s.Mark()
+	var p quotaPod
+	if !walkQuotaPodFrom(s, &p) {
+		s.Back(m)
+		raw, ok = s.Raw()
+		return nil, raw, ok
+	}
+	raw = s.Since(m)
+	if len(raw) > SizeMax || raw[0] != '{' {
+		return nil, raw, true
+	}
+	// DecodeForQuota's own order: the compact decoder first, then the
+	// walk.
+	if o = decodeFast(raw); o != nil {
+		return o, raw, true
+	}
+	return p.object(), raw, true
+}
+
 // quotaContainer is the part of a container quota reads.
 type quotaContainer struct {
 	Name          string                         `json:"name"`
@@ -182,6 +209,11 @@ func containerStatuses(in []quotaContainerStatus) []corev1.ContainerStatus {
 // than "Pod".
 func walkQuotaPod(b []byte, p *quotaPod) bool {
 	s := jsonscan.New(b)
+	return walkQuotaPodFrom(s, p) && s.AtEnd()
+}
+
+// walkQuotaPodFrom is walkQuotaPod of the value at the scanner's cursor.
+func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
 	m := &p.Metadata
 	return walkObject(s, []member{
 		{"apiVersion", exactly(s, "v1", &p.APIVersion)},
@@ -221,7 +253,7 @@ func walkQuotaPod(b []byte, p *quotaPod) bool {
 				{"containerStatuses", walkContainerStatuses(s, &st.ContainerStatuses)},
 			})
 		}},
-	}) && s.AtEnd()
+	})
 }
 
 // member is a member walkObject reads: its exact key, and how to read its

@@ -183,6 +183,16 @@ type request struct {
 	Object    json.RawMessage       `json:"object"`
 	OldObject json.RawMessage       `json:"oldObject"`
 	DryRun    *bool                 `json:"dryRun"`
+	// object is Object decoded while the review was read (scanReview), or
+	// nil; the first decodeObject of Object takes it.
+	object *object.Object
+}
+
+// takeObject returns the object decoded with the review, once.
+func (req *request) takeObject() *object.Object {
+	o := req.object
+	req.object = nil
+	return o
 }
 
 // Review answers one AdmissionReview for namespace. It always returns a
@@ -241,7 +251,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if op == admissionv1.Delete || op == admissionv1.Connect {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
-	obj, err := decodeObject(req.Object, namespace)
+	obj, err := decodeObjectAs(req.takeObject(), req.Object, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("%w: object: %v", ErrBadRequest, err)
 	}
@@ -317,12 +327,21 @@ func isNull(raw []byte) bool {
 
 // decodeObject decodes an object of a request.
 func decodeObject(raw []byte, namespace string) (*object.Object, error) {
+	return decodeObjectAs(nil, raw, namespace)
+}
+
+// decodeObjectAs is decodeObject of raw, which decoded reads already
+// unless it is nil.
+func decodeObjectAs(decoded *object.Object, raw []byte, namespace string) (*object.Object, error) {
 	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
-	o, err := object.DecodeForQuota(raw)
-	if err != nil {
-		return nil, err
+	o := decoded
+	if o == nil {
+		var err error
+		if o, err = object.DecodeForQuota(raw); err != nil {
+			return nil, err
+		}
 	}
 	if o.ClusterScoped() {
 		return nil, fmt.Errorf("%s is cluster-scoped; quotas are per namespace", o.Kind)

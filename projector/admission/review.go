@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotaledger/quota/ledger/jsonscan"
+	"github.com/quotaledger/quota/ledger/object"
 )
 
 // decodeRequest reads the request of an AdmissionReview. It takes the
@@ -95,17 +96,16 @@ func scanRequest(s *jsonscan.Scanner, req *request) bool {
 				req.Operation = admissionv1.Operation(v)
 			}
 			return true
-		case "object", "oldObject":
+		case "object":
+			// The object is read in the same pass when it is a pod the
+			// walk reads, instead of skipped now and scanned again later.
+			o, raw, ok := object.DecodeForQuotaFrom(s)
+			req.Object, req.object = raw, o
+			return ok
+		case "oldObject":
 			raw, ok := s.Raw()
-			if !ok {
-				return false
-			}
-			if name == "object" {
-				req.Object = raw
-			} else {
-				req.OldObject = raw
-			}
-			return true
+			req.OldObject = raw
+			return ok
 		default: // dryRun
 			lit, ok := s.Literal()
 			if !ok {
