@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -101,7 +102,7 @@ func Admit(req AdmitRequest) Decision {
 			states = append(states, s)
 		}
 	}
-	sort.Slice(states, func(i, j int) bool { return states[i].Quota.Name < states[j].Quota.Name })
+	slices.SortFunc(states, func(a, b QuotaState) int { return strings.Compare(a.Quota.Name, b.Quota.Name) })
 	d := Decision{Allowed: true, Code: http.StatusOK, Used: make(map[string]ResourceList, len(states))}
 	for _, s := range states {
 		d.Used[s.Quota.Name] = s.Used

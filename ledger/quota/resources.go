@@ -167,11 +167,12 @@ func removeZeros(l ResourceList) ResourceList {
 // negativeNames returns the sorted names of negative quantities in l.
 func negativeNames(l ResourceList) []string {
 	var out []string
-	for _, k := range l.Names() {
-		if l[k].Sign() < 0 {
+	for k, v := range l {
+		if v.Sign() < 0 {
 			out = append(out, k)
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -179,11 +180,12 @@ func negativeNames(l ResourceList) []string {
 // within b, and the sorted names that are not.
 func lessThanOrEqual(a, b ResourceList) (bool, []string) {
 	var exceeded []string
-	for _, k := range a.Names() {
-		if limit, ok := b[k]; ok && a[k].Cmp(limit) > 0 {
+	for k, v := range a {
+		if limit, ok := b[k]; ok && v.Cmp(limit) > 0 {
 			exceeded = append(exceeded, k)
 		}
 	}
+	sort.Strings(exceeded)
 	return len(exceeded) == 0, exceeded
 }
 
