@@ -254,6 +254,14 @@ var walkInputs = []string{
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":null}],"overhead":null}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"requests":[]}}]}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","uid":"0b7c\u002d1"},"spec":{},"status":{"containerStatuses":[{"name":"c","allocatedResources":{"cpu":"500m"},"resources":{"requests":{"cpu":"500m"}}}]}}`,
+	// Integers at their edges.
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","deletionGracePeriodSeconds":-0},"spec":{"priority":-2147483648,"activeDeadlineSeconds":9223372036854775807}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","deletionGracePeriodSeconds":null},"spec":{"priority":null,"activeDeadlineSeconds":null}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":2147483648}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":1.5}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":1e3}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":"7"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Pend\u0069ng","qosClass":7}}`,
 	// Not valid JSON, in what the walk skips or after the pod.
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"volumes":[01]}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b\q"}}}`,

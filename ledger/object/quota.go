@@ -2,6 +2,7 @@ package object
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -226,7 +227,7 @@ func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
 				{"uid", plainString(s, &m.UID)},
 				{"resourceVersion", plainString(s, &m.ResourceVersion)},
 				{"deletionTimestamp", decodeValue(s, &m.DeletionTimestamp)},
-				{"deletionGracePeriodSeconds", decodeValue(s, &m.DeletionGracePeriodSeconds)},
+				{"deletionGracePeriodSeconds", intPointer(s, &m.DeletionGracePeriodSeconds, 64)},
 			})
 		}},
 		{"spec", func() bool {
@@ -234,10 +235,10 @@ func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
 			return walkObject(s, []member{
 				{"initContainers", walkContainers(s, &sp.InitContainers)},
 				{"containers", walkContainers(s, &sp.Containers)},
-				{"activeDeadlineSeconds", decodeValue(s, &sp.ActiveDeadlineSeconds)},
+				{"activeDeadlineSeconds", intPointer(s, &sp.ActiveDeadlineSeconds, 64)},
 				{"affinity", decodeValue(s, &sp.Affinity)},
 				{"priorityClassName", plainString(s, &sp.PriorityClassName)},
-				{"priority", decodeValue(s, &sp.Priority)},
+				{"priority", intPointer(s, &sp.Priority, 32)},
 				{"runtimeClassName", decodeValue(s, &sp.RuntimeClassName)},
 				{"overhead", walkResourceList(s, &sp.Overhead)},
 				{"resources", decodeValue(s, &sp.Resources)},
@@ -246,8 +247,8 @@ func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
 		{"status", func() bool {
 			st := &p.Status
 			return walkObject(s, []member{
-				{"phase", decodeValue(s, &st.Phase)},
-				{"qosClass", decodeValue(s, &st.QOSClass)},
+				{"phase", plainString(s, &st.Phase)},
+				{"qosClass", plainString(s, &st.QOSClass)},
 				{"conditions", decodeValue(s, &st.Conditions)},
 				{"initContainerStatuses", walkContainerStatuses(s, &st.InitContainerStatuses)},
 				{"containerStatuses", walkContainerStatuses(s, &st.ContainerStatuses)},
@@ -332,6 +333,47 @@ func plainJSONString(raw []byte) (string, bool) {
 		}
 	}
 	return string(v), true
+}
+
+// intPointer reads an integer or null into dst, an integer of the given
+// size in bits, as encoding/json reads a number into a pointer to it, parsing a plain integer itself and
+// leaving anything else (a fraction, an exponent, a value out of range) to
+// encoding/json.
+func intPointer[T int32 | int64](s *jsonscan.Scanner, dst **T, bits int) func() bool {
+	return func() bool {
+		if s.Null() {
+			*dst = nil
+			return true
+		}
+		raw, ok := s.Raw()
+		if !ok {
+			return false
+		}
+		if n, err := strconv.ParseInt(string(raw), 10, bits); err == nil && isInteger(raw) {
+			v := T(n)
+			*dst = &v
+			return true
+		}
+		return json.Unmarshal(raw, dst) == nil
+	}
+}
+
+// isInteger reports whether raw is a JSON integer: an optional minus and
+// digits only.
+func isInteger(raw []byte) bool {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeValue decodes the value at the cursor into dst with encoding/json.
