@@ -82,7 +82,8 @@ func DecodeEvent(b []byte) (Event, error) {
 			return Event{}, err
 		}
 	}
-	if err := ev.Validate(); err != nil {
+	// Either reader has checked the grammar of every object already.
+	if err := ev.validate(objectIsJSON); err != nil {
 		return Event{}, fmt.Errorf("decode: %w", err)
 	}
 	return ev, nil
@@ -121,7 +122,11 @@ func decodeEventJSON(b []byte) (Event, error) {
 // Fields that belong to other types (Items outside Resync, a Reservation on
 // an Upsert, an Object on an Expire) are refused too, so an event means one
 // thing only.
-func (ev Event) Validate() error {
+func (ev Event) Validate() error { return ev.validate(isJSONObject) }
+
+// validate is Validate with isObject telling whether a raw value is a JSON
+// object.
+func (ev Event) validate(isObject func([]byte) bool) error {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
@@ -168,7 +173,7 @@ func (ev Event) Validate() error {
 		if len(raw) == 0 {
 			return
 		}
-		if !isJSONObject(raw) {
+		if !isObject(raw) {
 			add("%s is not a JSON object", field)
 		}
 	}
@@ -230,7 +235,7 @@ func (ev Event) Validate() error {
 				add("%s repeats id %q", field, r.ID)
 			}
 			ids[r.ID] = true
-			problems = append(problems, reservationProblems(field, r)...)
+			problems = append(problems, reservationProblemsWith(field, r, isObject)...)
 		}
 	case Expire:
 		need(ev.Namespace != "", "namespace")
@@ -256,6 +261,12 @@ func (ev Event) Validate() error {
 // reservationProblems lists what is wrong with one reservation of a
 // Reserve event, field naming it.
 func reservationProblems(field string, r Reservation) []string {
+	return reservationProblemsWith(field, r, isJSONObject)
+}
+
+// reservationProblemsWith is reservationProblems with isObject telling
+// whether a raw value is a JSON object.
+func reservationProblemsWith(field string, r Reservation, isObject func([]byte) bool) []string {
 	var problems []string
 	switch {
 	case r.ID == "":
@@ -272,7 +283,7 @@ func reservationProblems(field string, r Reservation) []string {
 	switch {
 	case len(r.Object) == 0:
 		problems = append(problems, field+" has no object")
-	case !isJSONObject(r.Object):
+	case !isObject(r.Object):
 		problems = append(problems, field+".object is not a JSON object")
 	}
 	return problems
@@ -302,15 +313,21 @@ func validateNamespace(ns string) error {
 	return nil
 }
 
+// objectIsJSON is isJSONObject for a value whose grammar has been checked
+// already: it is an object when it starts as one.
+func objectIsJSON(raw []byte) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
 // isJSONObject reports whether raw is one valid JSON object.
 // (jsonscan's walk checks the grammar as json.Valid does, in about half
 // the time.)
 func isJSONObject(raw []byte) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
+	if !objectIsJSON(raw) {
 		return false
 	}
-	s := jsonscan.New(t)
+	s := jsonscan.New(raw)
 	return s.Skip() && s.AtEnd()
 }
 
