@@ -23,7 +23,9 @@ var errShortRecord = errors.New("truncated object record")
 // namespace, name, uid, kind, reservation, object, charge) and
 // uvarints (seq, expiry in Unix nanoseconds, 0 for none).
 func encodeObjectRecord(r *objectRecord) ([]byte, error) {
-	charge := appendCharge(nil, &r.Charge)
+	// The recorded samples' charges take 32 to 270 bytes (about 205 for a
+	// pod with requests and limits): room for one at once.
+	charge := appendCharge(make([]byte, 0, 320), &r.Charge)
 	n := 1 + 8*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
 		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
 	b := make([]byte, 0, n)
