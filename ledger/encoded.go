@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
 // EncodedReservation is one reservation already in its stream encoding,
@@ -27,11 +29,49 @@ func EncodeReservation(r Reservation) (EncodedReservation, error) {
 	if problems := reservationProblems("reservation", r); len(problems) > 0 {
 		return EncodedReservation{}, fmt.Errorf("encode: %w: %s", ErrInvalidEvent, strings.Join(problems, "; "))
 	}
+	if b, ok := appendReservation(r); ok {
+		return EncodedReservation{id: r.ID, json: b}, nil
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return EncodedReservation{}, fmt.Errorf("encode reservation %s: %w", r.ID, err)
 	}
 	return EncodedReservation{id: r.ID, json: b}, nil
+}
+
+// appendReservation writes r as json.Marshal does when that is a copy:
+// its strings need no escaping and its object, valid JSON already, is
+// compact printable ASCII without the characters json.Marshal escapes for
+// HTML (which a trimmed object, written by json.Marshal or by hand, is
+// unless one of its strings holds a space or other characters). It reports
+// false for anything else, for json.Marshal to write.
+func appendReservation(r Reservation) ([]byte, bool) {
+	if !jsonscan.Verbatim(r.ID) || !jsonscan.Verbatim(r.Resource) || !jsonscan.Verbatim(r.Name) || !compactASCII(r.Object) {
+		return nil, false
+	}
+	b := make([]byte, 0, len(`{"id":"","resource":"","name":"","object":}`)+len(r.ID)+len(r.Resource)+len(r.Name)+len(r.Object))
+	b = append(b, `{"id":"`...)
+	b = append(b, r.ID...)
+	b = append(b, `","resource":"`...)
+	b = append(b, r.Resource...)
+	b = append(b, `","name":"`...)
+	b = append(b, r.Name...)
+	b = append(b, `","object":`...)
+	b = append(b, r.Object...)
+	return append(b, '}'), true
+}
+
+// compactASCII reports whether raw holds printable ASCII only, without
+// white space (so none between tokens: it is compact) and without the
+// characters json.Marshal escapes for HTML: what json.Marshal writes of a
+// valid json.RawMessage as it is.
+func compactASCII(raw []byte) bool {
+	for _, c := range raw {
+		if c <= ' ' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // Encoded is an event in its stream encoding, made by this package's

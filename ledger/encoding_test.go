@@ -190,7 +190,24 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 	obj := func(name string) json.RawMessage {
 		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","annotations":{"a":"\u003cb\u003e \u0026 é"}}}`)
 	}
+	// Objects a reservation copies as they are (compact printable ASCII,
+	// escapes included), and ones json.Marshal rewrites or that take its
+	// path (white space between tokens or in a string, an HTML character,
+	// characters outside ASCII).
+	copied := []json.RawMessage{
+		json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"e"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"250m"}}}]}}`),
+		json.RawMessage(`{"kind":"\u0050od"}`), json.RawMessage(`{"kind":"a\u2028b"}`), json.RawMessage(`{"kind":"a\/b"}`),
+	}
+	marshalled := []json.RawMessage{
+		json.RawMessage(`{"kind": "Pod"}`), json.RawMessage("{\n\"kind\":\"Pod\"}"), json.RawMessage(`{"kind":"a b"}`),
+		json.RawMessage(`{"kind":"<Pod>"}`), json.RawMessage(`{"kind":"Pöd"}`), json.RawMessage("{\"kind\":\"a\u2028b\"}"),
+	}
+	var edges []ledger.Reservation
+	for i, o := range append(copied, marshalled...) {
+		edges = append(edges, ledger.Reservation{ID: "e" + string(rune('0'+i)), Resource: "pods", Name: "e" + string(rune('0'+i)), Object: o})
+	}
 	groups := [][]ledger.Reservation{
+		edges,
 		{{ID: "r1", Resource: "pods", Name: "a", Object: obj("a")}},
 		{{ID: "r2", Resource: "pods", Name: "b", Object: obj("b")}, {ID: "r<3>&", Resource: "services", Name: "c", Object: obj("c")}, {ID: "é", Resource: "jobs.batch", Name: "d", Object: obj("d")}},
 	}
@@ -242,4 +259,31 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 	if _, err := ledger.EncodeReservation(ledger.Reservation{ID: "r", Resource: "pods", Name: "a", Object: json.RawMessage(`[1]`)}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Errorf("a reservation of a non-object: got %v", err)
 	}
+}
+
+// FuzzEncodeReserve checks EncodeReservation and EncodeReserve against
+// Encode on reservations of arbitrary objects and identities.
+func FuzzEncodeReserve(f *testing.F) {
+	f.Add(`{"kind":"Pod","metadata":{"name":"a"}}`, "r1", "a")
+	f.Add(`{"kind": "Pod"}`, "r<2>", "b")
+	f.Add("{\"kind\":\"P\u00f6d\"}", "é", "c")
+	f.Add(`{"a":[1,2.5e3,true,null,{"b":"\u2028"}]}`, "r", "d")
+	f.Fuzz(func(t *testing.T, object, id, name string) {
+		r := ledger.Reservation{ID: id, Resource: "pods", Name: name, Object: json.RawMessage(object)}
+		e, err := ledger.EncodeReservation(r)
+		if err != nil {
+			return
+		}
+		got, err := ledger.EncodeReserve("team-a", time.Minute, "fuzz", []ledger.EncodedReservation{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ledger.Encode(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute, Reservations: []ledger.Reservation{r}, Source: "fuzz"})
+		if err != nil {
+			t.Fatalf("Encode refuses what EncodeReservation accepts: %v", err)
+		}
+		if string(got.Bytes()) != string(want) {
+			t.Fatalf("EncodeReserve:\n got %s\nwant %s", got.Bytes(), want)
+		}
+	})
 }

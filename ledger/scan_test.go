@@ -128,3 +128,26 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncodeReservation encodes a reservation of a trimmed pod:
+// copied (EncodeReservation) and through json.Marshal.
+func BenchmarkEncodeReservation(b *testing.B) {
+	r := Reservation{ID: "8d2a4c7e-1f0b-4b7a-9c55-1d2e3f4a5b6c", Resource: "pods", Name: "web-7f9c",
+		Object: json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7f9c","namespace":"team","uid":"8d2a4c"},"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"500m","memory":"1Gi"},"requests":{"cpu":"250m","memory":"512Mi"}}}]}}`)}
+	b.Run("EncodeReservation", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := EncodeReservation(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
