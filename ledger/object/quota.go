@@ -308,37 +308,21 @@ func exactly(s *jsonscan.Scanner, want string, dst *string) func() bool {
 // dst, and decodes any other value with encoding/json.
 func plainString[T ~string](s *jsonscan.Scanner, dst *T) func() bool {
 	return func() bool {
-		raw, ok := s.Raw()
-		if !ok {
-			return false
-		}
-		if v, ok := plainJSONString(raw); ok {
+		m := s.Mark()
+		if v, ok := s.String(); ok {
 			*dst = T(v)
 			return true
 		}
-		return json.Unmarshal(raw, dst) == nil
+		s.Back(m)
+		raw, ok := s.Raw()
+		return ok && json.Unmarshal(raw, dst) == nil
 	}
-}
-
-// plainJSONString returns the value of a JSON string that holds only
-// printable ASCII other than the backslash.
-func plainJSONString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	v := raw[1 : len(raw)-1]
-	for _, c := range v {
-		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
-			return "", false
-		}
-	}
-	return string(v), true
 }
 
 // intPointer reads an integer or null into dst, an integer of the given
-// size in bits, as encoding/json reads a number into a pointer to it, parsing a plain integer itself and
-// leaving anything else (a fraction, an exponent, a value out of range) to
-// encoding/json.
+// size in bits, as encoding/json reads a number into a pointer to it,
+// parsing a plain integer itself and leaving anything else (a fraction,
+// an exponent, a value out of range) to encoding/json.
 func intPointer[T int32 | int64](s *jsonscan.Scanner, dst **T, bits int) func() bool {
 	return func() bool {
 		if s.Null() {

@@ -75,18 +75,13 @@ func appendTrimmedPod(b []byte, t *trimmedObject) ([]byte, bool) {
 		w.field("qosClass", string(status.QOSClass))
 		if len(status.Conditions) > 0 {
 			w.key("conditions")
-			w.raw("[")
-			for i, c := range status.Conditions {
-				if i > 0 {
-					w.raw(",")
-				}
+			writeArray(&w, status.Conditions, func(c *trimmedCondition) {
 				w.raw(`{"type":`)
 				w.str(string(c.Type))
 				w.field("status", string(c.Status))
 				w.field("reason", c.Reason)
 				w.raw("}")
-			}
-			w.raw("]")
+			})
 		}
 		w.containerStatuses("initContainerStatuses", status.InitContainerStatuses)
 		w.containerStatuses("containerStatuses", status.ContainerStatuses)
@@ -194,12 +189,7 @@ func (w *jsonWriter) resourcesValue(r *trimmedResources) {
 }
 
 func (w *jsonWriter) containers(cs []trimmedContainer) {
-	w.b = append(w.b, '[')
-	for i := range cs {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		c := &cs[i]
+	writeArray(w, cs, func(c *trimmedContainer) {
 		w.raw(`{"name":`)
 		w.str(c.Name)
 		w.resources("resources", c.Resources)
@@ -207,9 +197,8 @@ func (w *jsonWriter) containers(cs []trimmedContainer) {
 			w.key("restartPolicy")
 			w.str(string(*c.RestartPolicy))
 		}
-		w.b = append(w.b, '}')
-	}
-	w.b = append(w.b, ']')
+		w.raw("}")
+	})
 }
 
 // containerStatuses writes a []trimmedContainerStatus member with
@@ -219,19 +208,25 @@ func (w *jsonWriter) containerStatuses(k string, ss []trimmedContainerStatus) {
 		return
 	}
 	w.key(k)
-	w.b = append(w.b, '[')
-	for i := range ss {
-		if i > 0 {
-			w.b = append(w.b, ',')
-		}
-		s := &ss[i]
+	writeArray(w, ss, func(s *trimmedContainerStatus) {
 		w.raw(`{"name":`)
 		w.str(s.Name)
 		w.list("allocatedResources", s.AllocatedResources)
 		w.resources("resources", s.Resources)
-		w.b = append(w.b, '}')
+		w.raw("}")
+	})
+}
+
+// writeArray writes items as a JSON array, each by write.
+func writeArray[T any](w *jsonWriter, items []T, write func(*T)) {
+	w.raw("[")
+	for i := range items {
+		if i > 0 {
+			w.raw(",")
+		}
+		write(&items[i])
 	}
-	w.b = append(w.b, ']')
+	w.raw("]")
 }
 
 // quotedVerbatim reports whether v is a quoted string json.Marshal would
