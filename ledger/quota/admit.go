@@ -130,8 +130,11 @@ func Admit(req AdmitRequest) Decision {
 		}
 	}
 
+	// required holds, per quota in turn, the names the quota tracks that
+	// the object's evaluator produces; its order does not matter, as every
+	// message built from it sorts.
+	var requiredBuf [16]string
 	var interesting []int
-	restricted := map[string]bool{}
 	var restrictedScopes []ScopeRequirement
 	for i, s := range states {
 		for _, sc := range s.Quota.Scopes {
@@ -142,32 +145,26 @@ func Admit(req AdmitRequest) Decision {
 		if !s.Quota.Matches(input) {
 			continue
 		}
-		required := matchingResources(o.Resource, s.Quota.hardNames())
+		required := producedNames(requiredBuf[:0], o.Resource, s.Quota.Hard)
 		if msg := constraints(o, required); msg != "" {
 			return forbidden(d, o, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg))
 		}
-		var unknown []string
 		for _, r := range required {
 			if _, ok := s.Used[r]; !ok {
-				unknown = append(unknown, r)
+				return forbidden(d, o, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required)))
 			}
 		}
-		if len(unknown) > 0 {
-			return forbidden(d, o, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required)))
-		}
 		interesting = append(interesting, i)
-		for _, r := range required {
-			restricted[r] = true
-		}
 	}
 
 	if neg := negativeNames(input.Usage); len(neg) > 0 {
 		return forbidden(d, o, "quota usage is negative for resource(s): "+strings.Join(neg, ","))
 	}
 
-	delta := make(map[int]ResourceList, len(interesting))
-	for _, i := range interesting {
-		delta[i] = input.Usage
+	// delta[j] is what interesting[j]'s quota is charged; nil when nothing.
+	delta := make([]ResourceList, len(interesting))
+	for j := range interesting {
+		delta[j] = input.Usage
 	}
 	var deltaNoQuota ResourceList
 	if req.Operation == Create && len(interesting) == 0 {
@@ -186,38 +183,33 @@ func Admit(req AdmitRequest) Decision {
 			if len(interesting) == 0 {
 				deltaNoQuota = growth
 			}
-			for _, i := range interesting {
+			for j, i := range interesting {
 				if states[i].Quota.Matches(prev) {
-					delta[i] = growth
+					delta[j] = growth
 				}
 			}
 		} else if len(interesting) == 0 {
 			deltaNoQuota = input.Usage
 		}
 	}
-	for i, l := range delta {
-		l = removeZeros(l)
-		if len(l) == 0 {
-			delete(delta, i)
+	charged := 0
+	for j, l := range delta {
+		if l = removeZeros(l); len(l) == 0 {
+			delta[j] = nil
 		} else {
-			delta[i] = l
+			delta[j] = l
+			charged++
 		}
 	}
 	if len(interesting) != 0 {
-		if len(delta) == 0 {
+		if charged == 0 {
 			return d
 		}
 	} else if len(removeZeros(deltaNoQuota)) == 0 {
 		return d
 	}
 
-	var uncovered []string
-	for _, n := range limitedNames {
-		if !restricted[n] {
-			uncovered = append(uncovered, n)
-		}
-	}
-	if len(uncovered) > 0 {
+	if uncovered := uncoveredNames(limitedNames, states, interesting, o.Resource); len(uncovered) > 0 {
 		return forbidden(d, o, "insufficient quota to consume: "+joinSorted(uncovered))
 	}
 	if missing := uncoveredScopes(limitedScopes, restrictedScopes); len(missing) > 0 {
@@ -234,26 +226,96 @@ func Admit(req AdmitRequest) Decision {
 		return d
 	}
 
-	newUsed := make(map[string]ResourceList, len(states))
-	for k, v := range d.Used {
-		newUsed[k] = v
-	}
-	for _, i := range interesting {
-		l, ok := delta[i]
-		if !ok {
+	// Every charged quota is checked before any of its new usage is kept,
+	// so a denial reports the usage as it was.
+	for j, i := range interesting {
+		l := delta[j]
+		if l == nil {
 			continue
 		}
 		q := states[i].Quota
-		requested := q.Mask(l)
-		used := Add(states[i].Used, requested)
-		if ok, exceeded := lessThanOrEqual(maskNames(used, requested.Names()), q.Hard); !ok {
+		used := addTracked(states[i].Used, l, q.Hard)
+		if exceeded := exceededNames(used, l, q.Hard); len(exceeded) > 0 {
+			requested := q.Mask(l)
 			return forbidden(d, o, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
 				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded)))
 		}
-		newUsed[q.Name] = used
+		delta[j] = used
 	}
-	d.Used = newUsed
+	for j, i := range interesting {
+		if delta[j] != nil {
+			d.Used[states[i].Quota.Name] = delta[j]
+		}
+	}
 	return d
+}
+
+// producedNames appends to out the names of hard that the evaluator of
+// resource produces, in no particular order.
+func producedNames(out []string, resource string, hard ResourceList) []string {
+	for name := range hard {
+		if evaluatorProduces(resource, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// uncoveredNames returns the limited names (limitedResources) that none of
+// the interesting quotas restricts: none tracks them among the names the
+// object's evaluator produces.
+func uncoveredNames(limited []string, states []QuotaState, interesting []int, resource string) []string {
+	var out []string
+	for _, n := range limited {
+		covered := false
+		for _, i := range interesting {
+			if _, ok := states[i].Quota.Hard[n]; ok && evaluatorProduces(resource, n) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// addTracked returns used plus the part of delta that hard tracks: Add of
+// used and the quota's Mask of delta, without building the mask.
+func addTracked(used, delta, hard ResourceList) ResourceList {
+	out := make(ResourceList, len(used)+len(delta))
+	for k, v := range used {
+		if w, ok := delta[k]; ok {
+			if _, tracked := hard[k]; tracked {
+				v = v.Add(w)
+			}
+		}
+		out[k] = v
+	}
+	for k, w := range delta {
+		if _, tracked := hard[k]; !tracked {
+			continue
+		}
+		if _, ok := out[k]; !ok {
+			out[k] = w
+		}
+	}
+	return out
+}
+
+// exceededNames returns the sorted names of delta that hard tracks and
+// that used (the usage with delta added) takes past hard.
+func exceededNames(used, delta, hard ResourceList) []string {
+	var out []string
+	for k := range delta {
+		limit, ok := hard[k]
+		if ok && used[k].Cmp(limit) > 0 {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func joinSorted(names []string) string {

@@ -164,18 +164,8 @@ var legacyCountNames = map[string]string{
 	"resourcequotas":         ResourceQuotas,
 }
 
-// matchingResources returns the names in names that the evaluator for
-// resource (a group-qualified plural) produces.
-func matchingResources(resource string, names []string) []string {
-	var out []string
-	for _, n := range names {
-		if evaluatorProduces(resource, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
+// evaluatorProduces reports whether the evaluator for resource (a
+// group-qualified plural) produces the resource name.
 func evaluatorProduces(resource, name string) bool {
 	switch resource {
 	case "pods":

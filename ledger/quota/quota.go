@@ -220,9 +220,6 @@ func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 	return errs
 }
 
-// hardNames returns the sorted names q tracks.
-func (q *Quota) hardNames() []string { return q.Hard.Names() }
-
 // tracksAny reports whether q tracks at least one resource that the
 // evaluator of resource produces.
 func (q *Quota) tracksAny(resource string) bool {

@@ -153,9 +153,19 @@ func maskNames(l ResourceList, names []string) ResourceList {
 	return out
 }
 
-// removeZeros returns l without its zero quantities.
+// removeZeros returns l without its zero quantities: l itself when it has
+// none, so the result is only read.
 func removeZeros(l ResourceList) ResourceList {
-	out := make(ResourceList, len(l))
+	zeros := 0
+	for _, v := range l {
+		if v.IsZero() {
+			zeros++
+		}
+	}
+	if zeros == 0 {
+		return l
+	}
+	out := make(ResourceList, len(l)-zeros)
 	for k, v := range l {
 		if !v.IsZero() {
 			out[k] = v

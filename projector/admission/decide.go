@@ -50,9 +50,10 @@ func verdict(st *projector.NamespaceState, d quota.Decision) *decision {
 		if !s.Quota.Matches(d.Charge) {
 			continue
 		}
-		for _, v := range s.Quota.Mask(d.Charge.Usage) {
-			if !v.IsZero() {
+		for name, v := range d.Charge.Usage {
+			if _, tracked := s.Quota.Hard[name]; tracked && !v.IsZero() {
 				out.charged = true
+				return out
 			}
 		}
 	}
