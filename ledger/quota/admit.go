@@ -62,6 +62,9 @@ type AdmitRequest struct {
 	// the quotas' usage changes between decisions on one object, so a
 	// caller deciding it again against new usage need not evaluate again.
 	Charge *Charge
+	// VerdictOnly says the caller reads only the verdict: the Decision's
+	// Used is left nil, and no quota's new usage is built.
+	VerdictOnly bool
 }
 
 // Decision is the answer to an AdmitRequest.
@@ -76,7 +79,7 @@ type Decision struct {
 	// Reason is the status reason: Forbidden for denials.
 	Reason string
 	// Used is every quota's used after the request, by quota name; only
-	// matching quotas change.
+	// matching quotas change. It is nil when the request was VerdictOnly.
 	Used map[string]ResourceList
 	// Charge is the object's charge, what a reservation holds.
 	Charge Charge
@@ -103,9 +106,12 @@ func Admit(req AdmitRequest) Decision {
 		}
 	}
 	slices.SortFunc(states, func(a, b QuotaState) int { return strings.Compare(a.Quota.Name, b.Quota.Name) })
-	d := Decision{Allowed: true, Code: http.StatusOK, Used: make(map[string]ResourceList, len(states))}
-	for _, s := range states {
-		d.Used[s.Quota.Name] = s.Used
+	d := Decision{Allowed: true, Code: http.StatusOK}
+	if !req.VerdictOnly {
+		d.Used = make(map[string]ResourceList, len(states))
+		for _, s := range states {
+			d.Used[s.Quota.Name] = s.Used
+		}
 	}
 	o := req.Object
 	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource) {
@@ -226,25 +232,25 @@ func Admit(req AdmitRequest) Decision {
 		return d
 	}
 
-	// Every charged quota is checked before any of its new usage is kept,
-	// so a denial reports the usage as it was.
+	// Every charged quota is checked before any new usage is built, so a
+	// denial reports the usage as it was.
 	for j, i := range interesting {
 		l := delta[j]
 		if l == nil {
 			continue
 		}
 		q := states[i].Quota
-		used := addTracked(states[i].Used, l, q.Hard)
-		if exceeded := exceededNames(used, l, q.Hard); len(exceeded) > 0 {
+		if exceeded := exceededNames(states[i].Used, l, q.Hard); len(exceeded) > 0 {
 			requested := q.Mask(l)
 			return forbidden(d, o, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
 				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded)))
 		}
-		delta[j] = used
 	}
-	for j, i := range interesting {
-		if delta[j] != nil {
-			d.Used[states[i].Quota.Name] = delta[j]
+	if d.Used != nil {
+		for j, i := range interesting {
+			if delta[j] != nil {
+				d.Used[states[i].Quota.Name] = addTracked(states[i].Used, delta[j], states[i].Quota.Hard)
+			}
 		}
 	}
 	return d
@@ -305,12 +311,20 @@ func addTracked(used, delta, hard ResourceList) ResourceList {
 }
 
 // exceededNames returns the sorted names of delta that hard tracks and
-// that used (the usage with delta added) takes past hard.
+// that delta takes past hard when added to used, summed as addTracked
+// sums them.
 func exceededNames(used, delta, hard ResourceList) []string {
 	var out []string
-	for k := range delta {
+	for k, w := range delta {
 		limit, ok := hard[k]
-		if ok && used[k].Cmp(limit) > 0 {
+		if !ok {
+			continue
+		}
+		sum := w
+		if v, ok := used[k]; ok {
+			sum = v.Add(w)
+		}
+		if sum.Cmp(limit) > 0 {
 			out = append(out, k)
 		}
 	}

@@ -289,7 +289,7 @@ func (g admitGenerator) request(i int) AdmitRequest {
 }
 
 // TestAdmitMatchesTheReference compares Admit with refAdmit on seeded
-// random requests, and checks that the comparison reached every kind of
+// random requests, with and without VerdictOnly, and checks that the comparison reached every kind of
 // verdict.
 func TestAdmitMatchesTheReference(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -302,6 +302,12 @@ func TestAdmitMatchesTheReference(t *testing.T) {
 		got := Admit(req)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("request %d (seed %d):\n got %+v\nwant %+v\nquotas %+v", i, seed, got, want, req.Quotas)
+		}
+		verdictOnly := req
+		verdictOnly.VerdictOnly = true
+		want.Used = nil
+		if v := Admit(verdictOnly); !reflect.DeepEqual(v, want) {
+			t.Fatalf("request %d (seed %d), verdict only:\n got %+v\nwant %+v\nquotas %+v", i, seed, v, want, req.Quotas)
 		}
 		kind := "allowed"
 		if !got.Allowed {

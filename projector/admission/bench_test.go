@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/ledger/ledgertest/workload"
+	"github.com/quotaledger/quota/ledger/object"
 )
 
 // BenchmarkReviewDryRun decides dry-run creates directly (no NATS round
@@ -23,25 +25,79 @@ func BenchmarkReviewDryRun(b *testing.B) {
 	upsert(b, r.stream, quotaManifest("bench", "compute", map[string]string{"requests.cpu": "1000", "limits.cpu": "1000", "pods": "100000"}))
 	upsert(b, r.stream, quotaManifest("bench", "counts", map[string]string{"count/pods": "100000"}))
 	r.catchUp(b)
+	workloadNamespace, workloadPods := workloadOpening(b, r)
+	r.catchUp(b)
 	for _, c := range []struct {
-		name string
-		pod  string
+		name      string
+		namespace string
+		pods      []string
 	}{
-		{"small", podManifest("bench", "web", "250m")},
-		{"recorded", string(samplePod(b, "bench"))},
+		{"small", "bench", []string{podManifest("bench", "web", "250m")}},
+		{"recorded", "bench", []string{string(samplePod(b, "bench"))}},
+		{"workload", workloadNamespace, workloadPods},
 	} {
-		body := review("uid-1", "CREATE", "bench", c.pod, "", true)
+		bodies := make([][]byte, len(c.pods))
+		for i, p := range c.pods {
+			bodies[i] = review("uid-1", "CREATE", c.namespace, p, "", true)
+		}
 		ctx := context.Background()
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for range b.N {
-				out, err := r.resp.Review(ctx, "bench", body)
-				if err != nil || !out.Response.Allowed {
-					b.Fatalf("not allowed: %v %+v", err, out.Response.Result)
+			for i := range b.N {
+				out, err := r.resp.Review(ctx, c.namespace, bodies[i%len(bodies)])
+				if err != nil || out.Response == nil {
+					b.Fatalf("no answer: %v", err)
 				}
 			}
 		})
 	}
+}
+
+// workloadOpening appends the opening of the benchmark workload (cluster
+// objects, and the quotas and LimitRanges of its namespaces) to r's
+// stream, and returns the first namespace with pods and the first pods
+// created in it: the pods and quotas the harness's dry-run figures decide.
+func workloadOpening(b *testing.B, r *replica) (string, []string) {
+	b.Helper()
+	g, err := workload.New(workload.Config{Seed: 1, Namespaces: 4, Events: 4000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var namespace string
+	var pods []string
+	var line []byte
+	for {
+		var ok bool
+		if line, ok = g.Next(line[:0]); !ok {
+			break
+		}
+		var w struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.Unmarshal(line, &w); err != nil {
+			b.Fatal(err)
+		}
+		o, err := object.Decode(w.Object)
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch {
+		case o.Resource != "pods" && o.Resource != "persistentvolumeclaims" && o.Resource != "services":
+			upsert(b, r.stream, string(w.Object))
+		case o.Resource == "pods" && w.Type == "ADDED" && len(pods) < 64:
+			if namespace == "" {
+				namespace = o.Namespace
+			}
+			if o.Namespace == namespace {
+				pods = append(pods, string(w.Object))
+			}
+		}
+	}
+	if len(pods) == 0 {
+		b.Fatal("no pod in the workload")
+	}
+	return namespace, pods
 }
 
 // samplePod is the first pod of a recorded sample: a real kube-apiserver

@@ -30,11 +30,12 @@ func decide(v *view, op admissionv1.Operation, obj, old *object.Object) *decisio
 		return prepare(v.env, obj).decide(v.NamespaceState)
 	}
 	d := quota.Admit(quota.AdmitRequest{
-		Operation: quota.Operation(op),
-		Object:    obj,
-		OldObject: old,
-		Quotas:    v.Quotas,
-		Now:       time.Now(),
+		Operation:   quota.Operation(op),
+		Object:      obj,
+		OldObject:   old,
+		Quotas:      v.Quotas,
+		Now:         time.Now(),
+		VerdictOnly: true,
 	})
 	return verdict(v.NamespaceState, d)
 }
@@ -147,7 +148,7 @@ func (p *prepared) decide(st *projector.NamespaceState) *decision {
 	if p.denial != nil {
 		return p.denial
 	}
-	req := quota.AdmitRequest{Operation: quota.Create, Object: p.object, Quotas: st.Quotas, Now: p.now}
+	req := quota.AdmitRequest{Operation: quota.Create, Object: p.object, Quotas: st.Quotas, Now: p.now, VerdictOnly: true}
 	if p.evaluated {
 		req.Charge = &p.charge
 	}
