@@ -132,17 +132,20 @@ var knownKinds = map[groupKind]kindInfo{
 
 // header is the part of every object Decode reads before choosing a type.
 type header struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name                       string       `json:"name"`
-		GenerateName               string       `json:"generateName"`
-		Namespace                  string       `json:"namespace"`
-		UID                        string       `json:"uid"`
-		ResourceVersion            string       `json:"resourceVersion"`
-		DeletionTimestamp          *metav1.Time `json:"deletionTimestamp"`
-		DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
-	} `json:"metadata"`
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   headerMeta `json:"metadata"`
+}
+
+// headerMeta is the part of an object's metadata header holds.
+type headerMeta struct {
+	Name                       string       `json:"name"`
+	GenerateName               string       `json:"generateName"`
+	Namespace                  string       `json:"namespace"`
+	UID                        string       `json:"uid"`
+	ResourceVersion            string       `json:"resourceVersion"`
+	DeletionTimestamp          *metav1.Time `json:"deletionTimestamp"`
+	DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
 }
 
 // Decode reads one Kubernetes object from JSON. A namespaced object may

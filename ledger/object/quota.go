@@ -103,24 +103,30 @@ type quotaContainerStatus struct {
 type quotaPod struct {
 	// header holds apiVersion, kind and the identity in metadata.
 	header
-	Spec struct {
-		InitContainers        []quotaContainer             `json:"initContainers"`
-		Containers            []quotaContainer             `json:"containers"`
-		ActiveDeadlineSeconds *int64                       `json:"activeDeadlineSeconds"`
-		Affinity              *corev1.Affinity             `json:"affinity"`
-		PriorityClassName     string                       `json:"priorityClassName"`
-		Priority              *int32                       `json:"priority"`
-		RuntimeClassName      *string                      `json:"runtimeClassName"`
-		Overhead              corev1.ResourceList          `json:"overhead"`
-		Resources             *corev1.ResourceRequirements `json:"resources"`
-	} `json:"spec"`
-	Status struct {
-		Phase                 corev1.PodPhase        `json:"phase"`
-		QOSClass              corev1.PodQOSClass     `json:"qosClass"`
-		Conditions            []corev1.PodCondition  `json:"conditions"`
-		InitContainerStatuses []quotaContainerStatus `json:"initContainerStatuses"`
-		ContainerStatuses     []quotaContainerStatus `json:"containerStatuses"`
-	} `json:"status"`
+	Spec   quotaPodSpec   `json:"spec"`
+	Status quotaPodStatus `json:"status"`
+}
+
+// quotaPodSpec is the part of a pod's spec quota reads.
+type quotaPodSpec struct {
+	InitContainers        []quotaContainer             `json:"initContainers"`
+	Containers            []quotaContainer             `json:"containers"`
+	ActiveDeadlineSeconds *int64                       `json:"activeDeadlineSeconds"`
+	Affinity              *corev1.Affinity             `json:"affinity"`
+	PriorityClassName     string                       `json:"priorityClassName"`
+	Priority              *int32                       `json:"priority"`
+	RuntimeClassName      *string                      `json:"runtimeClassName"`
+	Overhead              corev1.ResourceList          `json:"overhead"`
+	Resources             *corev1.ResourceRequirements `json:"resources"`
+}
+
+// quotaPodStatus is the part of a pod's status quota reads.
+type quotaPodStatus struct {
+	Phase                 corev1.PodPhase        `json:"phase"`
+	QOSClass              corev1.PodQOSClass     `json:"qosClass"`
+	Conditions            []corev1.PodCondition  `json:"conditions"`
+	InitContainerStatuses []quotaContainerStatus `json:"initContainerStatuses"`
+	ContainerStatuses     []quotaContainerStatus `json:"containerStatuses"`
 }
 
 // decodeQuotaPod is DecodeForQuota, through encoding/json, for an object
@@ -214,60 +220,149 @@ func walkQuotaPod(b []byte, p *quotaPod) bool {
 }
 
 // walkQuotaPodFrom is walkQuotaPod of the value at the scanner's cursor.
+//
+// The walk makes no closure per member or per element: each object's
+// members are named in a list, and read by a switch on the key.
 func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
-	m := &p.Metadata
-	return walkObject(s, []member{
-		{"apiVersion", exactly(s, "v1", &p.APIVersion)},
-		{"kind", exactly(s, "Pod", &p.Kind)},
-		{"metadata", func() bool {
-			return walkObject(s, []member{
-				{"name", plainString(s, &m.Name)},
-				{"generateName", plainString(s, &m.GenerateName)},
-				{"namespace", plainString(s, &m.Namespace)},
-				{"uid", plainString(s, &m.UID)},
-				{"resourceVersion", plainString(s, &m.ResourceVersion)},
-				{"deletionTimestamp", decodeValue(s, &m.DeletionTimestamp)},
-				{"deletionGracePeriodSeconds", intPointer(s, &m.DeletionGracePeriodSeconds, 64)},
-			})
-		}},
-		{"spec", func() bool {
-			sp := &p.Spec
-			return walkObject(s, []member{
-				{"initContainers", walkContainers(s, &sp.InitContainers)},
-				{"containers", walkContainers(s, &sp.Containers)},
-				{"activeDeadlineSeconds", intPointer(s, &sp.ActiveDeadlineSeconds, 64)},
-				{"affinity", decodeValue(s, &sp.Affinity)},
-				{"priorityClassName", plainString(s, &sp.PriorityClassName)},
-				{"priority", intPointer(s, &sp.Priority, 32)},
-				{"runtimeClassName", decodeValue(s, &sp.RuntimeClassName)},
-				{"overhead", walkResourceList(s, &sp.Overhead)},
-				{"resources", decodeValue(s, &sp.Resources)},
-			})
-		}},
-		{"status", func() bool {
-			st := &p.Status
-			return walkObject(s, []member{
-				{"phase", plainString(s, &st.Phase)},
-				{"qosClass", plainString(s, &st.QOSClass)},
-				{"conditions", decodeValue(s, &st.Conditions)},
-				{"initContainerStatuses", walkContainerStatuses(s, &st.InitContainerStatuses)},
-				{"containerStatuses", walkContainerStatuses(s, &st.ContainerStatuses)},
-			})
-		}},
+	return walkMembers(s, podKeys, func(key string) bool {
+		switch key {
+		case "apiVersion":
+			return readExactly(s, "v1", &p.APIVersion)
+		case "kind":
+			return readExactly(s, "Pod", &p.Kind)
+		case "metadata":
+			return walkMetadata(s, &p.Metadata)
+		case "spec":
+			return walkSpec(s, &p.Spec)
+		default:
+			return walkStatus(s, &p.Status)
+		}
 	})
 }
 
-// member is a member walkObject reads: its exact key, and how to read its
-// value from the scanner.
-type member struct {
-	key  string
-	read func() bool
+// The members the walk reads, by object.
+var (
+	podKeys      = []string{"apiVersion", "kind", "metadata", "spec", "status"}
+	metadataKeys = []string{"name", "generateName", "namespace", "uid", "resourceVersion",
+		"deletionTimestamp", "deletionGracePeriodSeconds"}
+	specKeys = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
+		"priorityClassName", "priority", "runtimeClassName", "overhead", "resources"}
+	statusKeys          = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
+	containerKeys       = []string{"name", "resources", "restartPolicy"}
+	containerStatusKeys = []string{"name", "allocatedResources", "resources"}
+	resourcesKeys       = []string{"limits", "requests", "claims"}
+)
+
+func walkMetadata(s *jsonscan.Scanner, m *headerMeta) bool {
+	return walkMembers(s, metadataKeys, func(key string) bool {
+		switch key {
+		case "name":
+			return readPlainString(s, &m.Name)
+		case "generateName":
+			return readPlainString(s, &m.GenerateName)
+		case "namespace":
+			return readPlainString(s, &m.Namespace)
+		case "uid":
+			return readPlainString(s, &m.UID)
+		case "resourceVersion":
+			return readPlainString(s, &m.ResourceVersion)
+		case "deletionTimestamp":
+			return readValue(s, &m.DeletionTimestamp)
+		default:
+			return readInt(s, &m.DeletionGracePeriodSeconds, 64)
+		}
+	})
 }
 
-// walkObject walks the object at the cursor, reading the members it is
-// given and skipping the others (encoding/json ignores unknown members).
-// A null leaves everything as it is, as encoding/json does.
-func walkObject(s *jsonscan.Scanner, members []member) bool {
+func walkSpec(s *jsonscan.Scanner, sp *quotaPodSpec) bool {
+	return walkMembers(s, specKeys, func(key string) bool {
+		switch key {
+		case "initContainers":
+			return readArray(s, &sp.InitContainers, walkContainer)
+		case "containers":
+			return readArray(s, &sp.Containers, walkContainer)
+		case "activeDeadlineSeconds":
+			return readInt(s, &sp.ActiveDeadlineSeconds, 64)
+		case "affinity":
+			return readValue(s, &sp.Affinity)
+		case "priorityClassName":
+			return readPlainString(s, &sp.PriorityClassName)
+		case "priority":
+			return readInt(s, &sp.Priority, 32)
+		case "runtimeClassName":
+			return readValue(s, &sp.RuntimeClassName)
+		case "overhead":
+			return readResourceList(s, &sp.Overhead)
+		default:
+			return readValue(s, &sp.Resources)
+		}
+	})
+}
+
+func walkStatus(s *jsonscan.Scanner, st *quotaPodStatus) bool {
+	return walkMembers(s, statusKeys, func(key string) bool {
+		switch key {
+		case "phase":
+			return readPlainString(s, &st.Phase)
+		case "qosClass":
+			return readPlainString(s, &st.QOSClass)
+		case "conditions":
+			return readValue(s, &st.Conditions)
+		case "initContainerStatuses":
+			return readArray(s, &st.InitContainerStatuses, walkContainerStatus)
+		default:
+			return readArray(s, &st.ContainerStatuses, walkContainerStatus)
+		}
+	})
+}
+
+func walkContainer(s *jsonscan.Scanner, c *quotaContainer) bool {
+	return walkMembers(s, containerKeys, func(key string) bool {
+		switch key {
+		case "name":
+			return readPlainString(s, &c.Name)
+		case "resources":
+			return walkResources(s, &c.Resources)
+		default:
+			return readValue(s, &c.RestartPolicy)
+		}
+	})
+}
+
+func walkContainerStatus(s *jsonscan.Scanner, c *quotaContainerStatus) bool {
+	return walkMembers(s, containerStatusKeys, func(key string) bool {
+		switch key {
+		case "name":
+			return readPlainString(s, &c.Name)
+		case "allocatedResources":
+			return readResourceList(s, &c.AllocatedResources)
+		default:
+			return readValue(s, &c.Resources)
+		}
+	})
+}
+
+// walkResources walks a container's resources into dst.
+func walkResources(s *jsonscan.Scanner, dst *corev1.ResourceRequirements) bool {
+	return walkMembers(s, resourcesKeys, func(key string) bool {
+		switch key {
+		case "limits":
+			return readResourceList(s, &dst.Limits)
+		case "requests":
+			return readResourceList(s, &dst.Requests)
+		default:
+			return readValue(s, &dst.Claims)
+		}
+	})
+}
+
+// walkMembers walks the object at the cursor, reading the members named
+// by keys (at most 64) with read, given the key, and skipping the others
+// (encoding/json ignores unknown members). A null leaves everything as it
+// is, as encoding/json does. It gives up on a key that is not plain, a
+// key read twice, and a key that differs from one of keys only by case
+// (encoding/json would match it).
+func walkMembers(s *jsonscan.Scanner, keys []string, read func(key string) bool) bool {
 	if s.Null() {
 		return true
 	}
@@ -276,15 +371,15 @@ func walkObject(s *jsonscan.Scanner, members []member) bool {
 		if !plain {
 			return false
 		}
-		for i, m := range members {
-			if string(key) == m.key {
+		for i, k := range keys {
+			if string(key) == k {
 				if seen&(1<<i) != 0 {
 					return false
 				}
 				seen |= 1 << i
-				return m.read()
+				return read(k)
 			}
-			if jsonscan.EqualFoldASCII(key, m.key) {
+			if jsonscan.EqualFoldASCII(key, k) {
 				return false
 			}
 		}
@@ -292,54 +387,48 @@ func walkObject(s *jsonscan.Scanner, members []member) bool {
 	})
 }
 
-// exactly reads a plain string into dst, giving up unless it is want.
-func exactly(s *jsonscan.Scanner, want string, dst *string) func() bool {
-	return func() bool {
-		v, ok := s.String()
-		if !ok || string(v) != want {
-			return false
-		}
-		*dst = want
+// readExactly reads a plain string into dst, giving up unless it is want.
+func readExactly(s *jsonscan.Scanner, want string, dst *string) bool {
+	v, ok := s.String()
+	if !ok || string(v) != want {
+		return false
+	}
+	*dst = want
+	return true
+}
+
+// readPlainString copies a string of printable ASCII without escapes into
+// dst, and decodes any other value with encoding/json.
+func readPlainString[T ~string](s *jsonscan.Scanner, dst *T) bool {
+	m := s.Mark()
+	if v, ok := s.String(); ok {
+		*dst = T(v)
 		return true
 	}
+	s.Back(m)
+	raw, ok := s.Raw()
+	return ok && json.Unmarshal(raw, dst) == nil
 }
 
-// plainString copies a string of printable ASCII without escapes into
-// dst, and decodes any other value with encoding/json.
-func plainString[T ~string](s *jsonscan.Scanner, dst *T) func() bool {
-	return func() bool {
-		m := s.Mark()
-		if v, ok := s.String(); ok {
-			*dst = T(v)
-			return true
-		}
-		s.Back(m)
-		raw, ok := s.Raw()
-		return ok && json.Unmarshal(raw, dst) == nil
+// readInt reads an integer or null into dst, an integer of the given size
+// in bits, as encoding/json reads a number into a pointer to it, parsing a
+// plain integer itself and leaving anything else (a fraction, an
+// exponent, a value out of range) to encoding/json.
+func readInt[T int32 | int64](s *jsonscan.Scanner, dst **T, bits int) bool {
+	if s.Null() {
+		*dst = nil
+		return true
 	}
-}
-
-// intPointer reads an integer or null into dst, an integer of the given
-// size in bits, as encoding/json reads a number into a pointer to it,
-// parsing a plain integer itself and leaving anything else (a fraction,
-// an exponent, a value out of range) to encoding/json.
-func intPointer[T int32 | int64](s *jsonscan.Scanner, dst **T, bits int) func() bool {
-	return func() bool {
-		if s.Null() {
-			*dst = nil
-			return true
-		}
-		raw, ok := s.Raw()
-		if !ok {
-			return false
-		}
-		if n, err := strconv.ParseInt(string(raw), 10, bits); err == nil && isInteger(raw) {
-			v := T(n)
-			*dst = &v
-			return true
-		}
-		return json.Unmarshal(raw, dst) == nil
+	raw, ok := s.Raw()
+	if !ok {
+		return false
 	}
+	if n, err := strconv.ParseInt(string(raw), 10, bits); err == nil && isInteger(raw) {
+		v := T(n)
+		*dst = &v
+		return true
+	}
+	return json.Unmarshal(raw, dst) == nil
 }
 
 // isInteger reports whether raw is a JSON integer: an optional minus and
@@ -360,95 +449,56 @@ func isInteger(raw []byte) bool {
 	return true
 }
 
-// decodeValue decodes the value at the cursor into dst with encoding/json.
-func decodeValue[T any](s *jsonscan.Scanner, dst *T) func() bool {
-	return func() bool {
-		raw, ok := s.Raw()
-		return ok && json.Unmarshal(raw, dst) == nil
-	}
+// readValue decodes the value at the cursor into dst with encoding/json.
+func readValue[T any](s *jsonscan.Scanner, dst *T) bool {
+	raw, ok := s.Raw()
+	return ok && json.Unmarshal(raw, dst) == nil
 }
 
-// walkArray walks an array of objects into dst, each element's members
-// given by members; a null array sets dst to nil, as encoding/json does.
-func walkArray[T any](s *jsonscan.Scanner, dst *[]T, members func(*T) []member) func() bool {
-	return func() bool {
-		if s.Null() {
-			*dst = nil
-			return true
-		}
-		out := []T{}
-		ok := s.Elements(func() bool {
-			var e T
-			if s.Null() || !walkObject(s, members(&e)) {
-				return false
-			}
-			out = append(out, e)
-			return true
-		})
-		*dst = out
-		return ok
+// readArray reads an array of objects into dst, each element walked by
+// walk; a null array sets dst to nil, as encoding/json does, and a null
+// element gives up.
+func readArray[T any](s *jsonscan.Scanner, dst *[]T, walk func(*jsonscan.Scanner, *T) bool) bool {
+	if s.Null() {
+		*dst = nil
+		return true
 	}
-}
-
-func walkContainers(s *jsonscan.Scanner, dst *[]quotaContainer) func() bool {
-	return walkArray(s, dst, func(c *quotaContainer) []member {
-		return []member{
-			{"name", plainString(s, &c.Name)},
-			{"resources", walkResources(s, &c.Resources)},
-			{"restartPolicy", decodeValue(s, &c.RestartPolicy)},
-		}
+	out := []T{}
+	ok := s.Elements(func() bool {
+		var e T
+		out = append(out, e)
+		return !s.Null() && walk(s, &out[len(out)-1])
 	})
+	*dst = out
+	return ok
 }
 
-func walkContainerStatuses(s *jsonscan.Scanner, dst *[]quotaContainerStatus) func() bool {
-	return walkArray(s, dst, func(c *quotaContainerStatus) []member {
-		return []member{
-			{"name", plainString(s, &c.Name)},
-			{"allocatedResources", walkResourceList(s, &c.AllocatedResources)},
-			{"resources", decodeValue(s, &c.Resources)},
-		}
-	})
-}
-
-// walkResources walks a container's resources into dst.
-func walkResources(s *jsonscan.Scanner, dst *corev1.ResourceRequirements) func() bool {
-	return func() bool {
-		return walkObject(s, []member{
-			{"limits", walkResourceList(s, &dst.Limits)},
-			{"requests", walkResourceList(s, &dst.Requests)},
-			{"claims", decodeValue(s, &dst.Claims)},
-		})
-	}
-}
-
-// walkResourceList reads a resource list whose names and quantities are
+// readResourceList reads a resource list whose names and quantities are
 // plain strings into dst as encoding/json does: a null sets dst to nil,
 // an object adds to dst (made when nil), a repeated name keeps the last
 // quantity, and each quantity is parsed as resource.Quantity's
 // UnmarshalJSON parses it. It gives up on anything else.
-func walkResourceList(s *jsonscan.Scanner, dst *corev1.ResourceList) func() bool {
-	return func() bool {
-		if s.Null() {
-			*dst = nil
-			return true
-		}
-		if *dst == nil {
-			*dst = corev1.ResourceList{}
-		}
-		return s.Members(func(key []byte, plain bool) bool {
-			if !plain {
-				return false
-			}
-			v, ok := s.String()
-			if !ok {
-				return false
-			}
-			q, err := resource.ParseQuantity(strings.TrimSpace(string(v)))
-			if err != nil {
-				return false
-			}
-			(*dst)[corev1.ResourceName(key)] = q
-			return true
-		})
+func readResourceList(s *jsonscan.Scanner, dst *corev1.ResourceList) bool {
+	if s.Null() {
+		*dst = nil
+		return true
 	}
+	if *dst == nil {
+		*dst = corev1.ResourceList{}
+	}
+	return s.Members(func(key []byte, plain bool) bool {
+		if !plain {
+			return false
+		}
+		v, ok := s.String()
+		if !ok {
+			return false
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(string(v)))
+		if err != nil {
+			return false
+		}
+		(*dst)[corev1.ResourceName(key)] = q
+		return true
+	})
 }
