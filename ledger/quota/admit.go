@@ -349,8 +349,11 @@ func joinSorted(names []string) string {
 func forbidden(d Decision, o *object.Object, reason string) Decision {
 	name := o.Name
 	if name == "" {
-		// Names are generated after admission; Kubernetes reports the
-		// prefix meanwhile.
+		// A create offered with only a generateName (a manifest, or what
+		// a mutating webhook sees: kube-apiserver generates the name
+		// before validating admission, where quota runs) names its
+		// prefix, as the API server's messages did when it generated
+		// names later.
 		name = o.GenerateName
 	}
 	d.Allowed = false

@@ -36,5 +36,7 @@
 // against the projection but their increase is charged only when the
 // object's MODIFIED event arrives. An object offered with generateName and
 // no name is reserved under a placeholder name; its ADDED event carries the
-// generated name, so the reservation is only released by expiry.
+// generated name, so the reservation is only released by expiry. Reviews
+// relayed from a validating admission webhook carry the name: a current
+// kube-apiserver generates it before validating admission.
 package admission
