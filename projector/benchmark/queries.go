@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -124,8 +125,25 @@ func (r *run) profile(name string) (stop func() error, err error) {
 		f.Close()
 		return nil, fmt.Errorf("CPU profile %s: %w", path, err)
 	}
-	return func() error {
+	tpath := base + ".trace"
+	tf, err := os.Create(tpath)
+	if err != nil {
 		pprof.StopCPUProfile()
+		f.Close()
+		return nil, fmt.Errorf("execution trace: %w", err)
+	}
+	if err := trace.Start(tf); err != nil {
+		pprof.StopCPUProfile()
+		f.Close()
+		tf.Close()
+		return nil, fmt.Errorf("execution trace %s: %w", tpath, err)
+	}
+	return func() error {
+		trace.Stop()
+		pprof.StopCPUProfile()
+		if err := tf.Close(); err != nil {
+			return fmt.Errorf("execution trace %s: %w", tpath, err)
+		}
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("CPU profile %s: %w", path, err)
 		}
