@@ -147,6 +147,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.phase(FigureRawPublish, UnitEventsPerSecond, r.rawPublish)
 	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
 	r.add(peakFigure(FigurePeakRSSIngest, ""))
+	if err := r.dropRawStream(ctx); err != nil {
+		return nil, fmt.Errorf("benchmark: delete the raw publish stream: %w", err)
+	}
 	resetPeakRSS()
 	r.phase(FigureRawRead, UnitEventsPerSecond, r.rawRead)
 
@@ -292,20 +295,43 @@ func convert(line []byte) (ledger.BatchEntry, error) {
 	return ledger.BatchEntry{Event: ev, MsgID: o.UID + "@" + o.ResourceVersion}, nil
 }
 
-// rawStreamName names the stream of the raw publish ceiling.
-const rawStreamName = "BENCH_RAW"
+// rawStreamName names the stream of the raw publish ceiling. It is
+// deleted once ingest has been compared with it (dropRawStream), and
+// rawCASStreamName, the stream of the raw compare-and-swap append, lives
+// only for that measurement: a server running the ledger carries neither,
+// nor their duplicate tables, which the later phases would otherwise hold
+// in memory and garbage collection would mark.
+const (
+	rawStreamName    = "BENCH_RAW"
+	rawCASStreamName = "BENCH_RAW_CAS"
+)
 
-// rawPublish publishes the encoded events the ledger will append, with the
-// same options, message IDs and in-flight window, to a plain stream. Only
-// the publishing is timed; converting and encoding is not.
-func (r *run) rawPublish(ctx context.Context) (float64, string, error) {
+// createRawStream creates a plain stream with the ledger's stream options.
+func (r *run) createRawStream(ctx context.Context, name, subjects string) error {
 	_, err := r.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: rawStreamName, Subjects: []string{"bench.raw.>"},
+		Name: name, Subjects: []string{subjects},
 		Retention: jetstream.LimitsPolicy, MaxConsumers: -1, MaxMsgs: -1, MaxBytes: -1, MaxMsgsPerSubject: -1,
 		MaxMsgSize: ledger.DefaultMaxMsgSize, Discard: jetstream.DiscardNew, Storage: jetstream.FileStorage,
 		Replicas: 1, Duplicates: ledger.DefaultDuplicateWindow, DenyDelete: true, DenyPurge: false,
 		Compression: jetstream.NoCompression,
 	})
+	return err
+}
+
+// dropRawStream deletes the raw publish ceiling's stream.
+func (r *run) dropRawStream(ctx context.Context) error {
+	err := r.js.DeleteStream(ctx, rawStreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	return err
+}
+
+// rawPublish publishes the encoded events the ledger will append, with the
+// same options, message IDs and in-flight window, to a plain stream. Only
+// the publishing is timed; converting and encoding is not.
+func (r *run) rawPublish(ctx context.Context) (float64, string, error) {
+	err := r.createRawStream(ctx, rawStreamName, "bench.raw.>")
 	if err != nil {
 		return 0, "", err
 	}

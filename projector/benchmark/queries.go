@@ -430,31 +430,50 @@ func (r *run) admission(env Env) {
 }
 
 // rawAppend measures what one reservation costs the log alone: publishes
-// of a pod's size to the raw ceiling's stream, one at a time, each
-// expecting the subject's last sequence (a compare-and-swap) and waiting
-// for its acknowledgement, under the run's sync policy.
+// of a pod's size to a stream with the ledger's options, one at a time,
+// each expecting the subject's last sequence (a compare-and-swap) and
+// waiting for its acknowledgement, under the run's sync policy. The
+// stream is deleted afterwards.
 func (r *run) rawAppend(ctx context.Context) {
-	const subject = "bench.raw.cas"
+	if err := r.createRawStream(ctx, rawCASStreamName, "bench.rawcas.>"); err != nil {
+		r.add(Figure{Name: FigureRawAppend1, Status: Failed, Note: err.Error()})
+		return
+	}
 	n := max(100, r.cfg.Requests/5)
 	payload := r.podObjects[0]
+	elapsed, latencies, err := casAppends(ctx, r.js, n, payload)
+	if derr := r.js.DeleteStream(context.WithoutCancel(ctx), rawCASStreamName); derr != nil && err == nil {
+		err = fmt.Errorf("delete stream %s: %w", rawCASStreamName, derr)
+	}
+	if err != nil {
+		r.add(Figure{Name: FigureRawAppend1, Status: Failed, Note: err.Error()})
+		return
+	}
+	r.add(Figure{Name: FigureRawAppend1, Unit: UnitRequestsPerSecond, Value: rate(n, elapsed),
+		Note: fmt.Sprintf("%d publishes of %d bytes, p99 %d µs", n, len(payload), latencies[min(n-1, n*99/100)].Microseconds())})
+	r.add(Figure{Name: FigureRawAppend1P50, Unit: UnitMicroseconds, Value: float64(latencies[n/2].Microseconds())})
+}
+
+// casAppends publishes payload n times to the raw compare-and-swap
+// stream, each expecting the previous one to be the subject's last, and
+// returns the time they took and their latencies, sorted.
+func casAppends(ctx context.Context, js jetstream.JetStream, n int, payload []byte) (time.Duration, []time.Duration, error) {
+	const subject = "bench.rawcas.pods"
 	latencies := make([]time.Duration, n)
 	var last uint64
 	start := time.Now()
 	for i := range latencies {
 		t0 := time.Now()
-		ack, err := r.js.Publish(ctx, subject, payload, jetstream.WithExpectStream(rawStreamName), jetstream.WithExpectLastSequencePerSubject(last))
+		ack, err := js.Publish(ctx, subject, payload, jetstream.WithExpectStream(rawCASStreamName), jetstream.WithExpectLastSequencePerSubject(last))
 		if err != nil {
-			r.add(Figure{Name: FigureRawAppend1, Status: Failed, Note: err.Error()})
-			return
+			return 0, nil, err
 		}
 		latencies[i] = time.Since(t0)
 		last = ack.Sequence
 	}
 	elapsed := time.Since(start)
 	slices.Sort(latencies)
-	r.add(Figure{Name: FigureRawAppend1, Unit: UnitRequestsPerSecond, Value: rate(n, elapsed),
-		Note: fmt.Sprintf("%d publishes of %d bytes, p99 %d µs", n, len(payload), latencies[min(n-1, n*99/100)].Microseconds())})
-	r.add(Figure{Name: FigureRawAppend1P50, Unit: UnitMicroseconds, Value: float64(latencies[n/2].Microseconds())})
+	return elapsed, latencies, nil
 }
 
 // KubernetesClients is the client count of Kubernetes' concurrent
