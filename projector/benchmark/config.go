@@ -23,6 +23,9 @@ const (
 	// published as one unit. It bounds the harness's own memory: a
 	// ten-million-event run holds one chunk at a time, never the stream.
 	ChunkEvents = 4096
+	// DefaultRepeats is how many times each request-reply measurement
+	// runs by default.
+	DefaultRepeats = 3
 	// ConcurrentClients is the client count of the concurrent request
 	// measurements, as the targets name it.
 	ConcurrentClients = 16
@@ -45,6 +48,10 @@ type Config struct {
 	// Requests is the number of requests per request-reply measurement.
 	// Zero: DefaultRequests.
 	Requests int
+	// Repeats is how many times each request-reply measurement runs, one
+	// after the other; its figures are those of the run with the median
+	// rate, and the note lists every run's rate. Zero: DefaultRepeats.
+	Repeats int
 	// Hooks plug in the parts of the ledger that are measured through
 	// their own code. A nil hook reports its figures as not measured yet
 	// (or, for Ingest, measures the harness's own conversion).
@@ -52,9 +59,10 @@ type Config struct {
 	// Log receives progress lines. Nil: discarded.
 	Log io.Writer
 	// ProfileDir, when set, gets a CPU profile of each request-reply
-	// measurement, named after it (e.g. "admission reserving, 16
-	// clients.pprof"), and the allocation profiles before and after it
-	// (".allocs-base.pprof", ".allocs.pprof"). The profiles cover the
+	// measurement's first run, named after it (e.g. "admission
+	// reserving, 16 clients.pprof"), the allocation profiles before and
+	// after it (".allocs-base.pprof", ".allocs.pprof") and its execution
+	// trace (".trace"). The profiles cover the
 	// whole process: the clients, the embedded NATS server and the
 	// measured component alike.
 	ProfileDir string
@@ -102,6 +110,9 @@ func (c Config) withDefaults() Config {
 	if c.Requests == 0 {
 		c.Requests = DefaultRequests
 	}
+	if c.Repeats == 0 {
+		c.Repeats = DefaultRepeats
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -122,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.Requests < 0 {
 		problems = append(problems, fmt.Sprintf("Requests %d is negative", c.Requests))
+	}
+	if c.Repeats < 0 {
+		problems = append(problems, fmt.Sprintf("Repeats %d is negative", c.Repeats))
 	}
 	if err := c.Workload.Validate(); err != nil {
 		problems = append(problems, err.Error())

@@ -20,6 +20,9 @@ const (
 	EnvSeed = "BENCH_SEED"
 	// EnvRequests is the number of requests per request-reply figure.
 	EnvRequests = "BENCH_REQUESTS"
+	// EnvRepeats is how many times each request-reply measurement runs
+	// (DefaultRepeats); the median run gives the figure.
+	EnvRepeats = "BENCH_REPEATS"
 	// EnvSyncInterval is a JetStream sync interval such as 1s (default:
 	// sync every write).
 	EnvSyncInterval = "BENCH_SYNC_INTERVAL"
@@ -61,6 +64,7 @@ func ConfigFromEnv(dir string) (Config, error) {
 	cfg.Workload.LiveObjectsMax = num(EnvLiveObjects, max(1, cfg.Workload.Events/10))
 	cfg.Workload.Seed = uint64(num(EnvSeed, 1))
 	cfg.Requests = num(EnvRequests, DefaultRequests)
+	cfg.Repeats = num(EnvRepeats, DefaultRepeats)
 	if s := os.Getenv(EnvSyncInterval); s != "" && err == nil {
 		cfg.SyncInterval, err = time.ParseDuration(s)
 	}

@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Workload:     gen.Config(),
 		SyncInterval: cfg.SyncInterval,
 		Requests:     cfg.Requests,
+		Repeats:      cfg.Repeats,
 		GoVersion:    runtime.Version(),
 		CPUs:         runtime.NumCPU(),
 		Started:      time.Now().UTC(),

@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +40,47 @@ type requestSpec struct {
 type measured struct {
 	rate     float64
 	p50, p99 time.Duration
+	// rates are the rates of every run of a repeated measurement, in
+	// the order they ran (measureMedian).
+	rates []float64
+}
+
+// runs words a repeated measurement's runs for a figure's note.
+func (m measured) runs() string {
+	if len(m.rates) < 2 {
+		return ""
+	}
+	parts := make([]string, len(m.rates))
+	for i, v := range m.rates {
+		parts[i] = fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("median of %d runs: %s req/s", len(m.rates), strings.Join(parts, ", "))
+}
+
+// measureMedian runs measureRequests Repeats times, one after the other,
+// and returns the run with the median rate (the lower middle for an even
+// count), with every run's rate. Only the first run is profiled. On a
+// shared machine one run can fall into a slow spell of a few seconds; the
+// median does not follow it either way.
+func (r *run) measureMedian(ctx context.Context, name string, clients, total int, spec requestSpec) (measured, error) {
+	runs := make([]measured, 0, r.cfg.Repeats)
+	rates := make([]float64, 0, r.cfg.Repeats)
+	for i := range max(1, r.cfg.Repeats) {
+		profiled := name
+		if i > 0 {
+			profiled = ""
+		}
+		m, err := r.measureRequests(ctx, profiled, clients, total, spec)
+		if err != nil {
+			return measured{}, err
+		}
+		runs = append(runs, m)
+		rates = append(rates, m.rate)
+	}
+	slices.SortFunc(runs, func(a, b measured) int { return cmp.Compare(a.rate, b.rate) })
+	m := runs[(len(runs)-1)/2]
+	m.rates = rates
+	return m, nil
 }
 
 // measureRequests sends total requests from clients goroutines, each on
@@ -181,12 +224,12 @@ func (r *run) addRequestFigures(spec requestSpec, one, p50, p99, many string, op
 			}
 		}
 	}
-	single, err := r.measureRequests(ctx, one, 1, r.cfg.Requests, spec)
+	single, err := r.measureMedian(ctx, one, 1, r.cfg.Requests, spec)
 	if err != nil {
 		failAll(err)
 		return
 	}
-	multi, err := r.measureRequests(ctx, many, ConcurrentClients, r.cfg.Requests, spec)
+	multi, err := r.measureMedian(ctx, many, ConcurrentClients, r.cfg.Requests, spec)
 	if err != nil {
 		failAll(err)
 		return
@@ -208,8 +251,11 @@ func (r *run) addRequestFigures(spec requestSpec, one, p50, p99, many string, op
 		for _, o := range opts[v.name] {
 			o(&f)
 		}
-		if v.name == many {
-			f.Note = fmt.Sprintf("p50 %d µs, p99 %d µs", multi.p50.Microseconds(), multi.p99.Microseconds())
+		switch v.name {
+		case one:
+			f.Note = single.runs()
+		case many:
+			f.Note = joinNotes(fmt.Sprintf("p50 %d µs, p99 %d µs", multi.p50.Microseconds(), multi.p99.Microseconds()), multi.runs())
 		}
 		r.add(f)
 	}
@@ -416,13 +462,13 @@ func (r *run) admission(env Env) {
 	r.addRequestFigures(spec, names[4], names[5], names[6], names[7], opts)
 	pctx, pcancel := context.WithTimeout(ctx, PhaseTimeout)
 	defer pcancel()
-	m, err := r.measureRequests(pctx, FigureAdmitReserve32, KubernetesClients, r.cfg.Requests, spec)
+	m, err := r.measureMedian(pctx, FigureAdmitReserve32, KubernetesClients, r.cfg.Requests, spec)
 	if err != nil {
 		r.add(Figure{Name: FigureAdmitReserve32, Status: Failed, Note: err.Error()})
 		return
 	}
 	f := Figure{Name: FigureAdmitReserve32, Unit: UnitRequestsPerSecond, Value: m.rate,
-		Note: fmt.Sprintf("p50 %d µs, p99 %d µs", m.p50.Microseconds(), m.p99.Microseconds())}
+		Note: joinNotes(fmt.Sprintf("p50 %d µs, p99 %d µs", m.p50.Microseconds(), m.p99.Microseconds()), m.runs())}
 	for _, o := range opts[FigureAdmitReserve32] {
 		o(&f)
 	}
@@ -594,4 +640,15 @@ func (r *run) replay() {
 		}
 		return rate(int(applied), elapsed), "into a fresh file", nil
 	}, ceiling(FigureRawRead, "≥ 0.5 × ceiling", halfOfCeiling))
+}
+
+// joinNotes joins the non-empty parts of a figure's note.
+func joinNotes(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -51,6 +51,7 @@ type Report struct {
 	Stats        workload.Stats  `json:"stats"`
 	SyncInterval time.Duration   `json:"syncInterval"`
 	Requests     int             `json:"requests"`
+	Repeats      int             `json:"repeats"`
 	GoVersion    string          `json:"goVersion"`
 	CPUs         int             `json:"cpus"`
 	Started      time.Time       `json:"started"`
@@ -95,8 +96,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.SyncInterval > 0 {
 		sync = "every " + r.SyncInterval.String()
 	}
-	fmt.Fprintf(w, "JetStream sync: %s; %d requests per request-reply figure; %s, %d CPUs; run took %s\n\n",
-		sync, r.Requests, r.GoVersion, r.CPUs, r.Duration.Round(time.Second))
+	fmt.Fprintf(w, "JetStream sync: %s; %d requests per request-reply measurement, the median of %d runs; %s, %d CPUs; run took %s\n\n",
+		sync, r.Requests, max(1, r.Repeats), r.GoVersion, r.CPUs, r.Duration.Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, "figure\tvalue\tceiling\tratio\ttarget\tmet\t")
 	for _, f := range r.Figures {
