@@ -8,7 +8,7 @@
 //
 //   - raw JetStream publish of the very payloads the ledger appends, with the
 //     same stream options, message IDs and in-flight window (the ceiling of
-//     ingest);
+//     ingest), to a stream deleted once ingest has been measured;
 //   - ingest: watch-event JSON to durable ledger events;
 //   - raw ordered read of the ledger's stream (the ceiling of projection and
 //     replay);
@@ -20,8 +20,10 @@
 //     reported as such, never estimated;
 //   - peak RSS (VmHWM) and the projection file's size.
 //
-// Each Figure carries its value, its ceiling, the ratio and the target it
-// is held to. WriteTable prints them; WriteJSON writes them for tools.
+// Each request-reply measurement runs Config.Repeats times and gives the
+// figures of its median run. Each Figure carries its value, its ceiling,
+// the ratio and the target it is held to. WriteTable prints them;
+// WriteJSON writes them for tools.
 //
 // # Caveats
 //
