@@ -431,3 +431,62 @@ spec:
 		t.Errorf("pod with no priority class: exit %d\n%s\nwant exit 1\n%s", code, out, want)
 	}
 }
+
+func TestServeAppliesAdmissionControlConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	write("quota-config.yaml", `apiVersion: apiserver.config.k8s.io/v1
+kind: ResourceQuotaConfiguration
+limitedResources:
+- resource: pods
+  matchContains: ["nvidia.com/gpu"]
+`)
+	config := write("admission.yaml", `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ResourceQuota
+  path: quota-config.yaml
+`)
+	s := startServer(t, t.TempDir(), "--admission-control-config-file", config)
+	s.mustRun("ingest", write("quotas.yaml", `apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: pods
+  namespace: team
+spec:
+  hard:
+    pods: "10"
+`))
+	pod := write("pod.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: trainer
+spec:
+  containers:
+  - name: c
+    image: registry.example/train:1
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+`)
+	out, _, code := s.run("admit", "--dry-run", "-n", "team", "-f", pod)
+	want := `pods "trainer" is forbidden: insufficient quota to consume: requests.nvidia.com/gpu`
+	if code != 1 || strings.TrimSpace(out) != want {
+		t.Errorf("gpu pod: exit %d\n%s\nwant exit 1\n%s", code, out, want)
+	}
+
+	// A file the server cannot use stops it before it serves.
+	bad := write("bad.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: ResourceQuotaConfiguration\nlimitedResource: []\n")
+	cmd := exec.Command(binary, "serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--admission-control-config-file", bad)
+	msg, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(msg), `unknown field "limitedResource"`) {
+		t.Errorf("serve with a misspelt configuration: %v\n%s", err, msg)
+	}
+}

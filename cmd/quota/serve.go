@@ -14,10 +14,11 @@ import (
 
 func newServeCommand() *cobra.Command {
 	var (
-		cfg      server.Config
-		sync     string
-		logLevel string
-		logJSON  bool
+		cfg             server.Config
+		sync            string
+		logLevel        string
+		logJSON         bool
+		admissionConfig string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL]",
@@ -26,6 +27,12 @@ func newServeCommand() *cobra.Command {
 listening on --listen and storing under --data; with --nats it uses that
 external NATS (a cluster, in production) and embeds none. The projection is
 kept in DIR/projection.db and rebuilt from the stream if deleted.
+
+--admission-control-config-file takes the file kube-apiserver takes under
+that flag (an AdmissionConfiguration, or the ResourceQuota plugin's
+ResourceQuotaConfiguration alone) and applies the ResourceQuota plugin's
+limitedResources to admissions; other plugins' entries are ignored. Give
+every replica sharing a stream the same file.
 
 It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 		Args: cobra.NoArgs,
@@ -39,6 +46,14 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 				cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
 			} else {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+			}
+			if admissionConfig != "" {
+				limited, err := admission.LoadLimitedResources(admissionConfig)
+				if err != nil {
+					return withCode(exitError, err)
+				}
+				cfg.Admission.Limited = limited
+				cfg.Logger.Info("admission configuration read", "file", admissionConfig, "limitedResources", len(limited))
 			}
 			switch sync {
 			case "always", "":
@@ -63,6 +78,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.Int64Var(&cfg.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a snapshot of the projection to the object store every N applied events (negative: never)")
 	f.IntVar(&cfg.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of periodic snapshots kept")
 	f.DurationVar(&cfg.Admission.ReservationTTL, "reservation-ttl", admission.DefaultReservationTTL, "how long an allowed admission's reservation holds before its object's creation event confirms it")
+	f.StringVar(&admissionConfig, "admission-control-config-file", "", "kube-apiserver's admission configuration file, for the ResourceQuota plugin's limitedResources (default: none limited)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	return cmd

@@ -157,7 +157,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
 					continue
 				}
-				p = prepare(v.env, obj)
+				p = prepare(v.env, obj, r.cfg.Limited)
 				p.reserveAs(j.reservation)
 				j.prepared = p
 			}

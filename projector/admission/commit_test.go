@@ -100,7 +100,7 @@ func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := prepare(env, obj)
+	p := prepare(env, obj, nil)
 	p.reserveAs("uid-a")
 	j := &job{req: in.Request, prepared: p, reservation: "uid-a", done: make(chan outcome, 1)}
 	if j.prepared.denial == nil {

@@ -23,17 +23,19 @@ type decision struct {
 
 // decide applies what the API server would before quota admission (for a
 // create: defaulting, LimitRange defaults, RuntimeClass overhead) and asks
-// ledger/quota for the verdict against v. It may change obj (defaulting)
-// and never changes v, which other decisions may be reading.
-func decide(v *view, op admissionv1.Operation, obj, old *object.Object) *decision {
+// ledger/quota for the verdict against v, under the limitedResources
+// configuration limited. It may change obj (defaulting) and never changes
+// v, which other decisions may be reading.
+func decide(v *view, op admissionv1.Operation, obj, old *object.Object, limited []quota.LimitedResource) *decision {
 	if op == admissionv1.Create {
-		return prepare(v.env, obj).decide(v.NamespaceState)
+		return prepare(v.env, obj, limited).decide(v.NamespaceState)
 	}
 	d := quota.Admit(quota.AdmitRequest{
 		Operation:   quota.Operation(op),
 		Object:      obj,
 		OldObject:   old,
 		Quotas:      v.Quotas,
+		Limited:     limited,
 		Now:         time.Now(),
 		VerdictOnly: true,
 	})
@@ -94,11 +96,13 @@ type prepared struct {
 	err         error
 	// trimmed is the object's trimmed form under its own name.
 	trimmed []byte
+	// limited is the limitedResources configuration decisions apply.
+	limited []quota.LimitedResource
 }
 
 // prepare defaults obj against env and evaluates it.
-func prepare(env *quota.Environment, obj *object.Object) *prepared {
-	p := &prepared{env: env, object: obj, now: time.Now()}
+func prepare(env *quota.Environment, obj *object.Object, limited []quota.LimitedResource) *prepared {
+	p := &prepared{env: env, object: obj, now: time.Now(), limited: limited}
 	if err := quota.Default(obj, *env); err != nil {
 		p.denial = &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
 		return p
@@ -148,7 +152,7 @@ func (p *prepared) decide(st *projector.NamespaceState) *decision {
 	if p.denial != nil {
 		return p.denial
 	}
-	req := quota.AdmitRequest{Operation: quota.Create, Object: p.object, Quotas: st.Quotas, Now: p.now, VerdictOnly: true}
+	req := quota.AdmitRequest{Operation: quota.Create, Object: p.object, Quotas: st.Quotas, Limited: p.limited, Now: p.now, VerdictOnly: true}
 	if p.evaluated {
 		req.Charge = &p.charge
 	}

@@ -19,6 +19,11 @@
 // the log as one Reserve event, with one compare-and-swap and one write to
 // disk.
 //
+// Config.Limited carries the ResourceQuota plugin's limitedResources, as
+// kube-apiserver's admission configuration file sets them
+// (LoadLimitedResources reads that file): resources, or pods of scopes,
+// that may be consumed only in a namespace with a quota covering them.
+//
 // The reply is sent as soon as the reservation is durable in the log. The
 // responder keeps the namespace's view with its own reservations on top
 // until its projection has applied them, so its next decisions see them at

@@ -17,6 +17,7 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -54,6 +55,12 @@ type Config struct {
 	// Now is the wall clock used only to decide when to append Expire
 	// events (the release itself is recorded in the stream). Nil: time.Now.
 	Now func() time.Time
+	// Limited is the ResourceQuota admission plugin's limitedResources
+	// (LoadLimitedResources reads them from kube-apiserver's admission
+	// configuration file): resources that may be consumed only under a
+	// quota that covers them. Nil: none, kube-apiserver's default. Every
+	// replica sharing a stream should be given the same.
+	Limited []quota.LimitedResource
 }
 
 // Validate reports every problem of c in one error.
@@ -274,7 +281,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if err != nil {
 			return nil, err
 		}
-		p := prepare(env, obj)
+		p := prepare(env, obj, r.cfg.Limited)
 		p.reserveAs(reservation)
 		j := &job{req: req, prepared: p, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 		r.enqueue(namespace, j)
@@ -289,7 +296,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if err != nil {
 		return nil, err
 	}
-	d := decide(v, op, obj, old)
+	d := decide(v, op, obj, old, r.cfg.Limited)
 	if !d.allowed {
 		return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
 	}
