@@ -59,9 +59,21 @@ func serveAudit(t *testing.T, nc *nats.Conn, l *liveProjector, snaps *projector.
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
+			running := nc.NumSubscriptions()
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("audit responder: %v", err)
+			}
+			// Run drains its two subscriptions, which ends after it
+			// returns; a responder started next counts subscriptions from
+			// what is left.
+			deadline := time.Now().Add(10 * time.Second)
+			for nc.NumSubscriptions() > running-2 {
+				if time.Now().After(deadline) {
+					t.Error("audit responder's subscriptions not drained within 10s")
+					return
+				}
+				time.Sleep(time.Millisecond) // poll interval, bounded by the deadline
 			}
 		})
 	}
