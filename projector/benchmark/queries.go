@@ -60,8 +60,8 @@ func (m measured) runs() string {
 // measureMedian runs measureRequests Repeats times, one after the other,
 // and returns the run with the median rate (the lower middle for an even
 // count), with every run's rate. Only the first run is profiled. On a
-// shared machine one run can fall into a slow spell of a few seconds; the
-// median does not follow it either way.
+// shared machine one run can fall into a slow spell of a few seconds (or
+// a quiet one); one such run does not move the median.
 func (r *run) measureMedian(ctx context.Context, name string, clients, total int, spec requestSpec) (measured, error) {
 	runs := make([]measured, 0, r.cfg.Repeats)
 	rates := make([]float64, 0, r.cfg.Repeats)
