@@ -353,13 +353,7 @@ func TestIngestReportsBadRecords(t *testing.T) {
 func TestAdmitAppliesClusterDefaults(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := fileWriter(t, dir)
 	cluster := write("cluster.yaml", `apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
@@ -434,13 +428,7 @@ spec:
 
 func TestServeAppliesAdmissionControlConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := fileWriter(t, dir)
 	write("quota-config.yaml", `apiVersion: apiserver.config.k8s.io/v1
 kind: ResourceQuotaConfiguration
 limitedResources:
@@ -488,5 +476,18 @@ spec:
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(msg), `unknown field "limitedResource"`) {
 		t.Errorf("serve with a misspelt configuration: %v\n%s", err, msg)
+	}
+}
+
+// fileWriter returns a function that writes a file named name under dir
+// and returns its path.
+func fileWriter(t *testing.T, dir string) func(name, body string) string {
+	return func(name, body string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
 }
