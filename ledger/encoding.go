@@ -181,6 +181,9 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 	if ev.Type != Reserve {
 		refuse(len(ev.Reservations) > 0, "reservations")
 	}
+	if ev.Type != Expire {
+		refuse(len(ev.Expired) > 0, "expired")
+	}
 	switch ev.Type {
 	case Upsert:
 		need(ev.Resource != "", "resource")
@@ -239,10 +242,26 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 		}
 	case Expire:
 		need(ev.Namespace != "", "namespace")
-		need(ev.Reservation != "", "reservation")
 		refuse(len(ev.Object) > 0, "object")
 		refuse(len(ev.Items) > 0, "items")
 		refuse(ev.ReservationTTL != 0, "reservationTTL")
+		if len(ev.Expired) == 0 {
+			need(ev.Reservation != "", "reservation")
+			break
+		}
+		refuse(ev.Reservation != "", "reservation beside expired")
+		ids := make(map[string]bool, len(ev.Expired))
+		for i, id := range ev.Expired {
+			switch {
+			case id == "":
+				add("expired[%d] is empty", i)
+			case hasControl(id):
+				add("expired[%d] %q holds a control character", i, id)
+			case ids[id]:
+				add("expired[%d] repeats %q", i, id)
+			}
+			ids[id] = true
+		}
 	case "":
 		add("no type")
 	default:

@@ -36,6 +36,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			{ID: "r3", Resource: "services", Name: "b", Object: json.RawMessage(`{"kind":"Service"}`)},
 		}},
 		{Type: ledger.Expire, Namespace: "team-a", Reservation: "r1"},
+		{Type: ledger.Expire, Namespace: "team-a", Expired: []string{"r2", "r3"}},
 	}
 	for _, ev := range events {
 		b, err := ledger.Encode(ev)
@@ -88,6 +89,10 @@ func TestEventValidateRules(t *testing.T) {
 		{"only a reserve carries reservations", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: obj, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}}}, "must not carry reservations"},
 		{"expire needs a reservation", ledger.Event{Type: ledger.Expire, Namespace: "a"}, "needs reservation"},
 		{"expire must not carry a ttl", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "r", ReservationTTL: time.Second}, "must not carry reservationTTL"},
+		{"expire of several", ledger.Event{Type: ledger.Expire, Namespace: "a", Expired: []string{"r", "s"}}, ""},
+		{"expired exclude the single reservation", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "q", Expired: []string{"r"}}, "must not carry reservation beside expired"},
+		{"expired ids are distinct and not empty", ledger.Event{Type: ledger.Expire, Namespace: "a", Expired: []string{"r", "", "r", "x\n"}}, `expired[1] is empty; expired[2] repeats "r"; expired[3] "x\n" holds a control character`},
+		{"only an expire carries expired", ledger.Event{Type: ledger.Delete, Resource: "pods", Namespace: "a", Name: "x", Expired: []string{"r"}}, "must not carry expired"},
 		{"type is required", ledger.Event{Resource: "pods", Namespace: "a", Name: "x"}, "no type"},
 		{"type must be known", ledger.Event{Type: "create", Resource: "pods", Namespace: "a", Name: "x"}, `unknown type "create"`},
 		{"every violation is reported", ledger.Event{Type: ledger.Upsert, Namespace: "A"}, "needs resource; upsert needs name; upsert needs object"},

@@ -21,8 +21,9 @@ const (
 	// have not been created yet: one in its own fields, or several, decided
 	// together against one state of the namespace, in Reservations.
 	Reserve EventType = "reserve"
-	// Expire records that a reservation was not confirmed in time and is
-	// released.
+	// Expire records that reservations of one namespace were not
+	// confirmed in time and are released: one in Reservation, or several
+	// in Expired.
 	Expire EventType = "expire"
 )
 
@@ -53,6 +54,9 @@ type Event struct {
 	// each is applied as a single Reserve with the event's namespace, TTL
 	// and stream time would be, in order.
 	Reservations []Reservation `json:"reservations,omitempty"`
+	// Expired are the reservation IDs of an Expire that releases several
+	// of its namespace at once, in order.
+	Expired []string `json:"expired,omitempty"`
 	// Source says where the fact came from ("pods.jsonl:12", an exporter).
 	Source string `json:"source,omitempty"`
 }
@@ -67,6 +71,18 @@ type Reservation struct {
 	Name string `json:"name"`
 	// Object is the trimmed object JSON.
 	Object json.RawMessage `json:"object"`
+}
+
+// ExpiredIDs returns the reservation IDs an Expire event releases, in
+// order: its Reservation, or its Expired. It returns nil for other types.
+func (ev *Event) ExpiredIDs() []string {
+	if ev.Type != Expire {
+		return nil
+	}
+	if len(ev.Expired) > 0 {
+		return ev.Expired
+	}
+	return []string{ev.Reservation}
 }
 
 // Reserved returns the reservations a Reserve event holds, in order: its

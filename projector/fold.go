@@ -173,7 +173,12 @@ func (f *fold) apply(rec *ledger.Record) error {
 	case ledger.Delete:
 		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
 	case ledger.Expire:
-		return f.expire(ev.Reservation)
+		for _, id := range ev.ExpiredIDs() {
+			if err := f.expire(id); err != nil {
+				return err
+			}
+		}
+		return nil
 	case ledger.Resync:
 		return f.resync(rec)
 	default:

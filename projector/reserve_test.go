@@ -41,6 +41,9 @@ func TestFoldReservationsDecidedTogether(t *testing.T) {
 			{ID: "r-5", Resource: "pods", Name: "d", Object: pod("e", "1")},
 		}}),
 		record(4, ledger.Event{Type: ledger.Expire, Namespace: "team-a", Reservation: "r-2"}),
+		// One event releasing several: r-1, and r-2 again (released
+		// already, so nothing changes for it).
+		record(5, ledger.Event{Type: ledger.Expire, Namespace: "team-a", Expired: []string{"r-2", "r-1"}}),
 	)
 	p := openTemp(t)
 	applyAll(t, p, records[:2], 10)
@@ -66,10 +69,18 @@ func TestFoldReservationsDecidedTogether(t *testing.T) {
 	if skipped := p.skippedSeqs(t); len(skipped) != 1 || skipped[0] != 3 {
 		t.Fatalf("skipped = %v, want [3]", skipped)
 	}
-	applyAll(t, p, records[3:], 10)
+	applyAll(t, p, records[3:4], 10)
 	got := explain()
 	if !strings.Contains(got, "pods: used 1 of 10") || !strings.Contains(got, "requests.cpu: used 250m of 4") || !strings.Contains(got, "reserved (r-1,") {
 		t.Fatalf("after expiring r-2:\n%s", got)
+	}
+	checkConsistent(t, p)
+	applyAll(t, p, records[4:], 10)
+	if got := explain(); !strings.Contains(got, "pods: used 0 of 10") || !strings.Contains(got, "requests.cpu: used 0 of 4") {
+		t.Fatalf("after expiring r-2 and r-1 in one event:\n%s", got)
+	}
+	if skipped := p.skippedSeqs(t); len(skipped) != 1 {
+		t.Fatalf("skipped = %v, want only [3]", skipped)
 	}
 	checkConsistent(t, p)
 }

@@ -2,9 +2,13 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -144,5 +148,86 @@ func TestReservationReplaysFromTheStream(t *testing.T) {
 	fresh.catchUp(t)
 	if got := fresh.used(t, ns, "q", "pods"); got != "1" {
 		t.Errorf("fresh projection: got used pods=%s, want 1", got)
+	}
+}
+
+// TestSweepReleasesANamespaceInOneEvent expires many reservations of two
+// namespaces at once while creates keep arriving in one of them: the
+// sweep releases each namespace's expired reservations in one Expire
+// event (each append to a namespace makes its round in flight decide
+// again, so one event per reservation kept a busy namespace's creates
+// retrying until they failed with ErrContention), and the creates
+// meanwhile are all allowed.
+func TestSweepReleasesANamespaceInOneEvent(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	namespaces := []string{"busy", "quiet"}
+	for _, ns := range namespaces {
+		upsert(t, stream, quotaManifest(ns, "q", map[string]string{"pods": "100000"}))
+	}
+	clk := newClock()
+	r := startReplica(t, srv.ClientURL(), Config{ReservationTTL: testTTL, SweepInterval: 5 * time.Millisecond, Now: clk.Now})
+	r.catchUp(t)
+
+	const reserved = 400
+	create := func(ns, name string) error {
+		resp, err := askErr(r.client, ns, review("uid-"+ns+"-"+name, admissionv1.Create, ns, podManifest(ns, name, ""), "", false))
+		if err == nil && !resp.Allowed {
+			err = fmt.Errorf("create %s/%s denied: %+v", ns, name, resp.Result)
+		}
+		return err
+	}
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, ns := range namespaces {
+		for i := range reserved {
+			g.Go(func() error { return create(ns, fmt.Sprintf("old-%d", i)) })
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range namespaces {
+		if got := r.used(t, ns, "q", "pods"); got != strconv.Itoa(reserved) {
+			t.Fatalf("%s: used pods %s after %d reservations", ns, got, reserved)
+		}
+	}
+	before, err := stream.LastSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Past the TTL, with creates arriving in "busy" while the sweep runs
+	// (the sweeper's clock stays past the TTL, so their reservations
+	// expire too, later).
+	clk.Advance(testTTL + time.Minute)
+	for i := range 64 {
+		g.Go(func() error { return create("busy", fmt.Sprintf("new-%d", i)) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "every reservation released", func() bool {
+		return r.used(t, "busy", "q", "pods") == "0" && r.used(t, "quiet", "q", "pods") == "0"
+	})
+
+	// The first Expire event of each namespace releases all its old
+	// reservations, which expired before any new one.
+	first := map[string][]string{}
+	for _, rec := range ledgertest.ReadAll(t, stream, before+1) {
+		if ns := rec.Event.Namespace; rec.Event.Type == ledger.Expire && first[ns] == nil {
+			first[ns] = rec.Event.ExpiredIDs()
+		}
+	}
+	for _, ns := range namespaces {
+		released := map[string]bool{}
+		for _, id := range first[ns] {
+			released[id] = true
+		}
+		for i := range reserved {
+			if id := fmt.Sprintf("uid-%s-old-%d", ns, i); !released[id] {
+				t.Fatalf("%s: the first Expire event (%d ids) does not release %s", ns, len(first[ns]), id)
+			}
+		}
 	}
 }

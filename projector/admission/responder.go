@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -303,28 +305,52 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	return &admissionv1.AdmissionResponse{Allowed: true}, nil
 }
 
-// sweep appends an Expire event for every reservation past its expiry. The
-// message id makes concurrent sweeps on several replicas harmless.
+// sweep appends Expire events for the reservations past their expiry: one
+// per namespace. Every append to a namespace's subject makes the round in
+// flight there decide again, so a sweep costs a namespace one such retry
+// however many of its reservations it releases (one event per reservation
+// could keep a busy namespace's creates retrying until they fail with
+// ErrContention). The message id makes concurrent sweeps of the same
+// reservations on several replicas harmless, and releasing a reservation
+// twice changes nothing.
 func (r *Responder) sweep(ctx context.Context) error {
 	expired, err := r.proj.ExpiredReservations(r.cfg.Now(), SweepBatchMax)
 	if err != nil {
 		return err
 	}
+	var namespaces []string
+	byNamespace := map[string][]projector.Reservation{}
 	for _, e := range expired {
-		ev := ledger.Event{
-			Version:     ledger.EncodingVersion,
-			Type:        ledger.Expire,
-			Resource:    e.Resource,
-			Namespace:   e.Namespace,
-			Name:        e.Name,
-			Reservation: e.ID,
-			Source:      "reservation sweep",
+		if _, ok := byNamespace[e.Namespace]; !ok {
+			namespaces = append(namespaces, e.Namespace)
 		}
-		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: "expire/" + e.ID}); err != nil {
-			return fmt.Errorf("expire reservation %s: %w", e.ID, err)
+		byNamespace[e.Namespace] = append(byNamespace[e.Namespace], e)
+	}
+	for _, ns := range namespaces {
+		ev, msgID := expireEvent(ns, byNamespace[ns])
+		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID}); err != nil {
+			return fmt.Errorf("expire %d reservations in %s: %w", len(byNamespace[ns]), ns, err)
 		}
 	}
 	return nil
+}
+
+// expireEvent is the Expire event releasing the reservations of namespace
+// ns, and its message id: a single reservation names its object, several
+// are listed by id.
+func expireEvent(ns string, rs []projector.Reservation) (ledger.Event, string) {
+	ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Expire, Namespace: ns, Source: "reservation sweep"}
+	if len(rs) == 1 {
+		ev.Resource, ev.Name, ev.Reservation = rs[0].Resource, rs[0].Name, rs[0].ID
+		return ev, "expire/" + rs[0].ID
+	}
+	h := sha256.New()
+	for _, e := range rs {
+		ev.Expired = append(ev.Expired, e.ID)
+		h.Write([]byte(e.ID))
+		h.Write([]byte{0})
+	}
+	return ev, "expire/" + ns + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // isNull reports whether a JSON value is absent or null.
