@@ -137,7 +137,7 @@ type header struct {
 	Metadata   headerMeta `json:"metadata"`
 }
 
-// headerMeta is the part of an object's metadata header holds.
+// headerMeta is the part of an object's metadata that header holds.
 type headerMeta struct {
 	Name                       string       `json:"name"`
 	GenerateName               string       `json:"generateName"`
