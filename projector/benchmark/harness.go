@@ -75,7 +75,7 @@ const (
 	RSSTargetLiveObjects = 100_000
 )
 
-func halfOfCeiling(v, c float64) bool { return v >= CeilingShareMin*c }
+func halfOfCeiling(_, ratio float64) bool { return ratio >= CeilingShareMin }
 
 // run is the state of one Run.
 type run struct {
@@ -93,6 +93,8 @@ type run struct {
 	podObjects []json.RawMessage
 	// namespaces seen in the stream, for the per-namespace queries.
 	namespaces []string
+	// echo is the request-reply ceiling's spec while its responder is up.
+	echo *requestSpec
 }
 
 // Run measures every figure on the stream cfg.Workload describes and
@@ -163,13 +165,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.add(Figure{Name: FigureProjectionFile, Unit: UnitBytes, Value: float64(fi.Size()), Status: Measured,
 				Note: fmt.Sprintf("%.0f bytes per live object at the end of the stream, before the queries", float64(fi.Size())/float64(max(1, rep.Stats.Live)))})
 		}
-		r.requests()
+		stopEcho := r.requests()
 		r.describe(p)
 		r.admission(env)
+		stopEcho()
 		r.replay()
 		stop()
 	} else {
-		r.requests()
+		r.requests()()
 		for _, name := range []string{FigureDescribe1, FigureAdmitDry1, FigureReplay} {
 			r.add(Figure{Name: name, Status: Failed, Note: "no projection: " + err.Error()})
 		}
@@ -189,11 +192,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // option adjusts a figure before it is added.
 type option func(*Figure)
 
-func ceiling(name, target string, check func(v, c float64) bool) option {
+func ceiling(name, target string, check func(v, ratio float64) bool) option {
 	return func(f *Figure) { f.Ceiling, f.Target, f.check = name, target, check }
 }
 
-func target(text string, check func(v, c float64) bool) option {
+func target(text string, check func(v, ratio float64) bool) option {
 	return func(f *Figure) { f.Target, f.check = text, check }
 }
 
@@ -602,7 +605,7 @@ func (r *run) projection() (*projector.Projector, func(), error) {
 	}
 	r.add(Figure{Name: FigureProjection, Unit: UnitEventsPerSecond, Value: rate(int(last), elapsed),
 		Ceiling: FigureRawRead, Target: "≥ 0.5 × ceiling, ≥ 100k events/s",
-		check: func(v, c float64) bool { return v >= CeilingShareMin*c && v >= ProjectionRateMin },
+		check: func(v, ratio float64) bool { return ratio >= CeilingShareMin && v >= ProjectionRateMin },
 		Note:  fmt.Sprintf("fresh projection file, default batch %d, bbolt sync per batch", projector.DefaultBatchSizeMax)})
 	return p, stop, nil
 }

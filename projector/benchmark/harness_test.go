@@ -3,6 +3,7 @@ package benchmark
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/quotaledger/quota/ledger/ledgertest/workload"
@@ -39,6 +40,20 @@ func TestHarnessSmoke(t *testing.T) {
 			t.Errorf("%s: got status %q (%s), want measured", name, f.Status, f.Note)
 		case f.Value <= 0:
 			t.Errorf("%s: got %v, want a positive value", name, f.Value)
+		}
+	}
+	// The request-reply figures compared to the ceiling take it from runs
+	// of their own: each of their runs follows a ceiling run.
+	for _, name := range []string{FigureDescribe1, FigureDescribe16, FigureAdmitDry1, FigureAdmitDry16, FigureAdmitReserve1, FigureAdmitReserve16} {
+		f := rep.Figure(name)
+		if f == nil || f.Status != Measured {
+			continue
+		}
+		if !f.Paired || f.CeilingValue <= 0 || f.Ratio <= 0 {
+			t.Errorf("%s: paired %v, ceiling %v, ratio %v; want a paired ceiling and ratio", name, f.Paired, f.CeilingValue, f.Ratio)
+		}
+		if !strings.Contains(f.Note, "ceiling right before each") {
+			t.Errorf("%s: note %q lists no ceiling runs", name, f.Note)
 		}
 	}
 	if got, want := rep.Stats.Events, 3000; got != want {

@@ -34,6 +34,12 @@ type requestSpec struct {
 	payload func(i int) []byte
 	// check inspects a reply; nil accepts any.
 	check func(reply []byte) error
+	// paired measures the request-reply ceiling (the empty responder,
+	// with as many clients and requests) right before each run of this
+	// spec, so that a figure's ratio compares runs a moment apart: on a
+	// shared machine whole seconds go fast or slow, and a ceiling
+	// measured in another second can be off by a third.
+	paired bool
 }
 
 // measured is the outcome of one request-reply measurement.
@@ -43,29 +49,62 @@ type measured struct {
 	// rates are the rates of every run of a repeated measurement, in
 	// the order they ran (measureMedian).
 	rates []float64
+	// For a paired measurement: ceilings are the ceiling's rates, each
+	// measured right before the run of the same index, ceiling their
+	// median, and ratio the median of the runs' ratios to their own
+	// ceiling.
+	ceilings []float64
+	ceiling  float64
+	ratio    float64
 }
 
 // runs words a repeated measurement's runs for a figure's note.
 func (m measured) runs() string {
-	if len(m.rates) < 2 {
+	if len(m.rates) < 2 && len(m.ceilings) == 0 {
 		return ""
 	}
-	parts := make([]string, len(m.rates))
-	for i, v := range m.rates {
+	text := fmt.Sprintf("median of %d runs: %s req/s", len(m.rates), rateList(m.rates))
+	if len(m.rates) == 1 {
+		text = fmt.Sprintf("one run: %s req/s", rateList(m.rates))
+	}
+	if len(m.ceilings) > 0 {
+		ratios := make([]string, len(m.rates))
+		for i := range m.rates {
+			ratios[i] = fmt.Sprintf("%.2f", m.rates[i]/m.ceilings[i])
+		}
+		text += fmt.Sprintf("; ceiling right before each: %s req/s; ratios %s", rateList(m.ceilings), strings.Join(ratios, ", "))
+	}
+	return text
+}
+
+func rateList(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, v := range rates {
 		parts[i] = fmt.Sprintf("%.0f", v)
 	}
-	return fmt.Sprintf("median of %d runs: %s req/s", len(m.rates), strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // measureMedian runs measureRequests Repeats times, one after the other,
 // and returns the run with the median rate (the lower middle for an even
 // count), with every run's rate. Only the first run is profiled. On a
 // shared machine one run can fall into a slow spell of a few seconds (or
-// a quiet one); one such run does not move the median.
+// a quiet one); one such run does not move the median. A paired spec has
+// the ceiling measured before each run, and the ratio is the median of
+// the runs' ratios.
 func (r *run) measureMedian(ctx context.Context, name string, clients, total int, spec requestSpec) (measured, error) {
-	runs := make([]measured, 0, r.cfg.Repeats)
-	rates := make([]float64, 0, r.cfg.Repeats)
-	for i := range max(1, r.cfg.Repeats) {
+	repeats := max(1, r.cfg.Repeats)
+	runs := make([]measured, 0, repeats)
+	rates := make([]float64, 0, repeats)
+	var ceilings, ratios []float64
+	for i := range repeats {
+		if spec.paired && r.echo != nil {
+			c, err := r.measureRequests(ctx, "", clients, total, *r.echo)
+			if err != nil {
+				return measured{}, fmt.Errorf("ceiling: %w", err)
+			}
+			ceilings = append(ceilings, c.rate)
+		}
 		profiled := name
 		if i > 0 {
 			profiled = ""
@@ -76,11 +115,35 @@ func (r *run) measureMedian(ctx context.Context, name string, clients, total int
 		}
 		runs = append(runs, m)
 		rates = append(rates, m.rate)
+		if len(ceilings) > 0 {
+			ratios = append(ratios, m.rate/ceilings[i])
+		}
 	}
 	slices.SortFunc(runs, func(a, b measured) int { return cmp.Compare(a.rate, b.rate) })
 	m := runs[(len(runs)-1)/2]
 	m.rates = rates
+	if len(ceilings) > 0 {
+		m.ceilings = ceilings
+		m.ceiling = median(ceilings)
+		m.ratio = median(ratios)
+	}
 	return m, nil
+}
+
+// pair gives f, compared to the request-reply ceiling, the ceiling
+// measured with m's runs, when m is paired.
+func (m measured) pair(f *Figure) {
+	if f.Ceiling == "" || len(m.ceilings) == 0 {
+		return
+	}
+	f.CeilingValue, f.Ratio, f.Paired = m.ceiling, m.ratio, true
+}
+
+// median returns the middle of vs (the lower middle for an even count).
+func median(vs []float64) float64 {
+	sorted := slices.Clone(vs)
+	slices.Sort(sorted)
+	return sorted[(len(sorted)-1)/2]
 }
 
 // measureRequests sends total requests from clients goroutines, each on
@@ -254,8 +317,10 @@ func (r *run) addRequestFigures(spec requestSpec, one, p50, p99, many string, op
 		switch v.name {
 		case one:
 			f.Note = single.runs()
+			single.pair(&f)
 		case many:
 			f.Note = joinNotes(fmt.Sprintf("p50 %d µs, p99 %d µs", multi.p50.Microseconds(), multi.p99.Microseconds()), multi.runs())
+			multi.pair(&f)
 		}
 		r.add(f)
 	}
@@ -266,32 +331,40 @@ const echoSubject = "bench.echo"
 
 // requests measures the request-reply ceiling: an empty responder on its
 // own connection, in-process as the ledger's responders connect, and
-// requests the size of an admission review.
-func (r *run) requests() {
+// requests the size of an admission review. The responder stays up for
+// the rest of the run (stopped by the returned function), for the paired
+// measurements (requestSpec.paired).
+func (r *run) requests() (stop func()) {
 	nc, err := r.connect("benchmark echo")
 	if err != nil {
 		r.add(Figure{Name: FigureRawRequest1, Status: Failed, Note: err.Error()})
-		return
+		return func() {}
 	}
-	defer nc.Close()
 	sub, err := nc.Subscribe(echoSubject, func(m *nats.Msg) { _ = m.Respond(nil) })
-	if err != nil {
-		r.add(Figure{Name: FigureRawRequest1, Status: Failed, Note: err.Error()})
-		return
+	if err == nil {
+		err = nc.Flush()
 	}
-	defer sub.Unsubscribe()
-	if err := nc.Flush(); err != nil {
+	if err != nil {
+		nc.Close()
 		r.add(Figure{Name: FigureRawRequest1, Status: Failed, Note: err.Error()})
-		return
+		return func() {}
+	}
+	stop = func() {
+		r.echo = nil
+		_ = sub.Unsubscribe()
+		nc.Close()
 	}
 	payload := []byte(`{}`)
 	if len(r.pods) > 0 {
 		payload = r.pods[0]
 	}
-	r.addRequestFigures(requestSpec{
+	echo := requestSpec{
 		subject: func(int) string { return echoSubject },
 		payload: func(int) []byte { return payload },
-	}, FigureRawRequest1, FigureRawRequest1P50, FigureRawRequest1P99, FigureRawRequest16, nil)
+	}
+	r.addRequestFigures(echo, FigureRawRequest1, FigureRawRequest1P50, FigureRawRequest1P99, FigureRawRequest16, nil)
+	r.echo = &echo
+	return stop
 }
 
 // describe measures the describe query of one namespace, served by the
@@ -322,6 +395,7 @@ func (r *run) describe(p *projector.Projector) {
 	spec := requestSpec{
 		subject: func(int) string { return projector.SubjectDescribe },
 		payload: func(i int) []byte { return payloads[i%len(payloads)] },
+		paired:  true,
 		check: func(b []byte) error {
 			var q projector.QueryReply
 			if err := json.Unmarshal(b, &q); err != nil {
@@ -396,7 +470,9 @@ func (r *run) admission(env Env) {
 		FigureAdmitReserve1:    {ceiling(FigureRawRequest1, fmt.Sprintf("≥ %d req/s (%d × Kubernetes)", KubernetesFactor*KubernetesPodsPerSecond1, KubernetesFactor), kubernetes(KubernetesPodsPerSecond1))},
 		FigureAdmitReserve1P99: {p99},
 		FigureAdmitReserve16: {ceiling(FigureRawRequest16, fmt.Sprintf("≥ %d req/s (%d × Kubernetes at 32 clients) and ≥ 0.5 × ceiling", KubernetesFactor*KubernetesPodsPerSecond32, KubernetesFactor),
-			func(v, c float64) bool { return kubernetes(KubernetesPodsPerSecond32)(v, c) && halfOfCeiling(v, c) })},
+			func(v, ratio float64) bool {
+				return kubernetes(KubernetesPodsPerSecond32)(v, ratio) && halfOfCeiling(v, ratio)
+			})},
 		FigureAdmitReserve32: {target(fmt.Sprintf("≥ %d req/s (%d × Kubernetes)", KubernetesFactor*KubernetesPodsPerSecond32, KubernetesFactor), kubernetes(KubernetesPodsPerSecond32))},
 	}
 	failAll := func(note string, status Status) {
@@ -438,6 +514,7 @@ func (r *run) admission(env Env) {
 		subject: func(i int) string { return r.cfg.Hooks.AdmissionSubject(r.namespaces[i%len(r.namespaces)]) },
 		payload: func(i int) []byte { return dry[i%len(dry)] },
 		check:   checkAdmissionReview,
+		paired:  true,
 	}, names[0], names[1], names[2], names[3], opts)
 
 	r.rawAppend(ctx)
@@ -457,11 +534,14 @@ func (r *run) admission(env Env) {
 			n := int(serial.Add(1))
 			return reservingReview(reserving[n%len(reserving)], n)
 		},
-		check: checkAllowed,
+		check:  checkAllowed,
+		paired: true,
 	}
 	r.addRequestFigures(spec, names[4], names[5], names[6], names[7], opts)
 	pctx, pcancel := context.WithTimeout(ctx, PhaseTimeout)
 	defer pcancel()
+	// The 32-client figure has a target but no ceiling to pair with.
+	spec.paired = false
 	m, err := r.measureMedian(pctx, FigureAdmitReserve32, KubernetesClients, r.cfg.Requests, spec)
 	if err != nil {
 		r.add(Figure{Name: FigureAdmitReserve32, Status: Failed, Note: err.Error()})

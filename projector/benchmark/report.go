@@ -33,16 +33,19 @@ type Figure struct {
 	// CeilingValue is its value in this run.
 	Ceiling      string  `json:"ceiling,omitempty"`
 	CeilingValue float64 `json:"ceilingValue,omitempty"`
-	// Ratio is Value / CeilingValue.
-	Ratio float64 `json:"ratio,omitempty"`
+	// Ratio is Value / CeilingValue; for a Paired figure, the median of
+	// its runs' ratios to the ceiling measured right before each, and
+	// CeilingValue is the median of those ceiling runs.
+	Ratio  float64 `json:"ratio,omitempty"`
+	Paired bool    `json:"paired,omitempty"`
 	// Target is the goal in words; Met says whether it was reached (nil
 	// when there is no target or no value).
 	Target string `json:"target,omitempty"`
 	Met    *bool  `json:"met,omitempty"`
 	Note   string `json:"note,omitempty"`
 
-	// check decides Met from the value and the ceiling.
-	check func(value, ceiling float64) bool
+	// check decides Met from the value and the ratio.
+	check func(value, ratio float64) bool
 }
 
 // Report is the result of one Run.
@@ -73,7 +76,7 @@ func (r *Report) Figure(name string) *Figure {
 func (r *Report) settle() {
 	for i := range r.Figures {
 		f := &r.Figures[i]
-		if f.Ceiling != "" {
+		if f.Ceiling != "" && !f.Paired {
 			if c := r.Figure(f.Ceiling); c != nil && c.Status == Measured {
 				f.CeilingValue = c.Value
 				if f.Status == Measured && c.Value > 0 {
@@ -81,8 +84,8 @@ func (r *Report) settle() {
 				}
 			}
 		}
-		if f.check != nil && f.Status == Measured && (f.Ceiling == "" || f.CeilingValue > 0) {
-			met := f.check(f.Value, f.CeilingValue)
+		if f.check != nil && f.Status == Measured && (f.Ceiling == "" || f.Ratio > 0) {
+			met := f.check(f.Value, f.Ratio)
 			f.Met = &met
 		}
 	}
@@ -96,7 +99,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.SyncInterval > 0 {
 		sync = "every " + r.SyncInterval.String()
 	}
-	fmt.Fprintf(w, "JetStream sync: %s; %d requests per request-reply measurement, the median of %d runs; %s, %d CPUs; run took %s\n\n",
+	fmt.Fprintf(w, "JetStream sync: %s; %d requests per request-reply measurement, the median of %d runs, each compared to the ceiling measured right before it; %s, %d CPUs; run took %s\n\n",
 		sync, r.Requests, max(1, r.Repeats), r.GoVersion, r.CPUs, r.Duration.Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, "figure\tvalue\tceiling\tratio\ttarget\tmet\t")
