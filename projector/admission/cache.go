@@ -141,6 +141,21 @@ func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, 
 	}
 }
 
+// mayWait reports whether get for the namespace would wait for the
+// projection to apply this responder's reservations. The answer can be
+// stale by the time get runs; it only steers such requests away from a
+// goroutine that others queue behind.
+func (c *stateCache) mayWait(namespace string) bool {
+	nsSeq, clusterSeq, err := c.proj.SubjectSeqs(namespace)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	v, ok := c.m[namespace]
+	c.mu.Unlock()
+	return ok && nsSeq < v.SubjectSeq && (v.ClusterSeq != clusterSeq || len(v.reserved) > ViewReservationsMax)
+}
+
 // env returns the defaults of the namespace's cached view, or of a fresh
 // one when none is cached: what a create is prepared against before its
 // round, which checks that its view has the same.

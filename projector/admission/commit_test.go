@@ -3,7 +3,9 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -156,5 +158,49 @@ func TestWithReservationsLeavesTheOldViewAlone(t *testing.T) {
 	}
 	if _, ok := next.reserved["pods/a"]; ok || next.reserved["pods/b"] != 6 {
 		t.Errorf("reserved after the projection applied seq 5: %v, want only pods/b", next.reserved)
+	}
+}
+
+// TestMayWaitTellsWhenAViewWaitsForTheProjection checks mayWait against
+// get itself: a view ahead of the projection waits for it when the cluster
+// subject moved (mayWait true, and get does not return before its
+// deadline) and is used at once when it did not (mayWait false).
+func TestMayWaitTellsWhenAViewWaitsForTheProjection(t *testing.T) {
+	const ns = "team"
+	r, _ := startWithQuota(t, ns, map[string]string{"pods": "4"})
+	c := r.resp.states
+	if c.mayWait(ns) {
+		t.Fatal("mayWait with no view cached")
+	}
+	v, _, err := c.get(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := func(clusterShift uint64) {
+		st := *v.NamespaceState
+		st.SubjectSeq += 5 // reservations the projection has not applied
+		st.ClusterSeq += clusterShift
+		c.mu.Lock()
+		c.m[ns] = &view{NamespaceState: &st, env: v.env, reserved: map[string]uint64{}}
+		c.mu.Unlock()
+	}
+	for _, tc := range []struct {
+		name         string
+		clusterShift uint64
+		wait         bool
+	}{
+		{"cluster subject as viewed", 0, false},
+		{"cluster subject moved", 1, true},
+	} {
+		ahead(tc.clusterShift)
+		if got := c.mayWait(ns); got != tc.wait {
+			t.Errorf("%s: mayWait %v, want %v", tc.name, got, tc.wait)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, _, err := c.get(ctx, ns)
+		cancel()
+		if waited := errors.Is(err, projector.ErrNotCaughtUp); waited != tc.wait {
+			t.Errorf("%s: get waited %v (err %v), want %v", tc.name, waited, err, tc.wait)
+		}
 	}
 }

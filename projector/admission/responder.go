@@ -40,6 +40,11 @@ const (
 	RequestTimeout = 10 * time.Second
 	// InFlightMax bounds the requests handled at once.
 	InFlightMax = 256
+	// PendingMax and PendingBytesMax bound the requests received and not
+	// yet handled; past them the connection drops requests as a slow
+	// consumer's (and logs it).
+	PendingMax      = 65536
+	PendingBytesMax = 256 << 20
 	// SweepBatchMax bounds the reservations expired in one sweep.
 	SweepBatchMax = 1024
 )
@@ -116,34 +121,62 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 // Run serves admission requests and sweeps expired reservations until ctx
 // ends.
 //
-// Requests are handled by InFlightMax workers that live as long as Run: a
-// worker's stack, grown by the decoding of the first objects, serves the
-// next requests as it is, where a goroutine per request would grow a new
-// one each time.
+// The subscription's goroutine decodes every request and decides those
+// that wait for nothing (dry runs, updates) itself, as the requests
+// arrive: replies written one after the other leave the connection
+// together, and a request costs no hand-off between goroutines. A
+// reserving create waits for its namespace's round (see commit.go), and
+// a decision in a namespace whose view waits for the projection (see
+// stateCache.get) would hold up every request behind it, so these go to
+// one of InFlightMax workers that live as long as Run: a worker's stack,
+// grown by the first rounds, serves the next ones as it is.
 func (r *Responder) Run(ctx context.Context) error {
-	work := make(chan *nats.Msg)
+	// Requests outlive ctx while the subscription drains: those received
+	// are answered, each within RequestTimeout.
+	handleCtx := context.WithoutCancel(ctx)
+	work := make(chan decoded, PendingMax)
 	stop := make(chan struct{})
 	var workers sync.WaitGroup
 	for range InFlightMax {
 		workers.Go(func() {
 			for {
 				select {
-				case m := <-work:
-					r.serve(ctx, m)
+				case d := <-work:
+					r.answer(handleCtx, d)
 				case <-stop:
-					return
+					for {
+						select {
+						case d := <-work:
+							r.answer(handleCtx, d)
+						default:
+							return
+						}
+					}
 				}
 			}
 		})
 	}
-	defer workers.Wait()
-	defer close(stop)
+	defer func() {
+		close(stop)
+		workers.Wait()
+	}()
 	sub, err := r.nc.QueueSubscribe(SubjectPrefix+"*", QueueGroup, func(m *nats.Msg) {
+		d := r.decode(m)
+		if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) {
+			r.answer(handleCtx, d)
+			return
+		}
 		select {
-		case work <- m:
+		case work <- d:
 		case <-stop:
+			// Only a request still in hand after the drain: the workers
+			// are leaving, so it is answered here.
+			r.answer(handleCtx, d)
 		}
 	})
+	if err == nil {
+		err = sub.SetPendingLimits(PendingMax, PendingBytesMax)
+	}
 	if err != nil {
 		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
 	}
@@ -155,6 +188,7 @@ func (r *Responder) Run(ctx context.Context) error {
 			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 				r.cfg.Logger.Warn("drain admission subscription", "err", err)
 			}
+			waitDrained(sub, RequestTimeout)
 			return nil
 		case <-ticker.C:
 			if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
@@ -164,21 +198,44 @@ func (r *Responder) Run(ctx context.Context) error {
 	}
 }
 
-func (r *Responder) serve(ctx context.Context, m *nats.Msg) {
+// waitDrained waits, at most limit, until a draining subscription has
+// handed its last message to its callback, or its connection closed.
+func waitDrained(sub *nats.Subscription, limit time.Duration) {
+	const poll = 10 * time.Millisecond
+	for deadline := time.Now().Add(limit); sub.IsValid() && time.Now().Before(deadline); {
+		time.Sleep(poll)
+	}
+}
+
+// decoded is a request message with its request decoded, or the error
+// that made it unreadable.
+type decoded struct {
+	m         *nats.Msg
+	namespace string
+	req       *request
+	err       error
+}
+
+func (r *Responder) decode(m *nats.Msg) decoded {
+	req, err := decodeRequest(m.Data)
+	return decoded{m: m, namespace: strings.TrimPrefix(m.Subject, SubjectPrefix), req: req, err: err}
+}
+
+// answer decides a decoded request and sends the reply.
+func (r *Responder) answer(ctx context.Context, d decoded) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
-	namespace := strings.TrimPrefix(m.Subject, SubjectPrefix)
-	review, err := r.Review(ctx, namespace, m.Data)
+	review, err := r.review(ctx, d.namespace, d.req, d.err)
 	if err != nil {
-		r.cfg.Logger.Warn("admission request failed", "subject", m.Subject, "err", err)
+		r.cfg.Logger.Warn("admission request failed", "subject", d.m.Subject, "err", err)
 	}
 	b, err := encodeReply(review)
 	if err != nil {
 		r.cfg.Logger.Error("encode admission reply", "err", err)
 		return
 	}
-	if err := m.Respond(b); err != nil {
-		r.cfg.Logger.Warn("admission reply not sent", "subject", m.Subject, "err", err)
+	if err := d.m.Respond(b); err != nil {
+		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
 	}
 }
 
@@ -197,6 +254,12 @@ type request struct {
 	object *object.Object
 }
 
+// reserving reports whether req is a create that reserves: one that waits
+// for its namespace's round.
+func (req *request) reserving() bool {
+	return req != nil && req.Operation == admissionv1.Create && (req.DryRun == nil || !*req.DryRun)
+}
+
 // takeObject returns the object decoded with the review, once.
 func (req *request) takeObject() *object.Object {
 	o := req.object
@@ -208,8 +271,14 @@ func (req *request) takeObject() *object.Object {
 // reply to send; the error, when set, is what went wrong (the reply says it
 // too, with code 400 for a bad request and 500 otherwise).
 func (r *Responder) Review(ctx context.Context, namespace string, data []byte) (*admissionv1.AdmissionReview, error) {
-	uid := types.UID("")
 	req, err := decodeRequest(data)
+	return r.review(ctx, namespace, req, err)
+}
+
+// review is Review of a request decoded already, with decodeRequest's
+// error.
+func (r *Responder) review(ctx context.Context, namespace string, req *request, err error) (*admissionv1.AdmissionReview, error) {
+	uid := types.UID("")
 	if err == nil && req == nil {
 		err = errors.New("request is missing")
 	}
@@ -273,8 +342,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 			return nil, fmt.Errorf("%w: oldObject: %v", ErrBadRequest, err)
 		}
 	}
-	dryRun := req.DryRun != nil && *req.DryRun
-	if op == admissionv1.Create && !dryRun {
+	if req.reserving() {
 		reservation := string(req.UID)
 		if reservation == "" {
 			reservation = newReservationID()
