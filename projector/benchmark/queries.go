@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/jsonscan"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -650,6 +651,9 @@ func (r *run) reservingPods(ctx context.Context, env Env) ([][]byte, error) {
 // checkAllowed accepts an AdmissionReview reply that allows the request:
 // under ReservingNamespace's quota a denial means something is wrong.
 func checkAllowed(b []byte) error {
+	if response, allowed, ok := scanReply(b); ok && response && allowed {
+		return nil
+	}
 	var review struct {
 		Response *struct {
 			Allowed bool `json:"allowed"`
@@ -674,6 +678,34 @@ func checkAllowed(b []byte) error {
 	return nil
 }
 
+// scanReply reads, without decoding it, whether an admission reply has a
+// response object and whether it allows, the way the responder writes a
+// reply: plain keys, allowed a literal. It checks the grammar of the whole
+// reply. ok false leaves the reply to encoding/json, which also words
+// what is wrong. The clients of a measurement check every reply in the
+// measured process, so the check costs them a tenth of decoding it.
+func scanReply(b []byte) (response, allowed, ok bool) {
+	s := jsonscan.New(b)
+	walked := s.Members(func(key []byte, plain bool) bool {
+		if !plain || string(key) != "response" {
+			return plain && s.Skip()
+		}
+		if response {
+			return false // repeated: encoding/json keeps the last
+		}
+		response = true
+		return s.Members(func(key []byte, plain bool) bool {
+			if !plain || string(key) != "allowed" {
+				return plain && s.Skip()
+			}
+			lit, ok := s.Literal()
+			allowed = lit == "true"
+			return ok && lit != "null"
+		})
+	})
+	return response, allowed, walked && s.AtEnd()
+}
+
 func setDryRun(review []byte, dryRun bool) []byte {
 	if !dryRun {
 		return review
@@ -684,6 +716,9 @@ func setDryRun(review []byte, dryRun bool) []byte {
 // checkAdmissionReview accepts a reply that is an AdmissionReview with a
 // response, allowed or not: a denial is a valid answer to measure.
 func checkAdmissionReview(b []byte) error {
+	if response, _, ok := scanReply(b); ok && response {
+		return nil
+	}
 	var review struct {
 		Response *struct {
 			UID string `json:"uid"`
