@@ -85,7 +85,12 @@ func (d *fastDecoder) str() string { return string(d.rawString()) }
 // resourceName reads a resource name, without allocating for the names
 // every pod uses.
 func (d *fastDecoder) resourceName() corev1.ResourceName {
-	b := d.rawString()
+	return resourceName(d.rawString())
+}
+
+// resourceName is the resource named b: one of the names every pod uses,
+// without an allocation, or a copy of b.
+func resourceName(b []byte) corev1.ResourceName {
 	switch string(b) {
 	case "cpu":
 		return corev1.ResourceCPU

@@ -498,7 +498,7 @@ func readResourceList(s *jsonscan.Scanner, dst *corev1.ResourceList) bool {
 		if err != nil {
 			return false
 		}
-		(*dst)[corev1.ResourceName(key)] = q
+		(*dst)[resourceName(key)] = q
 		return true
 	})
 }
