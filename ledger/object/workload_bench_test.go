@@ -1,7 +1,6 @@
 package object
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/quotaledger/quota/ledger/ledgertest/workload"
@@ -23,21 +22,12 @@ func workloadPods(b *testing.B, n int) [][]byte {
 		if line, ok = g.Next(line[:0]); !ok {
 			break
 		}
-		var w struct {
-			Type   string          `json:"type"`
-			Object json.RawMessage `json:"object"`
-		}
-		if err := json.Unmarshal(line, &w); err != nil {
+		typ, obj, err := workload.SplitEvent(line)
+		if err != nil {
 			b.Fatal(err)
 		}
-		var head struct {
-			Kind string `json:"kind"`
-		}
-		if err := json.Unmarshal(w.Object, &head); err != nil {
-			b.Fatal(err)
-		}
-		if head.Kind == "Pod" && w.Type == "ADDED" {
-			pods = append(pods, w.Object)
+		if g.Kind() == workload.KindPod && typ == workload.Added {
+			pods = append(pods, obj)
 		}
 	}
 	if len(pods) == 0 {

@@ -71,26 +71,23 @@ func workloadOpening(b *testing.B, r *replica) (string, []string) {
 		if line, ok = g.Next(line[:0]); !ok {
 			break
 		}
-		var w struct {
-			Type   string          `json:"type"`
-			Object json.RawMessage `json:"object"`
-		}
-		if err := json.Unmarshal(line, &w); err != nil {
+		typ, raw, err := workload.SplitEvent(line)
+		if err != nil {
 			b.Fatal(err)
 		}
-		o, err := object.Decode(w.Object)
+		o, err := object.Decode(raw)
 		if err != nil {
 			b.Fatal(err)
 		}
 		switch {
 		case o.Resource != "pods" && o.Resource != "persistentvolumeclaims" && o.Resource != "services":
-			upsert(b, r.stream, string(w.Object))
-		case o.Resource == "pods" && w.Type == "ADDED" && len(pods) < 64:
+			upsert(b, r.stream, string(raw))
+		case o.Resource == "pods" && typ == workload.Added && len(pods) < 64:
 			if namespace == "" {
 				namespace = o.Namespace
 			}
 			if o.Namespace == namespace {
-				pods = append(pods, string(w.Object))
+				pods = append(pods, string(raw))
 			}
 		}
 	}

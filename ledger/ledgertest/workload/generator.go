@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -406,3 +407,16 @@ func objectRNG(seed, id uint64) rng {
 }
 
 func timeOf(seconds int64) time.Duration { return time.Duration(seconds) * time.Second }
+
+// SplitEvent returns the type and the object of a watch event line, as
+// Next writes them.
+func SplitEvent(line []byte) (eventType string, object json.RawMessage, err error) {
+	var w struct {
+		Type   string          `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := json.Unmarshal(line, &w); err != nil {
+		return "", nil, fmt.Errorf("workload event: %w", err)
+	}
+	return w.Type, w.Object, nil
+}
