@@ -42,7 +42,8 @@ const (
 	InFlightMax = 256
 	// PendingMax and PendingBytesMax bound the requests received and not
 	// yet handled; past them the connection drops requests as a slow
-	// consumer's (and logs it).
+	// consumer's and reports it to its error handler (`quota serve`
+	// logs it).
 	PendingMax      = 65536
 	PendingBytesMax = 256 << 20
 	// SweepBatchMax bounds the reservations expired in one sweep.

@@ -126,8 +126,9 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("embedded JetStream started", "url", url, "store", filepath.Join(cfg.DataDir, JetStreamDir), "sync", syncName(cfg.SyncInterval))
 	}
 
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
-		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, inProcess...)...)
+	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, connectionLogs(log)...)
+	nc, err := nats.Connect(url, append(opts, inProcess...)...)
 	if err != nil {
 		return fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
@@ -226,4 +227,28 @@ func syncName(d time.Duration) string {
 		return "always"
 	}
 	return d.String()
+}
+
+// connectionLogs makes the connection log what NATS reports apart from
+// any call: a subscription falling behind (a slow consumer, whose
+// messages the client drops, such as admission requests arriving faster
+// than they are answered), a lost connection and a new one.
+func connectionLogs(log *slog.Logger) []nats.Option {
+	return []nats.Option{
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("NATS reported an error", "subject", subject, "err", err)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS connection lost", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
+		}),
+	}
 }
