@@ -157,7 +157,17 @@ func (r *Responder) Run(ctx context.Context) error {
 			}
 		})
 	}
+	// handing guards the hand-off to the workers: once closed is set no
+	// request goes to them, so every request handed over is answered
+	// before they leave.
+	var (
+		handing sync.Mutex
+		closed  bool
+	)
 	defer func() {
+		handing.Lock()
+		closed = true
+		handing.Unlock()
 		close(stop)
 		workers.Wait()
 	}()
@@ -167,13 +177,16 @@ func (r *Responder) Run(ctx context.Context) error {
 			r.answer(handleCtx, d)
 			return
 		}
-		select {
-		case work <- d:
-		case <-stop:
-			// Only a request still in hand after the drain: the workers
-			// are leaving, so it is answered here.
-			r.answer(handleCtx, d)
+		handing.Lock()
+		if !closed {
+			work <- d
+			handing.Unlock()
+			return
 		}
+		handing.Unlock()
+		// A request still in hand after the drain, the workers leaving:
+		// it is answered here.
+		r.answer(handleCtx, d)
 	})
 	if err == nil {
 		err = sub.SetPendingLimits(PendingMax, PendingBytesMax)
