@@ -66,6 +66,9 @@ func NewAuditResponder(nc *nats.Conn, p *Projector, snaps *Snapshots, log *slog.
 // Run serves until ctx ends, then drains its subscriptions and waits for
 // the queries in flight.
 func (r *AuditResponder) Run(ctx context.Context) error {
+	// Queries already received when ctx ends are answered before Run
+	// returns, each within its timeout.
+	handleCtx := context.WithoutCancel(ctx)
 	type route struct {
 		subject string
 		limit   int
@@ -83,7 +86,7 @@ func (r *AuditResponder) Run(ctx context.Context) error {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem }()
-				r.respond(ctx, m, rt.fn)
+				r.respond(handleCtx, m, rt.fn)
 			}()
 		})
 		if err != nil {
@@ -101,6 +104,9 @@ func (r *AuditResponder) Run(ctx context.Context) error {
 		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			errs = append(errs, fmt.Errorf("drain %s: %w", routes[i].subject, err))
 		}
+	}
+	for _, sub := range subs {
+		WaitDrained(sub, QueryTimeout)
 	}
 	for i, sem := range sems {
 		for range routes[i].limit {

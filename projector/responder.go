@@ -58,27 +58,41 @@ func NewResponder(nc *nats.Conn, p *Projector, log *slog.Logger) *Responder {
 	return &Responder{nc: nc, p: p, log: log}
 }
 
-// Run serves until ctx ends, then drains its subscription.
+// Run serves until ctx ends, then drains its subscription: the queries
+// already received are answered (each within QueryTimeout) before it
+// returns.
 func (r *Responder) Run(ctx context.Context) error {
+	handleCtx := context.WithoutCancel(ctx)
 	sem := make(chan struct{}, QueriesInFlightMax)
 	sub, err := r.nc.QueueSubscribe(SubjectDescribe, QueueGroup, func(m *nats.Msg) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			r.respond(ctx, m, r.describe)
+			r.respond(handleCtx, m, r.describe)
 		}()
 	})
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", SubjectDescribe, err)
 	}
 	<-ctx.Done()
-	if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	err = sub.Drain()
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		return fmt.Errorf("drain %s: %w", SubjectDescribe, err)
 	}
+	WaitDrained(sub, QueryTimeout)
 	for range QueriesInFlightMax {
 		sem <- struct{}{}
 	}
 	return nil
+}
+
+// WaitDrained waits, at most limit, until a draining subscription has
+// handed its last message to its callback, or its connection closed.
+func WaitDrained(sub *nats.Subscription, limit time.Duration) {
+	const poll = 10 * time.Millisecond
+	for deadline := time.Now().Add(limit); sub.IsValid() && time.Now().Before(deadline); {
+		time.Sleep(poll)
+	}
 }
 
 func (r *Responder) respond(ctx context.Context, m *nats.Msg, fn func(context.Context, []byte) (*QueryReply, error)) {

@@ -202,22 +202,13 @@ func (r *Responder) Run(ctx context.Context) error {
 			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 				r.cfg.Logger.Warn("drain admission subscription", "err", err)
 			}
-			waitDrained(sub, RequestTimeout)
+			projector.WaitDrained(sub, RequestTimeout)
 			return nil
 		case <-ticker.C:
 			if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Warn("reservation sweep failed", "err", err)
 			}
 		}
-	}
-}
-
-// waitDrained waits, at most limit, until a draining subscription has
-// handed its last message to its callback, or its connection closed.
-func waitDrained(sub *nats.Subscription, limit time.Duration) {
-	const poll = 10 * time.Millisecond
-	for deadline := time.Now().Add(limit); sub.IsValid() && time.Now().Before(deadline); {
-		time.Sleep(poll)
 	}
 }
 

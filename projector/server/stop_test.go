@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/quotaledger/quota/ingest"
+	"github.com/quotaledger/quota/ledger/ledgertest/workload"
+	"github.com/quotaledger/quota/projector"
+)
+
+// TestStopAnswersQueriesReceived stops the ledger right after a burst of
+// describe queries reached it, with events appended just before them:
+// Run returns only once each query has its reply, and each is answered
+// from the projection, not failed by the stop.
+func TestStopAnswersQueriesReceived(t *testing.T) {
+	const queries = 200
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan string, 1)
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- Run(ctx, Config{
+			DataDir: t.TempDir(),
+			Listen:  "127.0.0.1:0",
+			Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready:   func(url string) { ready <- url },
+		})
+	}()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-runDone:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ledger did not get ready")
+	}
+	client, err := nats.Connect(url, nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	inbox := nats.NewInbox()
+	replies := make(chan *nats.Msg, queries)
+	if _, err := client.ChanSubscribe(inbox+".*", replies); err != nil {
+		t.Fatal(err)
+	}
+	// Events for the projection to apply while the queries arrive.
+	g, err := workload.New(workload.Config{Seed: 1, Namespaces: 4, Events: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []byte
+	send := func() {
+		t.Helper()
+		m, err := client.Request(ingest.Subject, batch, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply ingest.Reply
+		if err := json.Unmarshal(m.Data, &reply); err != nil || reply.Error != "" || len(reply.Rejected) > 0 {
+			t.Fatalf("ingest: %s (%v)", m.Data, err)
+		}
+		batch = batch[:0]
+	}
+	for {
+		line, ok := g.Next(nil)
+		if !ok {
+			break
+		}
+		if len(batch)+len(line) > 512<<10 {
+			send()
+		}
+		batch = append(append(batch, line...), '\n')
+	}
+	send()
+
+	body, err := json.Marshal(projector.DescribeRequest{Namespace: "tenant-00001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range queries {
+		if err := client.PublishRequest(projector.SubjectDescribe, fmt.Sprintf("%s.%d", inbox, i), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	select {
+	case err := <-runDone:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	timeout := time.After(10 * time.Second)
+	for answered := 0; answered < queries; answered++ {
+		select {
+		case m := <-replies:
+			var reply projector.QueryReply
+			if err := json.Unmarshal(m.Data, &reply); err != nil {
+				t.Fatalf("reply to %s: %s (%v)", m.Subject, m.Data, err)
+			}
+			if reply.Error != "" || reply.List == nil {
+				t.Fatalf("reply to %s: %s", m.Subject, m.Data)
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d queries answered", answered, queries)
+		}
+	}
+}
