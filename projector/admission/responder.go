@@ -38,7 +38,9 @@ const (
 	ReserveAttemptsMax = 64
 	// RequestTimeout bounds the handling of one request.
 	RequestTimeout = 10 * time.Second
-	// InFlightMax bounds the requests handled at once.
+	// InFlightMax bounds the requests the workers handle at once:
+	// reserving creates waiting for their rounds, and decisions waiting
+	// for the projection (see Run).
 	InFlightMax = 256
 	// PendingMax and PendingBytesMax bound the requests received and not
 	// yet handled; past them the connection drops requests as a slow
@@ -188,10 +190,11 @@ func (r *Responder) Run(ctx context.Context) error {
 		// it is answered here.
 		r.answer(handleCtx, d)
 	})
-	if err == nil {
-		err = sub.SetPendingLimits(PendingMax, PendingBytesMax)
-	}
 	if err != nil {
+		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
+	}
+	if err := sub.SetPendingLimits(PendingMax, PendingBytesMax); err != nil {
+		_ = sub.Unsubscribe()
 		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
 	}
 	ticker := time.NewTicker(r.cfg.SweepInterval)
