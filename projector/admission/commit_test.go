@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,43 @@ func TestRoundDecidesTogetherAndAppendsOnce(t *testing.T) {
 	}
 	if got := r.used(t, ns, "q", "requests.cpu"); got != "900m" {
 		t.Errorf("used requests.cpu = %s, want 900m", got)
+	}
+}
+
+// TestCreateOfAnObjectTheProjectionHoldsChargesNothing creates objects the
+// namespace holds only in the projection, not among the view's own
+// reservations: a pod the cluster reported, and a pod reserved earlier
+// whose reservation the projection has applied (so the view no longer
+// keeps it). Each is decided as Kubernetes decides a second create of a
+// name, but its reservation must charge nothing, in the view as in the
+// fold, or the next create would be refused for room that is free.
+func TestCreateOfAnObjectTheProjectionHoldsChargesNothing(t *testing.T) {
+	const ns = "team"
+	r, stream := startWithQuota(t, ns, map[string]string{"pods": "4"})
+	create := func(uid, name string) {
+		t.Helper()
+		resp := ask(t, r.client, ns, review(uid, admissionv1.Create, ns, podManifest(ns, name, "100m"), "", false))
+		if !resp.Allowed {
+			t.Fatalf("create %s (%s): got denied %+v, want allowed", name, uid, resp.Result)
+		}
+	}
+	ingestWatch(t, stream, `{"type":"ADDED","object":`+strings.Replace(podManifest(ns, "x", "100m"), `"name":"x"`, `"name":"x","uid":"0x","resourceVersion":"7"`, 1)+`}`)
+	r.catchUp(t)
+	create("uid-x", "x") // the cluster's x: charges nothing
+	create("uid-a", "a")
+	r.catchUp(t)
+	// This round's view drops a, which the projection has applied.
+	create("uid-b", "b")
+	r.catchUp(t)
+	create("uid-a2", "a") // a again: charges nothing
+	// x, a and b hold 3 of 4 pods: c fits, and then nothing does.
+	create("uid-c", "c")
+	resp := ask(t, r.client, ns, review("uid-d", admissionv1.Create, ns, podManifest(ns, "d", "100m"), "", false))
+	if msg := `pods "d" is forbidden: exceeded quota: q, requested: pods=1, used: pods=4, limited: pods=4`; resp.Allowed || resp.Result.Message != msg {
+		t.Errorf("create d: got %+v, want %q", resp.Result, msg)
+	}
+	if got := r.used(t, ns, "q", "pods"); got != "4" {
+		t.Errorf("used pods = %s, want 4", got)
 	}
 }
 
