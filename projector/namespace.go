@@ -3,6 +3,7 @@ package projector
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,45 +59,94 @@ type NamespaceState struct {
 // not changed, and the copy shares what it does not change.
 func (st *NamespaceState) WithReservation(c quota.Charge) *NamespaceState {
 	out := *st
-	out.Quotas = make([]quota.QuotaState, len(st.Quotas))
-	for i, s := range st.Quotas {
-		out.Quotas[i] = s
+	out.Quotas = slices.Clone(st.Quotas)
+	out.charge(c, false)
+	return &out
+}
+
+// Clone returns a copy of st whose usage Reserve may change without
+// changing st's.
+func (st *NamespaceState) Clone() *NamespaceState {
+	out := *st
+	out.Quotas = slices.Clone(st.Quotas)
+	for i := range out.Quotas {
+		out.Quotas[i].Used = maps.Clone(out.Quotas[i].Used)
+	}
+	return &out
+}
+
+// Reserve is WithReservation in place: it adds the charge to st itself,
+// which must not share its usage with a state others read (a Clone does
+// not). A run of reservations then copies the usage once, not once each.
+func (st *NamespaceState) Reserve(c quota.Charge) {
+	st.charge(c, true)
+}
+
+// charge adds c to the usage of every quota of st that c matches. Unless
+// owned, a quota's usage is copied before it changes.
+func (st *NamespaceState) charge(c quota.Charge, owned bool) {
+	for i := range st.Quotas {
+		s := &st.Quotas[i]
 		if s.Quota == nil || !s.Quota.Matches(c) {
 			continue
 		}
-		var used quota.ResourceList
-		for name, n := range s.Quota.Mask(c.Usage) {
-			if n.Sign() <= 0 {
+		copied := owned
+		for name, n := range c.Usage {
+			if _, tracked := s.Quota.Hard[name]; !tracked || n.Sign() <= 0 {
 				// A zero part changes nothing in the fold either, and a
 				// reservation's charge has no negative part (quota.Admit
 				// refuses negative usage).
 				continue
 			}
-			if used == nil {
-				used = maps.Clone(s.Used)
-				if used == nil {
-					used = quota.ResourceList{}
-				}
+			switch {
+			case s.Used == nil:
+				s.Used = quota.ResourceList{}
+			case !copied:
+				s.Used = maps.Clone(s.Used)
 			}
-			prev := used[name]
-			used[name] = settle(prev.Add(n))
-		}
-		if used != nil {
-			out.Quotas[i].Used = used
+			copied = true
+			prev := s.Used[name]
+			s.Used[name] = settle(prev.Add(n))
 		}
 	}
-	return &out
 }
 
 // Holds reports whether the projection holds an object, or a reservation,
 // of that resource and name in namespace.
 func (p *Projector) Holds(namespace, resource, name string) (bool, error) {
-	var held bool
-	err := p.db.View(func(tx *bolt.Tx) error {
-		held = tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
-		return nil
-	})
-	return held, err
+	h, err := p.Holdings()
+	if err != nil {
+		return false, err
+	}
+	defer h.Close()
+	return h.Holds(namespace, resource, name), nil
+}
+
+// Holdings answers Holds for several objects from one read of the
+// projection, until Close. A read held open keeps the projection's file
+// from being remapped when it grows (the writer waits), so it serves a run
+// of lookups, not a wait.
+type Holdings struct {
+	tx *bolt.Tx
+}
+
+// Holdings starts a read for Holdings.Holds.
+func (p *Projector) Holdings() (*Holdings, error) {
+	tx, err := p.db.Begin(false)
+	if err != nil {
+		return nil, err
+	}
+	return &Holdings{tx: tx}, nil
+}
+
+// Holds is Projector.Holds as of the read.
+func (h *Holdings) Holds(namespace, resource, name string) bool {
+	return h.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
+}
+
+// Close ends the read.
+func (h *Holdings) Close() {
+	_ = h.tx.Rollback()
 }
 
 // Namespace reads the state an admission decision in namespace needs.

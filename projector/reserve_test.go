@@ -3,6 +3,7 @@ package projector
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,9 +87,10 @@ func TestFoldReservationsDecidedTogether(t *testing.T) {
 }
 
 // TestWithReservationMatchesTheFold checks that NamespaceState's
-// WithReservation, which admission uses to see its own reservations before
-// the projection applies them, adds exactly what the fold adds, print
-// format included, over charges of every format on several quotas.
+// WithReservation, and Reserve on a Clone, which admission uses to see its
+// own reservations before the projection applies them, add exactly what
+// the fold adds, print format included, over charges of every format on
+// several quotas, and leave the state they started from alone.
 func TestWithReservationMatchesTheFold(t *testing.T) {
 	quotaObj := func(name, hard string) json.RawMessage {
 		return json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"` + name + `","namespace":"team-a"},"spec":{"hard":` + hard + `}}`)
@@ -114,6 +116,9 @@ func TestWithReservationMatchesTheFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := st
+	start := usedStrings(st)
+	owned := st.Clone()
 	charges := []struct{ cpu, memory, class string }{
 		{"250m", "128Mi", ""}, {"1", "1G", "high"}, {"0.5", "100M", "high"}, {"2", "512Ki", ""},
 		{"1e-3", "1Gi", "high"}, {"3", "2e9", ""}, {"100m", "1.5Gi", "high"},
@@ -130,18 +135,34 @@ func TestWithReservationMatchesTheFold(t *testing.T) {
 			t.Fatal(e[0].err)
 		}
 		st = st.WithReservation(e[0].charge)
+		owned.Reserve(e[0].charge)
 		folded, err := p.Namespace("team-a")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for q := range folded.Quotas {
-			got, want := usedString(st.Quotas[q].Used), usedString(folded.Quotas[q].Used)
-			if got != want {
+			want := usedString(folded.Quotas[q].Used)
+			if got := usedString(st.Quotas[q].Used); got != want {
 				t.Fatalf("after reserving %s (%s, %s): quota %s: WithReservation gives %s, the fold %s", name, c.cpu, c.memory, folded.Quotas[q].Quota.Name, got, want)
+			}
+			if got := usedString(owned.Quotas[q].Used); got != want {
+				t.Fatalf("after reserving %s (%s, %s): quota %s: Reserve gives %s, the fold %s", name, c.cpu, c.memory, folded.Quotas[q].Quota.Name, got, want)
 			}
 		}
 	}
+	if got := usedStrings(first); !slices.Equal(got, start) {
+		t.Fatalf("the state read before the reservations changed: %v, was %v", got, start)
+	}
 	checkConsistent(t, p)
+}
+
+// usedStrings is usedString of each of st's quotas.
+func usedStrings(st *NamespaceState) []string {
+	var out []string
+	for _, q := range st.Quotas {
+		out = append(out, usedString(q.Used))
+	}
+	return out
 }
 
 func usedString(l map[string]quantity.Quantity) string {

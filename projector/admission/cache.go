@@ -42,11 +42,18 @@ type view struct {
 
 // holds reports whether the namespace holds an object or reservation of
 // that resource and name in the view: a reservation of it charges nothing.
-func (v *view) holds(p *projector.Projector, resource, name string) (bool, error) {
+// The projection is read through h, opened when first needed.
+func (v *view) holds(p *projector.Projector, h **projector.Holdings, resource, name string) (bool, error) {
 	if _, ok := v.reserved[objectKey(resource, name)]; ok {
 		return true, nil
 	}
-	return p.Holds(v.Namespace, resource, name)
+	if *h == nil {
+		var err error
+		if *h, err = p.Holdings(); err != nil {
+			return false, err
+		}
+	}
+	return (*h).Holds(v.Namespace, resource, name), nil
 }
 
 // withReservations returns the view after this responder's reservations
@@ -59,7 +66,7 @@ func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq
 	// keeps v unchanged for the decisions still reading it.
 	state := *st
 	state.SubjectSeq = seq
-	next := &view{NamespaceState: &state, env: v.env, reserved: make(map[string]uint64, len(keys))}
+	next := &view{NamespaceState: &state, env: v.env, reserved: make(map[string]uint64, len(v.reserved)+len(keys))}
 	for k, at := range v.reserved {
 		if at > applied {
 			next.reserved[k] = at
@@ -78,7 +85,7 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // for: the projection's up to the read, then this responder's own
 // reservations, each appended expecting the previous one to be the
 // subject's last, and added to the view with the fold's own arithmetic
-// (NamespaceState.WithReservation). So while the projection has applied
+// (NamespaceState.Reserve). So while the projection has applied
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
 // decoding the namespace's quotas, LimitRanges and classes again.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector"
 )
 
 // Limits of one group commit.
@@ -144,6 +145,10 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			reservations []ledger.EncodedReservation
 			keys         []string
 			ids          = make(map[string]bool, len(jobs))
+			// look is the round's read of the projection, for holds.
+			look *projector.Holdings
+			// owned says st is the round's own copy, charged in place.
+			owned bool
 		)
 		for i, j := range jobs {
 			p := j.prepared
@@ -186,7 +191,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			}
 			ids[res.ID()] = true
 			name := p.nameFor(res.ID())
-			held, err := v.holds(r.proj, p.object.Resource, name)
+			held, err := v.holds(r.proj, &look, p.object.Resource, name)
 			if err != nil {
 				deliver(err)
 				return
@@ -194,11 +199,19 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			key := objectKey(p.object.Resource, name)
 			if !held && !contains(keys, key) {
 				// The fold charges only the first reservation of an object
-				// the namespace does not hold yet; so does the view.
-				st = st.WithReservation(p.charge)
+				// the namespace does not hold yet; so does the view. The
+				// view's state is shared with the decisions reading it, so
+				// the round charges a copy of its own.
+				if !owned {
+					st, owned = st.Clone(), true
+				}
+				st.Reserve(p.charge)
 				keys = append(keys, key)
 			}
 			reservations = append(reservations, res)
+		}
+		if look != nil {
+			look.Close()
 		}
 		if len(reservations) == 0 {
 			deliver(nil)
