@@ -51,19 +51,6 @@ type NamespaceState struct {
 	StorageClasses  []*storagev1.StorageClass
 }
 
-// WithReservation returns a copy of st with the charge of a newly reserved
-// object added to every quota the charge matches, with the arithmetic the
-// fold uses: st as the projection will read once it has applied the
-// reservation, provided the object was not in the namespace already (a
-// reservation of an existing object charges nothing; see Holds). st is
-// not changed, and the copy shares what it does not change.
-func (st *NamespaceState) WithReservation(c quota.Charge) *NamespaceState {
-	out := *st
-	out.Quotas = slices.Clone(st.Quotas)
-	out.charge(c, false)
-	return &out
-}
-
 // Clone returns a copy of st whose usage Reserve may change without
 // changing st's.
 func (st *NamespaceState) Clone() *NamespaceState {
@@ -75,22 +62,19 @@ func (st *NamespaceState) Clone() *NamespaceState {
 	return &out
 }
 
-// Reserve is WithReservation in place: it adds the charge to st itself,
-// which must not share its usage with a state others read (a Clone does
-// not). A run of reservations then copies the usage once, not once each.
+// Reserve adds the charge of a newly reserved object to every quota of st
+// the charge matches, with the arithmetic the fold uses: st becomes what
+// the projection will read once it has applied the reservation, provided
+// the object was not in the namespace already (a reservation of an
+// existing object charges nothing; see Holds). It changes st's usage in
+// place, so st must not share it with a state others read: it is for a
+// Clone.
 func (st *NamespaceState) Reserve(c quota.Charge) {
-	st.charge(c, true)
-}
-
-// charge adds c to the usage of every quota of st that c matches. Unless
-// owned, a quota's usage is copied before it changes.
-func (st *NamespaceState) charge(c quota.Charge, owned bool) {
 	for i := range st.Quotas {
 		s := &st.Quotas[i]
 		if s.Quota == nil || !s.Quota.Matches(c) {
 			continue
 		}
-		copied := owned
 		for name, n := range c.Usage {
 			if _, tracked := s.Quota.Hard[name]; !tracked || n.Sign() <= 0 {
 				// A zero part changes nothing in the fold either, and a
@@ -98,13 +82,9 @@ func (st *NamespaceState) charge(c quota.Charge, owned bool) {
 				// refuses negative usage).
 				continue
 			}
-			switch {
-			case s.Used == nil:
+			if s.Used == nil {
 				s.Used = quota.ResourceList{}
-			case !copied:
-				s.Used = maps.Clone(s.Used)
 			}
-			copied = true
 			prev := s.Used[name]
 			s.Used[name] = settle(prev.Add(n))
 		}
