@@ -41,6 +41,7 @@ const (
 	FigureAdmitDry16        = "admission dry-run, 16 clients"
 	FigureRawAppend1        = "raw compare-and-swap append, 1 client"
 	FigureRawAppend1P50     = "raw compare-and-swap append p50, 1 client"
+	FigureRawAppend1P99     = "raw compare-and-swap append p99, 1 client"
 	FigureAdmitReserve1     = "admission reserving, 1 client"
 	FigureAdmitReserve1P50  = "admission reserving p50, 1 client"
 	FigureAdmitReserve1P99  = "admission reserving p99, 1 client"

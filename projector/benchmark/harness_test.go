@@ -29,6 +29,7 @@ func TestHarnessSmoke(t *testing.T) {
 		FigureRawRequest1, FigureRawRequest1P50, FigureRawRequest1P99, FigureRawRequest16,
 		FigureDescribe1, FigureDescribe1P99, FigureDescribe16,
 		FigureAdmitDry1, FigureAdmitDry1P50, FigureAdmitDry1P99, FigureAdmitDry16,
+		FigureRawAppend1, FigureRawAppend1P50, FigureRawAppend1P99,
 		FigureAdmitReserve1, FigureAdmitReserve1P50, FigureAdmitReserve1P99, FigureAdmitReserve16,
 		FigureReplay, FigurePeakRSSIngest, FigurePeakRSSProjection, FigureProjectionFile,
 	} {

@@ -577,8 +577,11 @@ func (r *run) rawAppend(ctx context.Context) {
 		return
 	}
 	r.add(Figure{Name: FigureRawAppend1, Unit: UnitRequestsPerSecond, Value: rate(n, elapsed),
-		Note: fmt.Sprintf("%d publishes of %d bytes, p99 %d µs", n, len(payload), latencies[min(n-1, n*99/100)].Microseconds())})
+		Note: fmt.Sprintf("%d publishes of %d bytes", n, len(payload))})
 	r.add(Figure{Name: FigureRawAppend1P50, Unit: UnitMicroseconds, Value: float64(latencies[n/2].Microseconds())})
+	// A reservation waits for one such append, so this p99 is about the
+	// least the same run's reserving p99 can be.
+	r.add(Figure{Name: FigureRawAppend1P99, Unit: UnitMicroseconds, Value: float64(latencies[min(n-1, n*99/100)].Microseconds())})
 }
 
 // casAppends publishes payload n times to the raw compare-and-swap
