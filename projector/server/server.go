@@ -174,8 +174,33 @@ func Run(ctx context.Context, cfg Config) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The projection outlives the responders: on a stop, what they
+	// received is answered first, and a describe waiting for the
+	// projection to reach the stream's end, or a create deciding again
+	// after a conflict, needs it to keep applying events. It stops once
+	// they have returned; if it fails first, it stops them.
+	projCtx, stopProjection := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopProjection()
+	projDone := make(chan error, 1)
+	go func() {
+		err := proj.Run(projCtx)
+		if err != nil && projCtx.Err() == nil {
+			cancel()
+		}
+		projDone <- err
+	}()
+	stopped := func(err error) error {
+		stopProjection()
+		perr := <-projDone
+		if projCtx.Err() != nil && errors.Is(perr, context.Canceled) {
+			perr = nil
+		}
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		return errors.Join(perr, err)
+	}
 	g, gctx := errgroup.WithContext(runCtx)
-	g.Go(func() error { return proj.Run(gctx) })
 	g.Go(func() error { return projector.NewSnapshotter(proj, snaps, log).Run(gctx) })
 	for _, r := range responders {
 		g.Go(func() error { return r.Run(gctx) })
@@ -186,15 +211,13 @@ func Run(ctx context.Context, cfg Config) error {
 	// The audit responder holds two subscriptions (explain, snapshot).
 	if err := waitSubscribed(gctx, nc, len(responders)+1); err != nil {
 		cancel()
-		_ = g.Wait()
-		return err
+		return errors.Join(err, stopped(g.Wait()))
 	}
 	if cfg.Ready != nil {
 		cfg.Ready(url)
 	}
 	log.Info("quota ledger serving", "nats", url, "projection", pcfg.Path, "applied_seq", proj.Applied())
-	err = g.Wait()
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err := stopped(g.Wait()); err != nil {
 		return err
 	}
 	log.Info("quota ledger stopped", "applied_seq", proj.Applied())

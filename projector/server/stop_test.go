@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quotaledger/quota/ingest"
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest/workload"
 	"github.com/quotaledger/quota/projector"
 )
@@ -82,6 +85,115 @@ func TestStopAnswersQueriesReceived(t *testing.T) {
 	}
 	send()
 
+	body, err := json.Marshal(projector.DescribeRequest{Namespace: "tenant-00001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range queries {
+		if err := client.PublishRequest(projector.SubjectDescribe, fmt.Sprintf("%s.%d", inbox, i), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	select {
+	case err := <-runDone:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	timeout := time.After(10 * time.Second)
+	for answered := 0; answered < queries; answered++ {
+		select {
+		case m := <-replies:
+			var reply projector.QueryReply
+			if err := json.Unmarshal(m.Data, &reply); err != nil {
+				t.Fatalf("reply to %s: %s (%v)", m.Subject, m.Data, err)
+			}
+			if reply.Error != "" || reply.List == nil {
+				t.Fatalf("reply to %s: %s", m.Subject, m.Data)
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d queries answered", answered, queries)
+		}
+	}
+}
+
+// TestStopWaitsForTheProjectionTheQueriesNeed stops the ledger while its
+// projection is behind the stream: events appended faster than it folds
+// them (the embedded JetStream syncing once a second), then describe
+// queries, then the stop. Each query waits for the projection to reach
+// the stream's last sequence, so the projection must keep running until
+// the queries received are answered; stopped with them, it would leave
+// each to fail after its timeout.
+func TestStopWaitsForTheProjectionTheQueriesNeed(t *testing.T) {
+	const queries = 50
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan string, 1)
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- Run(ctx, Config{
+			DataDir:      t.TempDir(),
+			Listen:       "127.0.0.1:0",
+			SyncInterval: time.Second,
+			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready:        func(url string) { ready <- url },
+		})
+	}()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-runDone:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ledger did not get ready")
+	}
+	client, err := nats.Connect(url, nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	js, err := jetstream.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := ledger.Open(ctx, js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The events go straight to the stream, as fast as ingest appends
+	// them, with no round trip through the ledger per batch.
+	g, err := workload.New(workload.Config{Seed: 1, Namespaces: 4, Events: 30000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines bytes.Buffer
+	for {
+		line, ok := g.Next(nil)
+		if !ok {
+			break
+		}
+		lines.Write(line)
+		lines.WriteByte('\n')
+	}
+	in, err := ingest.New(stream, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := in.IngestFile(ctx, "workload", &lines); err != nil || rep.Rejected > 0 {
+		t.Fatalf("ingest: %+v, %v", rep, err)
+	}
+
+	inbox := nats.NewInbox()
+	replies := make(chan *nats.Msg, queries)
+	if _, err := client.ChanSubscribe(inbox+".*", replies); err != nil {
+		t.Fatal(err)
+	}
 	body, err := json.Marshal(projector.DescribeRequest{Namespace: "tenant-00001"})
 	if err != nil {
 		t.Fatal(err)
