@@ -24,37 +24,14 @@ import (
 // Run returns only once each query has its reply, and each is answered
 // from the projection, not failed by the stop.
 func TestStopAnswersQueriesReceived(t *testing.T) {
-	const queries = 200
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	ready := make(chan string, 1)
-	runDone := make(chan error, 1)
-	go func() {
-		runDone <- Run(ctx, Config{
-			DataDir: t.TempDir(),
-			Listen:  "127.0.0.1:0",
-			Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:   func(url string) { ready <- url },
-		})
-	}()
-	var url string
-	select {
-	case url = <-ready:
-	case err := <-runDone:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the ledger did not get ready")
-	}
+	url, runDone := startLedger(t, ctx, Config{})
 	client, err := nats.Connect(url, nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	inbox := nats.NewInbox()
-	replies := make(chan *nats.Msg, queries)
-	if _, err := client.ChanSubscribe(inbox+".*", replies); err != nil {
-		t.Fatal(err)
-	}
 	// Events for the projection to apply while the queries arrive.
 	g, err := workload.New(workload.Config{Seed: 1, Namespaces: 4, Events: 3000})
 	if err != nil {
@@ -84,43 +61,7 @@ func TestStopAnswersQueriesReceived(t *testing.T) {
 		batch = append(append(batch, line...), '\n')
 	}
 	send()
-
-	body, err := json.Marshal(projector.DescribeRequest{Namespace: "tenant-00001"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range queries {
-		if err := client.PublishRequest(projector.SubjectDescribe, fmt.Sprintf("%s.%d", inbox, i), body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := client.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	select {
-	case err := <-runDone:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return")
-	}
-	timeout := time.After(10 * time.Second)
-	for answered := 0; answered < queries; answered++ {
-		select {
-		case m := <-replies:
-			var reply projector.QueryReply
-			if err := json.Unmarshal(m.Data, &reply); err != nil {
-				t.Fatalf("reply to %s: %s (%v)", m.Subject, m.Data, err)
-			}
-			if reply.Error != "" || reply.List == nil {
-				t.Fatalf("reply to %s: %s", m.Subject, m.Data)
-			}
-		case <-timeout:
-			t.Fatalf("%d of %d queries answered", answered, queries)
-		}
-	}
+	describeThenStop(t, client, 200, stop, runDone)
 }
 
 // TestStopWaitsForTheProjectionTheQueriesNeed stops the ledger while its
@@ -131,28 +72,9 @@ func TestStopAnswersQueriesReceived(t *testing.T) {
 // the queries received are answered; stopped with them, it would leave
 // each to fail after its timeout.
 func TestStopWaitsForTheProjectionTheQueriesNeed(t *testing.T) {
-	const queries = 50
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	ready := make(chan string, 1)
-	runDone := make(chan error, 1)
-	go func() {
-		runDone <- Run(ctx, Config{
-			DataDir:      t.TempDir(),
-			Listen:       "127.0.0.1:0",
-			SyncInterval: time.Second,
-			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:        func(url string) { ready <- url },
-		})
-	}()
-	var url string
-	select {
-	case url = <-ready:
-	case err := <-runDone:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the ledger did not get ready")
-	}
+	url, runDone := startLedger(t, ctx, Config{SyncInterval: time.Second})
 	client, err := nats.Connect(url, nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +110,37 @@ func TestStopWaitsForTheProjectionTheQueriesNeed(t *testing.T) {
 	if rep, err := in.IngestFile(ctx, "workload", &lines); err != nil || rep.Rejected > 0 {
 		t.Fatalf("ingest: %+v, %v", rep, err)
 	}
+	describeThenStop(t, client, 50, stop, runDone)
+}
 
+// startLedger runs the ledger on cfg (with a data dir, a listen address
+// and a quiet logger of its own) until ctx ends, and returns its URL once
+// it is ready and the channel Run's result arrives on.
+func startLedger(t *testing.T, ctx context.Context, cfg Config) (string, <-chan error) {
+	t.Helper()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ready := make(chan string, 1)
+	cfg.Ready = func(url string) { ready <- url }
+	runDone := make(chan error, 1)
+	go func() { runDone <- Run(ctx, cfg) }()
+	select {
+	case url := <-ready:
+		return url, runDone
+	case err := <-runDone:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ledger did not get ready")
+	}
+	return "", nil
+}
+
+// describeThenStop sends describe queries, stops the ledger once they are
+// on their way and waits for Run to return; then every query must have a
+// reply holding its quota list.
+func describeThenStop(t *testing.T, client *nats.Conn, queries int, stop context.CancelFunc, runDone <-chan error) {
+	t.Helper()
 	inbox := nats.NewInbox()
 	replies := make(chan *nats.Msg, queries)
 	if _, err := client.ChanSubscribe(inbox+".*", replies); err != nil {
