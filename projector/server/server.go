@@ -189,10 +189,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		projDone <- err
 	}()
+	// stopped stops the projection, once the responders' g.Wait has
+	// returned err, and reports what failed; a cancellation is a stop.
 	stopped := func(err error) error {
 		stopProjection()
 		perr := <-projDone
-		if projCtx.Err() != nil && errors.Is(perr, context.Canceled) {
+		if errors.Is(perr, context.Canceled) {
 			perr = nil
 		}
 		if errors.Is(err, context.Canceled) {
