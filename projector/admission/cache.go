@@ -42,18 +42,35 @@ type view struct {
 
 // holds reports whether the namespace holds an object or reservation of
 // that resource and name in the view: a reservation of it charges nothing.
-// The projection is read through h, opened when first needed.
-func (v *view) holds(p *projector.Projector, h **projector.Holdings, resource, name string) (bool, error) {
+func (v *view) holds(l *lookup, resource, name string) (bool, error) {
 	if _, ok := v.reserved[objectKey(resource, name)]; ok {
 		return true, nil
 	}
-	if *h == nil {
+	return l.holds(v.Namespace, resource, name)
+}
+
+// lookup reads the projection for the holds of one round: one read,
+// opened when first needed, until close.
+type lookup struct {
+	proj *projector.Projector
+	read *projector.Holdings
+}
+
+func (l *lookup) holds(namespace, resource, name string) (bool, error) {
+	if l.read == nil {
 		var err error
-		if *h, err = p.Holdings(); err != nil {
+		if l.read, err = l.proj.Holdings(); err != nil {
 			return false, err
 		}
 	}
-	return (*h).Holds(v.Namespace, resource, name), nil
+	return l.read.Holds(namespace, resource, name), nil
+}
+
+func (l *lookup) close() {
+	if l.read != nil {
+		l.read.Close()
+		l.read = nil
+	}
 }
 
 // withReservations returns the view after this responder's reservations

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger"
-	"github.com/quotaledger/quota/projector"
 )
 
 // Limits of one group commit.
@@ -146,7 +145,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			keys         []string
 			ids          = make(map[string]bool, len(jobs))
 			// look is the round's read of the projection, for holds.
-			look *projector.Holdings
+			look = &lookup{proj: r.proj}
 			// owned says st is the round's own copy, charged in place.
 			owned bool
 		)
@@ -191,7 +190,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			}
 			ids[res.ID()] = true
 			name := p.nameFor(res.ID())
-			held, err := v.holds(r.proj, &look, p.object.Resource, name)
+			held, err := v.holds(look, p.object.Resource, name)
 			if err != nil {
 				deliver(err)
 				return
@@ -210,9 +209,9 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			}
 			reservations = append(reservations, res)
 		}
-		if look != nil {
-			look.Close()
-		}
+		// The read ends before the append: held while waiting on the log,
+		// it would make a commit of the projection that grows the file wait.
+		look.close()
 		if len(reservations) == 0 {
 			deliver(nil)
 			return
