@@ -46,10 +46,10 @@ func EncodeReservation(r Reservation) (EncodedReservation, error) {
 // unless one of its strings holds a space or other characters). It reports
 // false for anything else, for json.Marshal to write.
 func appendReservation(r Reservation) ([]byte, bool) {
-	if !jsonscan.Verbatim(r.ID) || !jsonscan.Verbatim(r.Resource) || !jsonscan.Verbatim(r.Name) || !compactASCII(r.Object) {
+	if !jsonscan.Verbatim(r.ID) || !jsonscan.Verbatim(r.Resource) || !jsonscan.Verbatim(r.Name) || !jsonscan.Verbatim(r.Operation) || !compactASCII(r.Object) {
 		return nil, false
 	}
-	b := make([]byte, 0, len(`{"id":"","resource":"","name":"","object":}`)+len(r.ID)+len(r.Resource)+len(r.Name)+len(r.Object))
+	b := make([]byte, 0, len(`{"id":"","resource":"","name":"","object":,"operation":""}`)+len(r.ID)+len(r.Resource)+len(r.Name)+len(r.Object)+len(r.Operation))
 	b = append(b, `{"id":"`...)
 	b = append(b, r.ID...)
 	b = append(b, `","resource":"`...)
@@ -58,6 +58,11 @@ func appendReservation(r Reservation) ([]byte, bool) {
 	b = append(b, r.Name...)
 	b = append(b, `","object":`...)
 	b = append(b, r.Object...)
+	if r.Operation != "" {
+		b = append(b, `,"operation":"`...)
+		b = append(b, r.Operation...)
+		b = append(b, '"')
+	}
 	return append(b, '}'), true
 }
 

@@ -305,6 +305,9 @@ func reservationProblemsWith(field string, r Reservation, isObject func([]byte) 
 	case !isObject(r.Object):
 		problems = append(problems, field+".object is not a JSON object")
 	}
+	if r.Operation != "" && r.Operation != ReserveUpdate {
+		problems = append(problems, fmt.Sprintf("%s has an unknown operation %q (want none, for a create, or %q)", field, r.Operation, ReserveUpdate))
+	}
 	return problems
 }
 

@@ -215,6 +215,7 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 		edges,
 		{{ID: "r1", Resource: "pods", Name: "a", Object: obj("a")}},
 		{{ID: "r2", Resource: "pods", Name: "b", Object: obj("b")}, {ID: "r<3>&", Resource: "services", Name: "c", Object: obj("c")}, {ID: "é", Resource: "jobs.batch", Name: "d", Object: obj("d")}},
+		{{ID: "u1", Resource: "persistentvolumeclaims", Name: "data", Object: copied[0], Operation: ledger.ReserveUpdate}, {ID: "r4", Resource: "pods", Name: "e", Object: obj("e")}},
 	}
 	for _, source := range []string{"admission", "", `a "quoted" <source>`} {
 		for _, group := range groups {
@@ -263,6 +264,9 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 	}
 	if _, err := ledger.EncodeReservation(ledger.Reservation{ID: "r", Resource: "pods", Name: "a", Object: json.RawMessage(`[1]`)}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Errorf("a reservation of a non-object: got %v", err)
+	}
+	if _, err := ledger.EncodeReservation(ledger.Reservation{ID: "r", Resource: "pods", Name: "a", Object: obj("a"), Operation: "DELETE"}); err == nil || !strings.Contains(err.Error(), `unknown operation "DELETE"`) {
+		t.Errorf("a reservation of a delete: got %v", err)
 	}
 }
 

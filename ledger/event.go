@@ -71,7 +71,16 @@ type Reservation struct {
 	Name string `json:"name"`
 	// Object is the trimmed object JSON.
 	Object json.RawMessage `json:"object"`
+	// Operation is empty for a create's reservation, which holds the
+	// object's whole charge until the object is reported. It is
+	// ReserveUpdate for an update's, which holds the object's charge as
+	// Object would make it, over the charge the projection holds for the
+	// object, until the object reports a charge that covers it.
+	Operation string `json:"operation,omitempty"`
 }
+
+// ReserveUpdate is the Operation of an update's reservation.
+const ReserveUpdate = "UPDATE"
 
 // ExpiredIDs returns the reservation IDs an Expire event releases, in
 // order: its Reservation, or its Expired. It returns nil for other types.

@@ -131,7 +131,7 @@ func scanReservation(s *jsonscan.Scanner) (Reservation, bool) {
 			return false
 		}
 		f := -1
-		for i, k := range [...]string{"id", "resource", "name", "object"} {
+		for i, k := range [...]string{"id", "resource", "name", "object", "operation"} {
 			if string(key) == k {
 				f = i
 			}
@@ -147,8 +147,10 @@ func scanReservation(s *jsonscan.Scanner) (Reservation, bool) {
 			return scanString(s, &r.Resource)
 		case 2:
 			return scanString(s, &r.Name)
-		default:
+		case 3:
 			return scanRaw(s, &r.Object)
+		default:
+			return scanString(s, &r.Operation)
 		}
 	})
 	return r, walked

@@ -18,7 +18,8 @@ func scanInputs(t testing.TB) [][]byte {
 		{Type: Reserve, Resource: "pods", Namespace: "team", Name: "p", Reservation: "r0", ReservationTTL: time.Minute, Object: json.RawMessage(`{"kind":"Pod"}`)},
 		{Type: Reserve, Namespace: "team", ReservationTTL: 90 * time.Second, Source: "admission", Reservations: []Reservation{
 			{ID: "r1", Resource: "pods", Name: "a", Object: json.RawMessage(`{"kind":"Pod"}`)},
-			{ID: "r2", Resource: "pods", Name: "b", Object: json.RawMessage(`{}`)}}},
+			{ID: "r2", Resource: "pods", Name: "b", Object: json.RawMessage(`{}`)},
+			{ID: "r3", Resource: "persistentvolumeclaims", Name: "c", Object: json.RawMessage(`{}`), Operation: ReserveUpdate}}},
 		{Type: Expire, Namespace: "team", Reservation: "r1", Source: "reservation sweep"},
 	} {
 		b, err := Encode(ev)
@@ -48,6 +49,7 @@ func scanInputs(t testing.TB) [][]byte {
 		`{"v":1,"type":"reserve","namespace":"n","reservationTTL":1,"reservations":[{"id":"a","ID":"b"}]}`,
 		`{"v":1,"type":"reserve","namespace":"n","reservationTTL":1,"reservations":[{"id":"a","extra":1}]}`,
 		`{"v":1,"type":"reserve","namespace":"n","reservationTTL":1,"reservations":[{"id":"a","object":null}]}`,
+		`{"v":1,"type":"reserve","namespace":"n","reservationTTL":1,"reservations":[{"id":"a","operation":"UPDATE","operation":"x"}]}`,
 		` {"v":1 , "type" : "delete" , "resource":"pods","name":"a" } `,
 		`{"v":99999999999999999999}`,
 		`{"v":-0,"type":"delete"}`,
