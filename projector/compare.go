@@ -204,6 +204,9 @@ func compareObjects(bucket string, key, lv, rv []byte) []Difference {
 	if !l.ExpiresAt.Equal(r.ExpiresAt) {
 		out = append(out, d("reservation expiry", l.ExpiresAt.String(), r.ExpiresAt.String()))
 	}
+	if a, b := holdsString(l.Holds), holdsString(r.Holds); a != b {
+		out = append(out, d("update holds", a, b))
+	}
 	if l.Seq != r.Seq {
 		out = append(out, d("set by seq", fmt.Sprint(l.Seq), fmt.Sprint(r.Seq)))
 	}
@@ -313,7 +316,23 @@ func objectSummary(v []byte, r *objectRecord, err error) string {
 	if r.Reservation != "" {
 		s += " (reserved by " + r.Reservation + ")"
 	}
+	if len(r.Holds) > 0 {
+		s += ", update holds " + holdsString(r.Holds)
+	}
 	return s
+}
+
+// holdsString describes an object's update holds: per hold its id,
+// expiry, charge and scope facts.
+func holdsString(holds []hold) string {
+	if len(holds) == 0 {
+		return absent
+	}
+	parts := make([]string, len(holds))
+	for i, h := range holds {
+		parts[i] = fmt.Sprintf("%s until %s: %s %s", h.ID, h.ExpiresAt.UTC().Format(time.RFC3339Nano), listString(h.Charge.Usage), scopeString(h.Charge))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func quotaSummary(v []byte, r *quotaRecord, err error) string {

@@ -48,10 +48,13 @@ type ObjectCharge struct {
 	Charge string `json:"charge"`
 	// Seq is the stream sequence of the event that set the object's state.
 	Seq uint64 `json:"seq"`
-	// Reservation is set when the charge is an admission's reservation for
-	// an object the cluster has not reported yet.
+	// Reservation is set when the charge is an admission's reservation:
+	// for an object the cluster has not reported yet, or, with Update, for
+	// an update of the object not reported yet (the charge is then the
+	// updated object's).
 	Reservation string    `json:"reservation,omitempty"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+	Update      bool      `json:"update,omitempty"`
 
 	amount quantity.Quantity
 }
@@ -102,19 +105,22 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 			byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
 		}
 		sort.Strings(names)
+		by := map[string]*hold{}
 		err = forEachObject(tx, namespace, func(o *objectRecord) error {
-			if !q.Matches(o.Charge) {
-				return nil
-			}
-			for res, v := range q.Mask(o.Charge.Usage) {
+			clear(by)
+			for res, v := range part(q, o, by) {
 				re := byResource[res]
 				if re == nil || v.IsZero() {
 					continue
 				}
-				re.Charges = append(re.Charges, ObjectCharge{
+				c := ObjectCharge{
 					Object: o.Resource + "/" + o.Name, Charge: v.String(), Seq: o.Seq,
 					Reservation: o.Reservation, ExpiresAt: o.ExpiresAt, amount: v,
-				})
+				}
+				if h := by[res]; h != nil {
+					c.Reservation, c.ExpiresAt, c.Update = h.ID, h.ExpiresAt, true
+				}
+				re.Charges = append(re.Charges, c)
 			}
 			return nil
 		})
@@ -163,7 +169,10 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 			fmt.Fprintf(tw, "  OBJECT\tCHARGE\tSEQ\tNOTE\n")
 			for _, c := range r.Charges {
 				note := ""
-				if c.Reservation != "" {
+				switch {
+				case c.Update:
+					note = fmt.Sprintf("update reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
+				case c.Reservation != "":
 					note = fmt.Sprintf("reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", c.Object, c.Charge, c.Seq, note)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -242,6 +243,19 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		Seq:         rec.Seq,
 		Reservation: reservation,
 	}
+	if old != nil {
+		// The updates' holds that the object's new charge covers are
+		// made (or need not be): released. The others keep holding.
+		for _, h := range old.Holds {
+			if covers(next.Charge, h.Charge) {
+				if err := f.unhold(&h); err != nil {
+					return err
+				}
+				continue
+			}
+			next.Holds = append(next.Holds, h)
+		}
+	}
 	if reservation != "" {
 		next.ExpiresAt = rec.Time.Add(ttl)
 		if err := f.tx.Bucket(bucketReserved).Put([]byte(reservation), key); err != nil {
@@ -254,17 +268,46 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	if err := putObject(f.tx, next); err != nil {
 		return err
 	}
-	var oldCharge *quota.Charge
-	if old != nil {
-		oldCharge = &old.Charge
-	}
-	if err := f.recharge(o.Namespace, oldCharge, &next.Charge); err != nil {
+	if err := f.recharge(o.Namespace, old, next); err != nil {
 		return err
 	}
 	if o.Resource == "resourcequotas" && reservation == "" {
 		return f.upsertQuota(o, raw, rec.Seq)
 	}
 	return nil
+}
+
+// hold applies an update's reservation: the object, if the projection
+// holds it, is charged at least the updated object's charge (see hold)
+// until its own charge covers that, the object is deleted or the hold
+// expires. An update of an object the projection does not hold charges
+// nothing, nor does one whose charge the object's covers already.
+func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Duration) error {
+	o := e.object
+	key := objectKey(o.Namespace, o.Resource, o.Name)
+	old, err := getObject(f.tx, key)
+	if err != nil || old == nil {
+		return err
+	}
+	if f.tx.Bucket(bucketReserved).Get([]byte(id)) != nil || covers(old.Charge, e.charge) {
+		// A reservation of that id is held already (a retried request),
+		// or the object charges as much already.
+		return nil
+	}
+	next := *old
+	next.Seq = rec.Seq
+	h := hold{ID: id, ExpiresAt: rec.Time.Add(ttl), Charge: e.charge}
+	next.Holds = append(slices.Clip(old.Holds), h)
+	if err := f.tx.Bucket(bucketReserved).Put([]byte(id), key); err != nil {
+		return err
+	}
+	if err := f.tx.Bucket(bucketExpiry).Put(expiryKey(h.ExpiresAt, id), key); err != nil {
+		return err
+	}
+	if err := putObject(f.tx, &next); err != nil {
+		return err
+	}
+	return f.recharge(o.Namespace, old, &next)
 }
 
 // reserve applies the reservations of a Reserve event in order. One that
@@ -281,7 +324,13 @@ func (f *fold) reserve(rec *ledger.Record) error {
 		}
 	}
 	for i, r := range reserved {
-		if err := f.upsert(rec, r.Object, f.evaluated(i), r.ID, rec.Event.ReservationTTL); err != nil {
+		var err error
+		if r.Operation == ledger.ReserveUpdate {
+			err = f.hold(rec, f.evaluated(i), r.ID, rec.Event.ReservationTTL)
+		} else {
+			err = f.upsert(rec, r.Object, f.evaluated(i), r.ID, rec.Event.ReservationTTL)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -302,10 +351,15 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 			return err
 		}
 	}
+	for _, h := range old.Holds {
+		if err := f.unhold(&h); err != nil {
+			return err
+		}
+	}
 	if err := f.tx.Bucket(bucketObjects).Delete(key); err != nil {
 		return err
 	}
-	if err := f.recharge(namespace, &old.Charge, nil); err != nil {
+	if err := f.recharge(namespace, old, nil); err != nil {
 		return err
 	}
 	if resource == "resourcequotas" && old.Reservation == "" {
@@ -339,6 +393,15 @@ func (f *fold) unreserve(r *objectRecord) error {
 	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, r.Reservation))
 }
 
+// unhold removes an update's hold from the reservation and expiry
+// buckets.
+func (f *fold) unhold(h *hold) error {
+	if err := f.tx.Bucket(bucketReserved).Delete([]byte(h.ID)); err != nil {
+		return err
+	}
+	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(h.ExpiresAt, h.ID))
+}
+
 func (f *fold) expire(reservation string) error {
 	key := f.tx.Bucket(bucketReserved).Get([]byte(reservation))
 	if key == nil {
@@ -351,7 +414,27 @@ func (f *fold) expire(reservation string) error {
 	if old == nil {
 		return fmt.Errorf("%w: reservation %s points at missing object %q", ErrInvariant, reservation, key)
 	}
-	return f.delete(old.Namespace, old.Resource, old.Name, reservation)
+	if old.Reservation == reservation {
+		return f.delete(old.Namespace, old.Resource, old.Name, reservation)
+	}
+	i := slices.IndexFunc(old.Holds, func(h hold) bool { return h.ID == reservation })
+	if i < 0 {
+		return fmt.Errorf("%w: reservation %s points at object %q, which holds no such reservation", ErrInvariant, reservation, key)
+	}
+	// An update's hold not covered in time: the object is charged as
+	// without it.
+	if old, err = getObject(f.tx, key); err != nil {
+		return err
+	}
+	if err := f.unhold(&old.Holds[i]); err != nil {
+		return err
+	}
+	next := *old
+	next.Holds = slices.Delete(slices.Clone(old.Holds), i, i+1)
+	if err := putObject(f.tx, &next); err != nil {
+		return err
+	}
+	return f.recharge(old.Namespace, old, &next)
 }
 
 func (f *fold) resync(rec *ledger.Record) error {
@@ -457,10 +540,7 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 		terms[name] = new([formatCount]int)
 	}
 	err := forEachObject(f.tx, r.Namespace, func(o *objectRecord) error {
-		if !q.Matches(o.Charge) {
-			return nil
-		}
-		for name, v := range q.Mask(o.Charge.Usage) {
+		for name, v := range part(q, o, nil) {
 			used[name] = used[name].Add(v)
 			if !v.IsZero() {
 				terms[name][v.Format()]++
@@ -481,11 +561,11 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 	return nil
 }
 
-// recharge moves the quotas of a namespace from an object's old charge to
-// its new one (either may be nil). An increase is added to Used as an
-// admission adds it; a decrease is what the quota controller's recount
-// would give.
-func (f *fold) recharge(namespace string, old, next *quota.Charge) error {
+// recharge moves the quotas of a namespace from what an object charged in
+// its old record to what it charges in its new one (either may be nil;
+// see part). An increase is added to Used as an admission adds it; a
+// decrease is what the quota controller's recount would give.
+func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
 	if err != nil {
 		return err
@@ -496,11 +576,11 @@ func (f *fold) recharge(namespace string, old, next *quota.Charge) error {
 			continue
 		}
 		var oldPart, newPart quota.ResourceList
-		if old != nil && q.Matches(*old) {
-			oldPart = q.Mask(old.Usage)
+		if old != nil {
+			oldPart = part(q, old, nil)
 		}
-		if next != nil && q.Matches(*next) {
-			newPart = q.Mask(next.Usage)
+		if next != nil {
+			newPart = part(q, next, nil)
 		}
 		changed, rescan, err := adjust(e.rec, oldPart, newPart)
 		if err != nil {

@@ -119,10 +119,21 @@ func checkConsistent(t testing.TB, p *Projector) {
 				sum[name] = quantity.Quantity{}
 			}
 			_ = forEachObject(tx, r.Namespace, func(or *objectRecord) error {
-				if q.Matches(or.Charge) {
-					for name, v := range q.Mask(or.Charge.Usage) {
-						sum[name] = sum[name].Add(v)
+				// An object charges, per resource, the most of its own
+				// charge and its update holds' that the quota matches.
+				most := quota.ResourceList{}
+				for _, c := range append([]quota.Charge{or.Charge}, holdCharges(or)...) {
+					if !q.Matches(c) {
+						continue
 					}
+					for name, v := range q.Mask(c.Usage) {
+						if v.Cmp(most[name]) > 0 {
+							most[name] = v
+						}
+					}
+				}
+				for name, v := range most {
+					sum[name] = sum[name].Add(v)
 				}
 				return nil
 			})
@@ -138,6 +149,59 @@ func checkConsistent(t testing.TB, p *Projector) {
 			}
 			return nil
 		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReservationIndex(t, p)
+}
+
+func holdCharges(r *objectRecord) []quota.Charge {
+	var out []quota.Charge
+	for _, h := range r.Holds {
+		out = append(out, h.Charge)
+	}
+	return out
+}
+
+// checkReservationIndex checks that the reservation and expiry buckets
+// index exactly the reservations the objects hold: creates' and updates'.
+func checkReservationIndex(t testing.TB, p *Projector) {
+	t.Helper()
+	err := p.db.View(func(tx *bolt.Tx) error {
+		want := map[string]string{} // expiry key → object key
+		c := tx.Bucket(bucketObjects).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			r, err := decodeObjectRecord(v)
+			if err != nil {
+				return err
+			}
+			if r.Reservation != "" {
+				want[string(expiryKey(r.ExpiresAt, r.Reservation))] = string(k)
+			}
+			for _, h := range r.Holds {
+				want[string(expiryKey(h.ExpiresAt, h.ID))] = string(k)
+			}
+		}
+		reserved := tx.Bucket(bucketReserved)
+		if n := reserved.Stats().KeyN; n != len(want) {
+			t.Errorf("the reservation bucket holds %d ids, the objects %d reservations", n, len(want))
+		}
+		got := 0
+		err := tx.Bucket(bucketExpiry).ForEach(func(k, v []byte) error {
+			got++
+			if want[string(k)] != string(v) {
+				t.Errorf("expiry entry %q points at %q; the objects say %q", k, v, want[string(k)])
+			}
+			if key := reserved.Get(k[8:]); string(key) != string(v) {
+				t.Errorf("reservation %s points at %q, its expiry entry at %q", k[8:], key, v)
+			}
+			return nil
+		})
+		if got != len(want) {
+			t.Errorf("the expiry bucket holds %d entries, the objects %d reservations", got, len(want))
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

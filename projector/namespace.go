@@ -91,6 +91,58 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 	}
 }
 
+// ReserveUpdate changes st's usage as the fold does when it applies an
+// update's reservation of charge c (the updated object's) on the object
+// held: each quota is charged, per resource, the larger of the object's
+// figure (with its holds) and c's (see hold). It returns the object as the
+// fold leaves it, for a further update of it decided on st, and whether
+// the fold applies the reservation at all: not when the projection does
+// not hold the object, or charges it as much as c already (Held.Adds); st
+// is then left as it is. The fold also skips a reservation whose id it
+// holds already (Holdings.Reserved). Like Reserve, it changes st in place
+// and is for a Clone.
+func (st *NamespaceState) ReserveUpdate(held Held, c quota.Charge) (Held, bool) {
+	if !held.Adds(c) {
+		return held, false
+	}
+	next := *held.rec
+	next.Holds = append(slices.Clip(next.Holds), hold{Charge: c})
+	for i := range st.Quotas {
+		s := &st.Quotas[i]
+		if s.Quota == nil || !s.Quota.Matches(c) {
+			continue
+		}
+		before := part(s.Quota, held.rec, nil)
+		for name, n := range part(s.Quota, &next, nil) {
+			if _, tracked := s.Quota.Hard[name]; !tracked || n.Cmp(before[name]) <= 0 {
+				continue
+			}
+			if s.Used == nil {
+				s.Used = quota.ResourceList{}
+			}
+			prev := s.Used[name]
+			s.Used[name] = settle(prev.Add(n.Sub(before[name])))
+		}
+	}
+	return Held{rec: &next}, true
+}
+
+// Held is an object as the projection holds it, read for an update's
+// reservation (Holdings.ForUpdate).
+type Held struct {
+	rec *objectRecord
+}
+
+// Found reports whether the projection holds the object.
+func (h Held) Found() bool { return h.rec != nil }
+
+// Adds reports whether an update's reservation of charge c changes what
+// the object charges, as the fold decides it: the projection holds the
+// object, and the object's own charge does not cover c.
+func (h Held) Adds(c quota.Charge) bool {
+	return h.rec != nil && !covers(h.rec.Charge, c)
+}
+
 // Holds reports whether the projection holds an object, or a reservation,
 // of that resource and name in namespace.
 func (p *Projector) Holds(namespace, resource, name string) (bool, error) {
@@ -122,6 +174,19 @@ func (p *Projector) Holdings() (*Holdings, error) {
 // Holds is Projector.Holds as of the read.
 func (h *Holdings) Holds(namespace, resource, name string) bool {
 	return h.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
+}
+
+// ForUpdate reads an object of namespace for the reservation of an
+// update of it.
+func (h *Holdings) ForUpdate(namespace, resource, name string) (Held, error) {
+	r, err := getObjectCharge(h.tx, objectKey(namespace, resource, name))
+	return Held{rec: r}, err
+}
+
+// Reserved reports whether the projection holds a reservation of that id:
+// a create's or an update's.
+func (h *Holdings) Reserved(id string) bool {
+	return h.tx.Bucket(bucketReserved).Get([]byte(id)) != nil
 }
 
 // Close ends the read.

@@ -249,3 +249,160 @@ func teamARecorder(records *[]ledger.Record, at time.Time) func(ledger.Event) {
 		*records = append(*records, ledger.Record{Seq: seq, Subject: ledger.Subject("team-a"), Namespace: "team-a", Time: at.Add(time.Duration(seq) * time.Second), Event: ev})
 	}
 }
+
+// TestFoldUpdateHolds follows an update's reservation (a hold) through
+// the fold: it charges the growth, or, for a quota the update brings the
+// object into, the object's whole charge; two holds of one object charge
+// the larger; the object's own event releases the holds its charge covers
+// and no other; expiry and deletion release them. At each reservation
+// NamespaceState.ReserveUpdate on a Clone gives what the fold gives, and
+// the state comes out the same applied in batches of any size.
+func TestFoldUpdateHolds(t *testing.T) {
+	quotaObj := func(name, spec string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"` + name + `","namespace":"team-a"},"spec":` + spec + `}`)
+	}
+	pvc := func(name, size, class string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"` + name + `","namespace":"team-a","resourceVersion":"7"},` +
+			`"spec":{"accessModes":["ReadWriteOnce"],"volumeAttributesClassName":"` + class + `","resources":{"requests":{"storage":"` + size + `"}}}}`)
+	}
+	var records []ledger.Record
+	at := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	add := teamARecorder(&records, at)
+	update := func(id, name, size, class string) {
+		add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute,
+			Reservations: []ledger.Reservation{{ID: id, Resource: "persistentvolumeclaims", Name: name, Object: pvc(name, size, class), Operation: ledger.ReserveUpdate}}})
+	}
+	upsert := func(name, size, class string) {
+		add(ledger.Event{Type: ledger.Upsert, Resource: "persistentvolumeclaims", Namespace: "team-a", Name: name, Object: pvc(name, size, class)})
+	}
+	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "storage",
+		Object: quotaObj("storage", `{"hard":{"requests.storage":"100Gi","persistentvolumeclaims":"10"}}`)})
+	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "gold",
+		Object: quotaObj("gold", `{"hard":{"requests.storage":"10Gi"},"scopeSelector":{"matchExpressions":[{"scopeName":"VolumeAttributesClass","operator":"In","values":["gold"]}]}}`)})
+	upsert("db", "4Gi", "silver")
+	upsert("logs", "1Gi", "silver")
+	steps := []struct {
+		what string
+		do   func()
+		// storage and gold are the quotas' requests.storage after the step.
+		storage, gold string
+		// held are the update holds left, "object:id".
+		held string
+	}{
+		{"an update grows db to 8Gi", func() { update("u1", "db", "8Gi", "silver") }, "9Gi", "0", "db:u1"},
+		{"an update moves db to gold at 6Gi: the larger of the two holds in storage, all of it in gold", func() { update("u2", "db", "6Gi", "gold") }, "9Gi", "6Gi", "db:u1 db:u2"},
+		{"the same request again holds nothing more", func() { update("u2", "db", "6Gi", "gold") }, "9Gi", "6Gi", "db:u1 db:u2"},
+		{"an update to the size logs has holds nothing", func() { update("u3", "logs", "1Gi", "silver") }, "9Gi", "6Gi", "db:u1 db:u2"},
+		{"an update of a claim the projection lacks holds nothing", func() { update("u4", "ghost", "50Gi", "silver") }, "9Gi", "6Gi", "db:u1 db:u2"},
+		{"status churn of db covers neither hold", func() { upsert("db", "4Gi", "silver") }, "9Gi", "6Gi", "db:u1 db:u2"},
+		{"db reported at 8Gi covers u1 only", func() { upsert("db", "8Gi", "silver") }, "9Gi", "6Gi", "db:u2"},
+		{"u2 expires", func() { add(ledger.Event{Type: ledger.Expire, Namespace: "team-a", Reservation: "u2"}) }, "9Gi", "0", ""},
+		{"an update grows logs to 3Gi", func() { update("u5", "logs", "3Gi", "silver") }, "11Gi", "0", "logs:u5"},
+		{"two updates of logs in one event charge the larger", func() {
+			add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute, Reservations: []ledger.Reservation{
+				{ID: "u6", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "5Gi", "silver"), Operation: ledger.ReserveUpdate},
+				{ID: "u7", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "4Gi", "gold"), Operation: ledger.ReserveUpdate},
+			}})
+		}, "13Gi", "4Gi", "logs:u5 logs:u6 logs:u7"},
+		{"logs is deleted with its holds", func() {
+			add(ledger.Event{Type: ledger.Delete, Resource: "persistentvolumeclaims", Namespace: "team-a", Name: "logs"})
+		}, "8Gi", "0", ""},
+	}
+	p := openTemp(t)
+	applyAll(t, p, records, 10)
+	for _, s := range steps {
+		n := len(records)
+		s.do()
+		rec := &records[n]
+		var owned *NamespaceState
+		var reserved bool
+		before, err := p.Namespace("team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Event.Type == ledger.Reserve {
+			// What admission's view would charge, read before the fold.
+			owned = before.Clone()
+			h, err := p.Holdings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Several updates in one event are decided one after the
+			// other, each on the object as the previous one leaves it.
+			chained := map[string]Held{}
+			for i, r := range rec.Event.Reservations {
+				held, ok := chained[r.Name]
+				if !ok {
+					if held, err = h.ForUpdate("team-a", r.Resource, r.Name); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if h.Reserved(r.ID) {
+					continue
+				}
+				var added bool
+				chained[r.Name], added = owned.ReserveUpdate(held, evaluateRecord(rec)[i].charge)
+				reserved = reserved || added
+			}
+			h.Close()
+		}
+		applyAll(t, p, records[n:], 1)
+		if skipped := p.skippedSeqs(t); len(skipped) > 0 {
+			t.Fatalf("%s: skipped %v", s.what, skipped)
+		}
+		st, err := p.Namespace("team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := map[string]string{}
+		for _, q := range st.Quotas {
+			used[q.Quota.Name] = q.Used["requests.storage"].String()
+		}
+		if used["storage"] != s.storage || used["gold"] != s.gold {
+			t.Errorf("%s: storage %s, gold %s; want %s, %s", s.what, used["storage"], used["gold"], s.storage, s.gold)
+		}
+		if owned != nil {
+			if got, want := usedStrings(owned), usedStrings(st); !slices.Equal(got, want) {
+				t.Errorf("%s: ReserveUpdate gives %v, the fold %v", s.what, got, want)
+			}
+			if !reserved && !slices.Equal(usedStrings(st), usedStrings(before)) {
+				t.Errorf("%s: the fold charged a hold ReserveUpdate said it would not apply", s.what)
+			}
+		}
+		if got := heldString(t, p); got != s.held {
+			t.Errorf("%s: holds %q, want %q", s.what, got, s.held)
+		}
+		checkConsistent(t, p)
+	}
+	e, err := p.ExpiredReservations(at.Add(time.Hour), 10)
+	if err != nil || len(e) != 0 {
+		t.Fatalf("expired reservations left: %v %v", e, err)
+	}
+	// The same records in other batch sizes give the same file.
+	want := dump(t, p)
+	for _, batch := range []int{1, 3, 100} {
+		q := openTemp(t)
+		applyAll(t, q, records, batch)
+		if got := dump(t, q); got != want {
+			t.Errorf("batches of %d give another state:\n%s\nwant\n%s", batch, got, want)
+		}
+	}
+}
+
+// heldString lists team-a's update holds as "object:id", in key order.
+func heldString(t *testing.T, p *Projector) string {
+	t.Helper()
+	var out []string
+	err := p.db.View(func(tx *bolt.Tx) error {
+		return forEachObject(tx, "team-a", func(r *objectRecord) error {
+			for _, h := range r.Holds {
+				out = append(out, r.Name+":"+h.ID)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}

@@ -48,6 +48,9 @@ type objectRecord struct {
 	// and not yet reported by the cluster.
 	Reservation string    `json:"reservation,omitempty"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+	// Holds are the reservations of updates admitted for the object and
+	// not yet covered by its charge, in the order they were made.
+	Holds []hold `json:"holds,omitempty"`
 }
 
 // quotaRecord is one ResourceQuota with its usage.
