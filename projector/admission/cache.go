@@ -35,8 +35,8 @@ type view struct {
 	// top.
 	read bool
 	// reserved holds the object keys (see objectKey) of the reservations
-	// on top of the read that the projection may not hold yet, with the
-	// sequence of the event that reserved each.
+	// on top of the read that the projection may not hold yet, creates'
+	// and updates', with the sequence of the event that reserved each.
 	reserved map[string]uint64
 }
 
@@ -57,13 +57,36 @@ type lookup struct {
 }
 
 func (l *lookup) holds(namespace, resource, name string) (bool, error) {
-	if l.read == nil {
-		var err error
-		if l.read, err = l.proj.Holdings(); err != nil {
-			return false, err
-		}
+	if err := l.open(); err != nil {
+		return false, err
 	}
 	return l.read.Holds(namespace, resource, name), nil
+}
+
+// forUpdate reads what the projection holds of an object an update
+// reserves.
+func (l *lookup) forUpdate(namespace, resource, name string) (projector.Held, error) {
+	if err := l.open(); err != nil {
+		return projector.Held{}, err
+	}
+	return l.read.ForUpdate(namespace, resource, name)
+}
+
+// reserved reports whether the projection holds a reservation of id.
+func (l *lookup) reserved(id string) (bool, error) {
+	if err := l.open(); err != nil {
+		return false, err
+	}
+	return l.read.Reserved(id), nil
+}
+
+func (l *lookup) open() error {
+	if l.read != nil {
+		return nil
+	}
+	var err error
+	l.read, err = l.proj.Holdings()
+	return err
 }
 
 func (l *lookup) close() {
@@ -102,7 +125,7 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // for: the projection's up to the read, then this responder's own
 // reservations, each appended expecting the previous one to be the
 // subject's last, and added to the view with the fold's own arithmetic
-// (NamespaceState.Reserve). So while the projection has applied
+// (NamespaceState.Reserve and ReserveUpdate). So while the projection has applied
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
 // decoding the namespace's quotas, LimitRanges and classes again.

@@ -9,6 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quota"
+	"github.com/quotaledger/quota/projector"
 )
 
 // Limits of one group commit.
@@ -20,10 +23,10 @@ const (
 	roundBytesShare = 2
 )
 
-// A reserving create is decided in its namespace's next round. A round
-// takes every create queued for the namespace, decides them one after the
-// other against the namespace's view, each seeing the charges of those
-// before it, and appends the reservations of the allowed ones as one
+// A reserving create or update is decided in its namespace's next round.
+// A round takes every request queued for the namespace, decides them one
+// after the other against the namespace's view, each seeing the charges of
+// those before it, and appends the reservations of the allowed ones as one
 // Reserve event expecting the subject's last sequence to be the view's:
 // one compare-and-swap and one write to disk for the whole group. While a
 // round's append is on its way, the creates arriving meanwhile queue for
@@ -35,13 +38,15 @@ const (
 // request that found none running, the next ones by a goroutine that
 // lives while the namespace has creates queued.
 
-// job is a reserving create waiting for its round.
+// job is a reserving create or update waiting for its round.
 type job struct {
 	req *request
-	// prepared is the request's object prepared against the namespace's
+	// prepared is a create's object prepared against the namespace's
 	// view when the request arrived, on the request's own goroutine; the
 	// round uses it while the view's defaults are the same.
 	prepared *prepared
+	// update is set for an update: its objects, decoded.
+	update *update
 	// reservation is the reservation's ID: the request's uid, or a
 	// random one.
 	reservation string
@@ -49,9 +54,18 @@ type job struct {
 	done        chan outcome
 }
 
+// update is an update's object and the old object it replaces.
+type update struct {
+	obj, old *object.Object
+	// trimmed is obj's trimmed form, made when first reserved.
+	trimmed []byte
+}
+
 type outcome struct {
 	resp *admissionv1.AdmissionResponse
 	err  error
+	// charge is an allowed update's: what its reservation holds.
+	charge quota.Charge
 }
 
 // queue holds the creates of one namespace waiting for a round.
@@ -148,8 +162,45 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			look = &lookup{proj: r.proj}
 			// owned says st is the round's own copy, charged in place.
 			owned bool
+			// updated are the objects the round's updates reserve, by
+			// key, as each reservation leaves them for the next.
+			updated = map[string]projector.Held{}
+			// wait, when set, is the sequence the projection must apply
+			// before the round can decide.
+			wait uint64
 		)
 		for i, j := range jobs {
+			if j.update != nil {
+				// An update's reservation is checked against what the
+				// projection holds of the object, as the fold will apply
+				// it (see projector.NamespaceState.ReserveUpdate).
+				u := j.update
+				key := objectKey(u.obj.Resource, u.obj.Name)
+				if at := v.reserved[key]; at > applied {
+					// This responder reserved the object in a round the
+					// projection has not applied: the projection's read
+					// would miss that reservation, so decide once it is in.
+					wait = at
+					break
+				}
+				out, res, err := r.decideUpdate(st, look, j, updated, ids)
+				if err != nil {
+					deliver(err)
+					return
+				}
+				outcomes[i] = out
+				if res.ID() == "" {
+					continue
+				}
+				if !owned {
+					st, owned = st.Clone(), true
+				}
+				updated[key], _ = st.ReserveUpdate(updated[key], out.charge)
+				ids[res.ID()] = true
+				keys = append(keys, key)
+				reservations = append(reservations, res)
+				continue
+			}
 			p := j.prepared
 			if p == nil || p.env != v.env {
 				// Prepared against other defaults (or not at all): the
@@ -212,6 +263,13 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		// The read ends before the append: held while waiting on the log,
 		// it would make a commit of the projection that grows the file wait.
 		look.close()
+		if wait != 0 {
+			if err := r.proj.WaitApplied(ctx, wait); err != nil {
+				deliver(err)
+				return
+			}
+			continue
+		}
 		if len(reservations) == 0 {
 			deliver(nil)
 			return
@@ -243,6 +301,54 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		return
 	}
 	deliver(ErrContention)
+}
+
+// decideUpdate decides an update job of a round against st, with updated
+// the objects the round's earlier updates reserved. It returns the
+// reservation to append, a zero one when the update reserves nothing:
+// denied, charging no quota, or adding nothing to what the object charges
+// (or a request the round or the projection holds a reservation of
+// already). The outcome's charge is what the reservation holds. The
+// error, when set, fails the round; one of the request alone is in the
+// outcome.
+func (r *Responder) decideUpdate(st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
+	var none ledger.EncodedReservation
+	u := j.update
+	d := decideUpdate(st, u.obj, u.old, r.cfg.Limited)
+	if !d.allowed {
+		return outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}, none, nil
+	}
+	allowed := outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}, charge: d.charge}
+	if !d.charged || ids[j.reservation] {
+		return allowed, none, nil
+	}
+	key := objectKey(u.obj.Resource, u.obj.Name)
+	h, ok := updated[key]
+	if !ok {
+		var err error
+		if h, err = look.forUpdate(st.Namespace, u.obj.Resource, u.obj.Name); err != nil {
+			return outcome{}, none, err
+		}
+		updated[key] = h
+	}
+	if !h.Adds(d.charge) {
+		return allowed, none, nil
+	}
+	if again, err := look.reserved(j.reservation); err != nil || again {
+		// A retried request whose reservation the projection holds.
+		return allowed, none, err
+	}
+	if u.trimmed == nil {
+		var err error
+		if u.trimmed, err = u.obj.Trimmed(); err != nil {
+			return outcome{err: err}, none, nil
+		}
+	}
+	res, err := ledger.EncodeReservation(ledger.Reservation{ID: j.reservation, Resource: u.obj.Resource, Name: u.obj.Name, Object: u.trimmed, Operation: ledger.ReserveUpdate})
+	if err != nil {
+		return outcome{err: err}, none, nil
+	}
+	return allowed, res, nil
 }
 
 // reserve appends reservations as one Reserve event, expecting the

@@ -19,6 +19,9 @@ type decision struct {
 	// charged says whether some quota's usage grows: only then is a
 	// reservation worth appending.
 	charged bool
+	// charge is an allowed update's object charge: what its reservation
+	// holds.
+	charge quota.Charge
 }
 
 // decide applies what the API server would before quota admission (for a
@@ -30,16 +33,23 @@ func decide(v *view, op admissionv1.Operation, obj, old *object.Object, limited 
 	if op == admissionv1.Create {
 		return prepare(v.env, obj, limited).decide(v.NamespaceState)
 	}
+	return decideUpdate(v.NamespaceState, obj, old, limited)
+}
+
+// decideUpdate decides an update of old to obj against st.
+func decideUpdate(st *projector.NamespaceState, obj, old *object.Object, limited []quota.LimitedResource) *decision {
 	d := quota.Admit(quota.AdmitRequest{
-		Operation:   quota.Operation(op),
+		Operation:   quota.Update,
 		Object:      obj,
 		OldObject:   old,
-		Quotas:      v.Quotas,
+		Quotas:      st.Quotas,
 		Limited:     limited,
 		Now:         time.Now(),
 		VerdictOnly: true,
 	})
-	return verdict(v.NamespaceState, d)
+	out := verdict(st, d)
+	out.charge = d.Charge
+	return out
 }
 
 // verdict turns quota's decision into the responder's, noting whether an

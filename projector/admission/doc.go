@@ -13,8 +13,8 @@
 // the last unit of a quota cannot both be allowed, whatever the number of
 // clients and replicas.
 //
-// Creates in one namespace are decided in rounds (group commit): the
-// creates that queue while a round's append is on its way are decided
+// Creates and updates in one namespace are decided in rounds (group
+// commit): those that queue while a round's append is on its way are decided
 // together in the next, one after the other, and their reservations go to
 // the log as one Reserve event, with one compare-and-swap and one write to
 // disk.
@@ -35,11 +35,21 @@
 // counted from the stream's timestamp of the Reserve event, has passed; a
 // sweeper then appends an Expire event, so replay reproduces the release.
 //
+// An allowed update that grows what an object charges is reserved in the
+// same rounds, as a reservation with operation UPDATE holding the updated
+// object: until the object's own event reports a charge that covers it
+// (or it expires, or the object is deleted), the object charges each
+// quota, per resource, the larger of its own figure and the updated
+// object's. For a quota that matched the object before, that adds the
+// growth, as Kubernetes' admission plugin adds it; for one the update
+// brings the object into, the object's whole charge.
+//
 // # Caveats
 //
-// Dry-run, UPDATE and DELETE requests never reserve: updates are decided
-// against the projection but their increase is charged only when the
-// object's MODIFIED event arrives. An object offered with generateName and
+// Dry-run and DELETE requests never reserve. Two updates of one object
+// admitted before either is made count the larger, where Kubernetes adds
+// both increases; an update of an object the projection does not hold yet
+// is decided but not reserved. An object offered with generateName and
 // no name is reserved under a placeholder name; its ADDED event carries the
 // generated name, so the reservation is only released by expiry. Reviews
 // relayed from a validating admission webhook carry the name: a current

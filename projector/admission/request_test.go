@@ -61,8 +61,8 @@ func TestMalformedRequestsGetABadRequestReply(t *testing.T) {
 
 // TestOperationsChargeWhatKubernetesCharges checks the verdicts of the
 // operations other than a plain create: DELETE is always allowed, an
-// UPDATE is charged only its increase, and a CONNECT is not quota's
-// business.
+// UPDATE is charged only its increase, and reserves it when it is allowed
+// and grows the object, and a CONNECT is not quota's business.
 func TestOperationsChargeWhatKubernetesCharges(t *testing.T) {
 	srv, _, js := ledgertest.StartServer(t)
 	stream := ledgertest.OpenStream(t, js)
@@ -88,8 +88,9 @@ func TestOperationsChargeWhatKubernetesCharges(t *testing.T) {
 		old     string
 		allowed bool
 		message string
+		// reserves says the request appends a reservation.
+		reserves bool
 	}{
-		{name: "growth that fits is allowed", op: admissionv1.Update, obj: pvc("8Gi"), old: stored("4Gi"), allowed: true},
 		{name: "growth past the limit is charged only its increase", op: admissionv1.Update, obj: pvc("12Gi"), old: stored("4Gi"),
 			message: `persistentvolumeclaims "db" is forbidden: exceeded quota: storage, requested: requests.storage=8Gi, used: requests.storage=4Gi, limited: requests.storage=10Gi`},
 		{name: "an update that does not grow is allowed", op: admissionv1.Update, obj: pvc("4Gi"), old: stored("4Gi"), allowed: true},
@@ -99,6 +100,7 @@ func TestOperationsChargeWhatKubernetesCharges(t *testing.T) {
 			message: `persistentvolumeclaims "logs" is forbidden: exceeded quota: storage, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=1, limited: persistentvolumeclaims=1`},
 		{name: "delete is always allowed", op: admissionv1.Delete, old: stored("4Gi"), allowed: true},
 		{name: "connect is always allowed", op: admissionv1.Connect, allowed: true},
+		{name: "growth that fits is allowed and reserved", op: admissionv1.Update, obj: pvc("8Gi"), old: stored("4Gi"), allowed: true, reserves: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,12 +119,12 @@ func TestOperationsChargeWhatKubernetesCharges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if after != before {
-				t.Errorf("the stream moved from seq %d to %d, want no reservation", before, after)
+			if want := before + map[bool]uint64{true: 1}[tc.reserves]; after != want {
+				t.Errorf("the stream moved from seq %d to %d, want %d", before, after, want)
 			}
 		})
 	}
-	if got := r.used(t, ns, "storage", "requests.storage"); got != "4Gi" {
-		t.Errorf("got used requests.storage=%s, want 4Gi", got)
+	if got := r.used(t, ns, "storage", "requests.storage"); got != "8Gi" {
+		t.Errorf("got used requests.storage=%s, want 8Gi: the growth reserved", got)
 	}
 }

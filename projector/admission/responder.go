@@ -262,10 +262,10 @@ type request struct {
 	object *object.Object
 }
 
-// reserving reports whether req is a create that reserves: one that waits
-// for its namespace's round.
+// reserving reports whether req is a create or update that reserves: one
+// that waits for its namespace's round.
 func (req *request) reserving() bool {
-	return req != nil && req.Operation == admissionv1.Create && (req.DryRun == nil || !*req.DryRun)
+	return req != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) && (req.DryRun == nil || !*req.DryRun)
 }
 
 // takeObject returns the object decoded with the review, once.
@@ -355,13 +355,17 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		if reservation == "" {
 			reservation = newReservationID()
 		}
-		env, err := r.states.env(ctx, namespace)
-		if err != nil {
-			return nil, err
+		j := &job{req: req, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
+		if op == admissionv1.Update {
+			j.update = &update{obj: obj, old: old}
+		} else {
+			env, err := r.states.env(ctx, namespace)
+			if err != nil {
+				return nil, err
+			}
+			j.prepared = prepare(env, obj, r.cfg.Limited)
+			j.prepared.reserveAs(reservation)
 		}
-		p := prepare(env, obj, r.cfg.Limited)
-		p.reserveAs(reservation)
-		j := &job{req: req, prepared: p, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 		r.enqueue(namespace, j)
 		select {
 		case o := <-j.done:

@@ -1,0 +1,263 @@
+package admission
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+)
+
+// pvcManifest is a claim of size in namespace; a resourceVersion marks
+// it as stored (an UPDATE's oldObject, or the object's watch event).
+func pvcManifest(namespace, name, size, resourceVersion string) string {
+	rv := ""
+	if resourceVersion != "" {
+		rv = `,"resourceVersion":"` + resourceVersion + `"`
+	}
+	return `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"` + name + `","namespace":"` + namespace + `"` + rv + `},` +
+		`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"` + size + `"}}}}`
+}
+
+// TestConcurrentUpdatesAndCreatesNeverExceedTheQuota races updates that
+// grow claims with creates of new claims, from 40 clients on their own
+// connections over 3 replicas, for the last 10Gi of a quota: exactly ten
+// may be allowed, as each asks for 1Gi. An allowed update reserves its
+// growth at once, so every replica's describe shows the quota full before
+// any claim's own event arrives; the events then confirm the updates and
+// creates without counting them twice, and nothing is left reserved.
+func TestConcurrentUpdatesAndCreatesNeverExceedTheQuota(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	const (
+		ns      = "claims"
+		updates = 20
+		creates = 20
+	)
+	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"requests.storage": "30Gi"}))
+	for i := range updates {
+		upsert(t, stream, pvcManifest(ns, fmt.Sprintf("old-%d", i), "1Gi", "5"))
+	}
+	replicas := make([]*replica, raceReplicas)
+	for i := range replicas {
+		replicas[i] = startReplica(t, srv.ClientURL(), Config{})
+		replicas[i].catchUp(t)
+	}
+	if got := replicas[0].used(t, ns, "q", "requests.storage"); got != "20Gi" {
+		t.Fatalf("before the race: used %s, want 20Gi", got)
+	}
+
+	type outcome struct {
+		name    string
+		update  bool
+		allowed bool
+		err     error
+	}
+	outcomes := make([]outcome, updates+creates)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range outcomes {
+		nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		wg.Go(func() {
+			<-start
+			o := outcome{update: c < updates}
+			var body []byte
+			if o.update {
+				o.name = fmt.Sprintf("old-%d", c)
+				body = review("uid-"+o.name, admissionv1.Update, ns, pvcManifest(ns, o.name, "2Gi", "5"), pvcManifest(ns, o.name, "1Gi", "5"), false)
+			} else {
+				o.name = fmt.Sprintf("new-%d", c)
+				body = review("uid-"+o.name, admissionv1.Create, ns, pvcManifest(ns, o.name, "1Gi", ""), "", false)
+			}
+			resp, err := askErr(nc, ns, body)
+			o.err = err
+			if err == nil {
+				o.allowed = resp.Allowed
+				if !resp.Allowed && (resp.Result == nil || resp.Result.Code != 403 ||
+					!strings.HasPrefix(resp.Result.Message, `persistentvolumeclaims "`+o.name+`" is forbidden: exceeded quota: q, requested: requests.storage=1Gi, used: requests.storage=30Gi, limited: requests.storage=30Gi`)) {
+					o.err = fmt.Errorf("got %+v, want a 403 exceeded quota", resp.Result)
+				}
+			}
+			outcomes[c] = o
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var allowed []outcome
+	updated := 0
+	for _, o := range outcomes {
+		switch {
+		case o.err != nil:
+			t.Errorf("%s: %v", o.name, o.err)
+		case o.allowed:
+			allowed = append(allowed, o)
+			if o.update {
+				updated++
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if len(allowed) != 10 {
+		t.Fatalf("got %d requests allowed, want exactly 10", len(allowed))
+	}
+	for i, r := range replicas {
+		if got := r.used(t, ns, "q", "requests.storage"); got != "30Gi" {
+			t.Errorf("replica %d: describe shows used %s before the claims' events, want 30Gi (%d of the 10 allowed are updates)", i, got, updated)
+		}
+	}
+	// The cluster reports what was allowed: the holds and reservations
+	// are confirmed, and the usage stays.
+	for _, o := range allowed {
+		upsert(t, stream, pvcManifest(ns, o.name, map[bool]string{true: "2Gi", false: "1Gi"}[o.update], "6"))
+	}
+	for i, r := range replicas {
+		if got := r.used(t, ns, "q", "requests.storage"); got != "30Gi" {
+			t.Errorf("replica %d: describe shows used %s after the claims' events, want 30Gi", i, got)
+		}
+		left, err := r.proj.ExpiredReservations(time.Now().Add(time.Hour), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 0 {
+			t.Errorf("replica %d: %d reservations left after their objects' events: %v", i, len(left), left)
+		}
+	}
+}
+
+// TestUpdateHoldExpires checks that the growth an update reserved is
+// released when the claim's event does not come within the TTL (the
+// update failed after admission, say), and that the release is in the log.
+func TestUpdateHoldExpires(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	const ns = "claims"
+	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"requests.storage": "10Gi"}))
+	upsert(t, stream, pvcManifest(ns, "db", "4Gi", "5"))
+	clk := newClock()
+	r := startReplica(t, srv.ClientURL(), Config{ReservationTTL: time.Minute, SweepInterval: 10 * time.Millisecond, Now: clk.Now})
+	r.catchUp(t)
+	grow := review("uid-grow", admissionv1.Update, ns, pvcManifest(ns, "db", "9Gi", "5"), pvcManifest(ns, "db", "4Gi", "5"), false)
+	if resp := ask(t, r.client, ns, grow); !resp.Allowed {
+		t.Fatalf("growing db to 9Gi: %+v", resp.Result)
+	}
+	if got := r.used(t, ns, "q", "requests.storage"); got != "9Gi" {
+		t.Fatalf("after the update: used %s, want 9Gi", got)
+	}
+	other := review("uid-other", admissionv1.Create, ns, pvcManifest(ns, "logs", "2Gi", ""), "", true)
+	if resp := ask(t, r.client, ns, other); resp.Allowed {
+		t.Fatal("a 2Gi claim was allowed while the growth is held")
+	}
+	clk.Advance(2 * time.Minute)
+	poll(t, "the update's hold expired", func() bool { return r.used(t, ns, "q", "requests.storage") == "4Gi" })
+	if resp := ask(t, r.client, ns, other); !resp.Allowed {
+		t.Fatalf("a 2Gi claim after the hold expired: %+v", resp.Result)
+	}
+}
+
+// TestRoundReservesUpdatesAsTheFoldDoes runs rounds of updates and
+// creates by hand. Two updates of one claim in a round are decided as
+// Kubernetes decides them, each against usage that counts the one before,
+// and charged as the fold charges them: the larger of the two. A round
+// right after (its view keeping the first round's reservations, which the
+// projection may not have applied yet) decides on that view. After each
+// round the view's usage is the projection's once the projection has
+// caught up.
+func TestRoundReservesUpdatesAsTheFoldDoes(t *testing.T) {
+	const ns = "claims"
+	r, stream := startWithQuota(t, ns, map[string]string{"requests.storage": "20Gi"})
+	upsert(t, stream, pvcManifest(ns, "db", "2Gi", "5"))
+	upsert(t, stream, pvcManifest(ns, "logs", "1Gi", "5"))
+	r.catchUp(t)
+	newJob := func(uid string, op admissionv1.Operation, obj, old string) *job {
+		t.Helper()
+		var in struct{ Request *request }
+		if err := json.Unmarshal(review(uid, op, ns, obj, old, false), &in); err != nil {
+			t.Fatal(err)
+		}
+		j := &job{req: in.Request, reservation: uid, done: make(chan outcome, 1)}
+		o, err := decodeObject(in.Request.Object, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op == admissionv1.Update {
+			prev, err := decodeObject(in.Request.OldObject, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j.update = &update{obj: o, old: prev}
+		}
+		return j
+	}
+	grow := func(uid, name, from, to string) *job {
+		return newJob(uid, admissionv1.Update, pvcManifest(ns, name, to, "5"), pvcManifest(ns, name, from, "5"))
+	}
+	round := func(want []string, jobs ...*job) {
+		t.Helper()
+		r.resp.round(ns, jobs)
+		for i, j := range jobs {
+			o := <-j.done
+			if o.err != nil {
+				t.Fatalf("job %d: %v", i, o.err)
+			}
+			got := ""
+			if !o.resp.Allowed {
+				got = o.resp.Result.Message
+			}
+			if got != want[i] {
+				t.Errorf("job %d: got %q, want %q (empty: allowed)", i, got, want[i])
+			}
+		}
+	}
+	sameAsFold := func(want string) {
+		t.Helper()
+		viewUsed := mustView(t, r, ns).Quotas[0].Used["requests.storage"]
+		if got := r.used(t, ns, "q", "requests.storage"); got != want || viewUsed.String() != want {
+			t.Errorf("used requests.storage: the view %s, the projection %s; want %s", viewUsed.String(), got, want)
+		}
+	}
+	round([]string{"", "", "", `persistentvolumeclaims "logs" is forbidden: exceeded quota: q, requested: requests.storage=2Gi, used: requests.storage=19Gi, limited: requests.storage=20Gi`},
+		// u1 holds db at 6Gi: 7Gi used.
+		grow("u1", "db", "2Gi", "6Gi"),
+		// Kubernetes adds u2's 2Gi to decide; the fold holds the
+		// larger of u1 and u2, 6Gi.
+		grow("u2", "db", "2Gi", "4Gi"),
+		// cache: 19Gi.
+		newJob("u3", admissionv1.Create, pvcManifest(ns, "cache", "12Gi", ""), ""),
+		// logs to 3Gi: 21Gi, denied.
+		grow("u4", "logs", "1Gi", "3Gi"),
+	)
+	// db made at 6Gi, grown again to 7Gi: 1Gi more fills the quota.
+	round([]string{"", `persistentvolumeclaims "logs" is forbidden: exceeded quota: q, requested: requests.storage=1Gi, used: requests.storage=20Gi, limited: requests.storage=20Gi`},
+		grow("u5", "db", "6Gi", "7Gi"),
+		grow("u6", "logs", "1Gi", "2Gi"),
+	)
+	sameAsFold("20Gi")
+	// The cluster reports db at 7Gi: the holds it covers are released and
+	// nothing changes; 4Gi of them were never more than db's own charge.
+	upsert(t, stream, pvcManifest(ns, "db", "7Gi", "6"))
+	sameAsFold("20Gi")
+	records := ledgertest.ReadAll(t, stream, 1)
+	var ops []string
+	for _, rec := range records {
+		for _, res := range rec.Event.Reserved() {
+			ops = append(ops, res.ID+":"+map[string]string{"": "create", ledger.ReserveUpdate: "update"}[res.Operation])
+		}
+	}
+	if got, want := strings.Join(ops, " "), "u1:update u2:update u3:create u5:update"; got != want {
+		t.Errorf("reservations in the log: %s, want %s", got, want)
+	}
+}
