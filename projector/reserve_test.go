@@ -3,6 +3,7 @@ package projector
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -371,6 +372,20 @@ func TestFoldUpdateHolds(t *testing.T) {
 		}
 		if got := heldString(t, p); got != s.held {
 			t.Errorf("%s: holds %q, want %q", s.what, got, s.held)
+		}
+		if s.held == "db:u1" {
+			// explain names the hold behind db's figure.
+			e, err := p.Explain("team-a", "storage")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := WriteExplain(&buf, e); err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`persistentvolumeclaims/db +8Gi +[0-9]+ +update reserved \(u1, expires 2026-11-22T06:01:`).MatchString(buf.String()) {
+				t.Errorf("%s: explain does not show db's hold:\n%s", s.what, buf.String())
+			}
 		}
 		checkConsistent(t, p)
 	}
