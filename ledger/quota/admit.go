@@ -51,6 +51,10 @@ type AdmitRequest struct {
 	Object *object.Object
 	// OldObject is the stored state for an update.
 	OldObject *object.Object
+	// Subresource is the request's subresource (an AdmissionRequest's
+	// subResource), empty for the object itself. The plugin evaluates no
+	// request on a subresource but a pod's resize.
+	Subresource string
 	// Quotas are the namespace's quotas; Admit reads them sorted by name.
 	Quotas []QuotaState
 	// Limited is the limitedResources configuration; nil for none.
@@ -86,11 +90,19 @@ type Decision struct {
 }
 
 // handles reports whether the quota plugin evaluates this operation on this
-// resource: pods on create and on resize updates, claims and services on
-// create and update, every other counted object on create only.
-func handles(op Operation, resource string) bool {
-	switch resource {
-	case "pods", "persistentvolumeclaims", "services":
+// resource and subresource: pods on create and on updates of their resize
+// subresource (a plain update cannot change what a pod is charged), claims
+// and services on create and update, every other counted object on create
+// only; no other request on a subresource.
+func handles(op Operation, resource, subresource string) bool {
+	switch {
+	case resource == "pods" && subresource == "resize":
+		return op == Update
+	case subresource != "":
+		return false
+	case resource == "pods":
+		return op == Create
+	case resource == "persistentvolumeclaims", resource == "services":
 		return op == Create || op == Update
 	}
 	return op == Create
@@ -114,7 +126,7 @@ func Admit(req AdmitRequest) Decision {
 		}
 	}
 	o := req.Object
-	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource) {
+	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource, req.Subresource) {
 		return d
 	}
 	var input Charge

@@ -34,7 +34,7 @@ func refAdmit(req AdmitRequest) Decision {
 		d.Used[s.Quota.Name] = s.Used
 	}
 	o := req.Object
-	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource) {
+	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource, req.Subresource) {
 		return d
 	}
 	var input Charge
@@ -261,6 +261,9 @@ func (g admitGenerator) request(i int) AdmitRequest {
 	switch g.r.IntN(8) {
 	case 0, 1:
 		req.Operation = Update
+		// A pod's resources change through its resize subresource; a
+		// plain update or one of another subresource is not evaluated.
+		req.Subresource = []string{"resize", "resize", "resize", "", "status"}[g.r.IntN(5)]
 		if g.r.IntN(6) != 0 {
 			old := g.pod(i)
 			req.OldObject = &object.Object{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "team", Name: p.Name, Value: old}

@@ -485,6 +485,43 @@ func TestAdmitUpdateChargesOnlyGrowth(t *testing.T) {
 	}
 }
 
+// TestAdmitSubresources checks which requests on subresources the plugin
+// evaluates: a pod's resize (charged its growth), and no other; a plain
+// pod update is not evaluated either.
+func TestAdmitSubresources(t *testing.T) {
+	q := quotaFrom(t, `{"hard":{"requests.cpu":"2","requests.storage":"10Gi"}}`)
+	st := state(q, "requests.cpu", "1", "requests.storage", "8Gi")
+	cpu := func(v string) *object.Object {
+		return decode(t, pod("p", `{"containers":[`+ctr("c", `"cpu":"`+v+`"`, "")+`]}`))
+	}
+	claim := func(size string) *object.Object {
+		return decode(t, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c","resourceVersion":"5"},"spec":{"resources":{"requests":{"storage":"`+size+`"}}}}`)
+	}
+	cases := []struct {
+		name        string
+		op          Operation
+		obj, old    *object.Object
+		subresource string
+		want        string // empty: allowed
+	}{
+		{"a pod resized past the quota", Update, cpu("3"), cpu("1"), "resize",
+			`pods "p" is forbidden: exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=1, limited: requests.cpu=2`},
+		{"a pod resized within it", Update, cpu("2"), cpu("1"), "resize", ""},
+		{"a plain update of a pod", Update, cpu("3"), cpu("1"), "", ""},
+		{"a pod's status", Update, cpu("3"), cpu("1"), "status", ""},
+		{"a create on a pod's subresource", Create, cpu("3"), nil, "binding", ""},
+		{"a claim's status", Update, claim("12Gi"), claim("8Gi"), "status", ""},
+		{"a claim itself", Update, claim("12Gi"), claim("8Gi"), "",
+			`persistentvolumeclaims "c" is forbidden: exceeded quota: q, requested: requests.storage=4Gi, used: requests.storage=8Gi, limited: requests.storage=10Gi`},
+	}
+	for _, c := range cases {
+		d := Admit(AdmitRequest{Operation: c.op, Object: c.obj, OldObject: c.old, Subresource: c.subresource, Quotas: []QuotaState{st}, Now: testNow})
+		if got := map[bool]string{false: d.Message}[d.Allowed]; got != c.want {
+			t.Errorf("%s: got %q, want %q (empty: allowed)", c.name, got, c.want)
+		}
+	}
+}
+
 func TestAdmitLimitedResources(t *testing.T) {
 	limited := []LimitedResource{{Resource: "pods", MatchContains: []string{"nvidia.com/gpu"}}}
 	gpuPod := pod("g", `{"containers":[`+ctr("c", `"nvidia.com/gpu":"1"`, `"nvidia.com/gpu":"1"`)+`]}`)

@@ -57,6 +57,8 @@ type job struct {
 // update is an update's object and the old object it replaces.
 type update struct {
 	obj, old *object.Object
+	// subresource is the request's ("resize" or none).
+	subresource string
 	// trimmed is obj's trimmed form, made when first reserved.
 	trimmed []byte
 }
@@ -314,7 +316,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 func (r *Responder) decideUpdate(st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update
-	d := decideUpdate(st, u.obj, u.old, r.cfg.Limited)
+	d := decideUpdate(st, u.obj, u.old, u.subresource, r.cfg.Limited)
 	if !d.allowed {
 		return outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}, none, nil
 	}

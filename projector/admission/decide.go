@@ -27,21 +27,23 @@ type decision struct {
 // decide applies what the API server would before quota admission (for a
 // create: defaulting, LimitRange defaults, RuntimeClass overhead) and asks
 // ledger/quota for the verdict against v, under the limitedResources
-// configuration limited. It may change obj (defaulting) and never changes
+// configuration limited; subresource is an update's. It may change obj (defaulting) and never changes
 // v, which other decisions may be reading.
-func decide(v *view, op admissionv1.Operation, obj, old *object.Object, limited []quota.LimitedResource) *decision {
+func decide(v *view, op admissionv1.Operation, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
 	if op == admissionv1.Create {
 		return prepare(v.env, obj, limited).decide(v.NamespaceState)
 	}
-	return decideUpdate(v.NamespaceState, obj, old, limited)
+	return decideUpdate(v.NamespaceState, obj, old, subresource, limited)
 }
 
-// decideUpdate decides an update of old to obj against st.
-func decideUpdate(st *projector.NamespaceState, obj, old *object.Object, limited []quota.LimitedResource) *decision {
+// decideUpdate decides an update of old to obj (of its subresource, if
+// set) against st.
+func decideUpdate(st *projector.NamespaceState, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
 	d := quota.Admit(quota.AdmitRequest{
 		Operation:   quota.Update,
 		Object:      obj,
 		OldObject:   old,
+		Subresource: subresource,
 		Quotas:      st.Quotas,
 		Limited:     limited,
 		Now:         time.Now(),

@@ -257,6 +257,9 @@ type request struct {
 	Object    json.RawMessage       `json:"object"`
 	OldObject json.RawMessage       `json:"oldObject"`
 	DryRun    *bool                 `json:"dryRun"`
+	// SubResource is the subresource the request is for, empty for the
+	// object itself: quota evaluates only a pod's resize among them.
+	SubResource string `json:"subResource"`
 	// object is Object decoded while the review was read (scanReview), or
 	// nil; the first decodeObject of Object takes it.
 	object *object.Object
@@ -265,7 +268,14 @@ type request struct {
 // reserving reports whether req is a create or update that reserves: one
 // that waits for its namespace's round.
 func (req *request) reserving() bool {
-	return req != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) && (req.DryRun == nil || !*req.DryRun)
+	return req != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) && (req.DryRun == nil || !*req.DryRun) && !req.ignored()
+}
+
+// ignored reports whether quota leaves req alone whatever its object: a
+// request on a subresource other than a resize, which Kubernetes' quota
+// plugin does not evaluate.
+func (req *request) ignored() bool {
+	return req.SubResource != "" && req.SubResource != "resize"
 }
 
 // takeObject returns the object decoded with the review, once.
@@ -334,7 +344,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	default:
 		return nil, fmt.Errorf("%w: unknown operation %q", ErrBadRequest, op)
 	}
-	if op == admissionv1.Delete || op == admissionv1.Connect {
+	if op == admissionv1.Delete || op == admissionv1.Connect || req.ignored() {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	obj, err := decodeObjectAs(req.takeObject(), req.Object, namespace)
@@ -357,7 +367,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		}
 		j := &job{req: req, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 		if op == admissionv1.Update {
-			j.update = &update{obj: obj, old: old}
+			j.update = &update{obj: obj, old: old, subresource: req.SubResource}
 		} else {
 			env, err := r.states.env(ctx, namespace)
 			if err != nil {
@@ -378,7 +388,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if err != nil {
 		return nil, err
 	}
-	d := decide(v, op, obj, old, r.cfg.Limited)
+	d := decide(v, op, obj, old, req.SubResource, r.cfg.Limited)
 	if !d.allowed {
 		return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
 	}

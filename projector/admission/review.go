@@ -58,7 +58,7 @@ func scanReview(data []byte) (*request, bool) {
 }
 
 // requestFields are the request fields scanRequest reads.
-var requestFields = []string{"uid", "namespace", "operation", "object", "oldObject", "dryRun"}
+var requestFields = []string{"uid", "namespace", "operation", "object", "oldObject", "dryRun", "subResource"}
 
 func scanRequest(s *jsonscan.Scanner, req *request) bool {
 	seen := make(map[string]bool, len(requestFields))
@@ -82,7 +82,7 @@ func scanRequest(s *jsonscan.Scanner, req *request) bool {
 		}
 		seen[name] = true
 		switch name {
-		case "uid", "namespace", "operation":
+		case "uid", "namespace", "operation", "subResource":
 			v, ok := s.String()
 			if !ok {
 				return false
@@ -92,6 +92,8 @@ func scanRequest(s *jsonscan.Scanner, req *request) bool {
 				req.UID = types.UID(v)
 			case "namespace":
 				req.Namespace = string(v)
+			case "subResource":
+				req.SubResource = string(v)
 			default:
 				req.Operation = admissionv1.Operation(v)
 			}

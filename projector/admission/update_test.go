@@ -261,3 +261,67 @@ func TestRoundReservesUpdatesAsTheFoldDoes(t *testing.T) {
 		t.Errorf("reservations in the log: %s, want %s", got, want)
 	}
 }
+
+// TestSubresourcesAreDecidedAsKubernetesDecidesThem sends updates on
+// subresources: a pod's resize is decided and reserved like a claim's
+// growth, and quota leaves a plain pod update and any other subresource
+// (a claim's status) alone, as Kubernetes' quota plugin does.
+func TestSubresourcesAreDecidedAsKubernetesDecidesThem(t *testing.T) {
+	const ns = "team"
+	r, stream := startWithQuota(t, ns, map[string]string{"requests.cpu": "2", "requests.storage": "10Gi"})
+	stored := func(manifest string) string {
+		return strings.Replace(manifest, `"name":`, `"resourceVersion":"5","name":`, 1)
+	}
+	upsert(t, stream, stored(podManifest(ns, "web", "1")))
+	upsert(t, stream, pvcManifest(ns, "db", "4Gi", "5"))
+	r.catchUp(t)
+	on := func(subresource string, body []byte) []byte {
+		if subresource == "" {
+			return body
+		}
+		return []byte(strings.Replace(string(body), `"operation":`, `"subResource":"`+subresource+`","operation":`, 1))
+	}
+	resize := func(uid, subresource, cpu string) []byte {
+		return on(subresource, review(uid, admissionv1.Update, ns, stored(podManifest(ns, "web", cpu)), stored(podManifest(ns, "web", "1")), false))
+	}
+	cases := []struct {
+		name     string
+		body     []byte
+		want     string // empty: allowed
+		reserves bool
+	}{
+		{"a resize past the quota", resize("u1", "resize", "3"),
+			`pods "web" is forbidden: exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=1, limited: requests.cpu=2`, false},
+		{"a plain update of the pod", resize("u2", "", "3"), "", false},
+		{"the pod's status", resize("u3", "status", "3"), "", false},
+		{"a claim's status", on("status", review("u4", admissionv1.Update, ns, pvcManifest(ns, "db", "12Gi", "5"), pvcManifest(ns, "db", "4Gi", "5"), false)), "", false},
+		{"a resize that fits", resize("u5", "resize", "2"), "", true},
+	}
+	for _, c := range cases {
+		before, err := stream.LastSeq(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := ask(t, r.client, ns, c.body)
+		got := ""
+		if !resp.Allowed {
+			got = resp.Result.Message
+		}
+		if got != c.want {
+			t.Errorf("%s: got %q, want %q (empty: allowed)", c.name, got, c.want)
+		}
+		after, err := stream.LastSeq(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reserved := after != before; reserved != c.reserves {
+			t.Errorf("%s: reserved %v, want %v", c.name, reserved, c.reserves)
+		}
+	}
+	if got := r.used(t, ns, "q", "requests.cpu"); got != "2" {
+		t.Errorf("used requests.cpu %s, want 2: the resize reserved", got)
+	}
+	if got := r.used(t, ns, "q", "requests.storage"); got != "4Gi" {
+		t.Errorf("used requests.storage %s, want 4Gi: a status update charges nothing", got)
+	}
+}
