@@ -232,6 +232,19 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 			return err
 		}
 	}
+	if old == nil && reservation == "" {
+		// A new object with a generated name confirms a create reserved
+		// under a placeholder of its generateName.
+		ph, err := placeholderFor(f.tx, o.Namespace, o.Resource, o.GenerateName, o.Name)
+		if err != nil {
+			return err
+		}
+		if ph != nil {
+			if err := f.delete(ph.Namespace, ph.Resource, ph.Name, ph.Reservation); err != nil {
+				return err
+			}
+		}
+	}
 	next := &objectRecord{
 		Resource:    o.Resource,
 		Namespace:   o.Namespace,

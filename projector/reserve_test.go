@@ -421,3 +421,85 @@ func heldString(t *testing.T, p *Projector) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// TestFoldConfirmsPlaceholderReservations checks that a create reserved
+// under a placeholder (offered with a generateName and no name) is
+// confirmed by the ADDED event of a new object with that generateName and
+// a generated name, the first placeholder by id when there are several,
+// and by nothing else: not an object of another generateName, not one
+// whose name does not start with it, not an update of an existing object.
+func TestFoldConfirmsPlaceholderReservations(t *testing.T) {
+	pod := func(name, generateName, cpu string) json.RawMessage {
+		gen := ""
+		if generateName != "" {
+			gen = `"generateName":"` + generateName + `",`
+		}
+		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{` + gen + `"name":"` + name + `","namespace":"team-a"},` +
+			`"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"` + cpu + `"}}}]}}`)
+	}
+	var records []ledger.Record
+	add := teamARecorder(&records, time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC))
+	add(ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team-a", Name: "compute",
+		Object: json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"requests.cpu":"10","pods":"10"}}}`)})
+	reserve := func(id, generateName, cpu string) {
+		name := PlaceholderName(generateName, id)
+		add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute,
+			Reservations: []ledger.Reservation{{ID: id, Resource: "pods", Name: name, Object: pod(name, generateName, cpu)}}})
+	}
+	upsert := func(name, generateName, cpu string) {
+		add(ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "team-a", Name: name, Object: pod(name, generateName, cpu)})
+	}
+	steps := []struct {
+		what string
+		do   func()
+		// pods and cpu are the quota's usage after the step; left the
+		// placeholders still reserved.
+		pods, cpu, left string
+	}{
+		{"two creates of web- and one of job- reserved", func() {
+			reserve("r2", "web-", "200m")
+			reserve("r1", "web-", "100m")
+			reserve("r3", "job-", "1")
+		}, "3", "1300m", "job-reserved-r3 web-reserved-r1 web-reserved-r2"},
+		{"an object of another generateName confirms none of them", func() { upsert("db-k2x9q", "db-", "1") }, "4", "2300m", "job-reserved-r3 web-reserved-r1 web-reserved-r2"},
+		{"a name that does not start with its generateName confirms none", func() { upsert("other", "web-", "1") }, "5", "3300m", "job-reserved-r3 web-reserved-r1 web-reserved-r2"},
+		{"web-7f2kq confirms r1, the first by id", func() { upsert("web-7f2kq", "web-", "100m") }, "5", "3300m", "job-reserved-r3 web-reserved-r2"},
+		{"an update of web-7f2kq confirms nothing more", func() { upsert("web-7f2kq", "web-", "150m") }, "5", "3350m", "job-reserved-r3 web-reserved-r2"},
+		{"web-p8d3z confirms r2", func() { upsert("web-p8d3z", "web-", "200m") }, "5", "3350m", "job-reserved-r3"},
+		{"a third web- pod has nothing left to confirm", func() { upsert("web-zz9k1", "web-", "200m") }, "6", "3550m", "job-reserved-r3"},
+	}
+	p := openTemp(t)
+	applyAll(t, p, records, 10)
+	for _, s := range steps {
+		n := len(records)
+		s.do()
+		applyAll(t, p, records[n:], 2)
+		if skipped := p.skippedSeqs(t); len(skipped) > 0 {
+			t.Fatalf("%s: skipped %v", s.what, skipped)
+		}
+		st, err := p.Namespace("team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := st.Quotas[0].Used
+		if got := used["pods"].String() + " " + used["requests.cpu"].String(); got != s.pods+" "+s.cpu {
+			t.Errorf("%s: used pods, requests.cpu = %s, want %s %s", s.what, got, s.pods, s.cpu)
+		}
+		var left []string
+		err = p.db.View(func(tx *bolt.Tx) error {
+			return forEachObject(tx, "team-a", func(r *objectRecord) error {
+				if r.Reservation != "" {
+					left = append(left, r.Name)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(left, " "); got != s.left {
+			t.Errorf("%s: reserved %q, want %q", s.what, got, s.left)
+		}
+		checkConsistent(t, p)
+	}
+}

@@ -138,7 +138,7 @@ func (p *prepared) nameFor(id string) string {
 	if p.object.Name != "" {
 		return p.object.Name
 	}
-	return p.object.GenerateName + "reserved-" + id
+	return projector.PlaceholderName(p.object.GenerateName, id)
 }
 
 // encode encodes the reservation of the create under id.

@@ -50,8 +50,9 @@
 // admitted before either is made count the larger, where Kubernetes adds
 // both increases; an update of an object the projection does not hold yet
 // is decided but not reserved. An object offered with generateName and
-// no name is reserved under a placeholder name; its ADDED event carries the
-// generated name, so the reservation is only released by expiry. Reviews
-// relayed from a validating admission webhook carry the name: a current
-// kube-apiserver generates it before validating admission.
+// no name is reserved under a placeholder name (projector.PlaceholderName);
+// the ADDED event of a new object with that generateName confirms it (the
+// first by id, if several are held). Reviews relayed from a validating
+// admission webhook carry the name: a current kube-apiserver generates it
+// before validating admission.
 package admission

@@ -107,3 +107,41 @@ spec:
 		t.Errorf("the hold outlived the event that confirms it:\n%s", out)
 	}
 }
+
+// TestGenerateNameReservationConfirmedEndToEnd admits a pod manifest that
+// has only a generateName with `quota admit`: its reservation, under a
+// placeholder name, is confirmed by the ADDED event of the pod the cluster
+// created with a generated name, so the pod counts once.
+func TestGenerateNameReservationConfirmedEndToEnd(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	write := fileWriter(t, t.TempDir())
+	s.mustRun("ingest", write("quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: pods\n  namespace: team\nspec:\n  hard:\n    pods: \"5\"\n"))
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: web-\nspec:\n  containers:\n  - name: c\n    image: registry.example/web:1\n"
+	if out := s.mustRun("admit", "-n", "team", "-f", write("pod.yaml", manifest)); strings.TrimSpace(out) != "allowed" {
+		t.Fatalf("admit: %q", out)
+	}
+	usedLine := regexp.MustCompile(`(?m)^pods\s+(\S+)\s+5$`)
+	used := func() string {
+		t.Helper()
+		m := usedLine.FindStringSubmatch(s.mustRun("describe", "pods", "-n", "team"))
+		if m == nil {
+			t.Fatal("describe shows no pods line")
+		}
+		return m[1]
+	}
+	if got := used(); got != "1" {
+		t.Fatalf("after the admission: used pods %s, want 1", got)
+	}
+	if out := s.mustRun("explain", "pods", "-n", "team"); !strings.Contains(out, "pods/web-reserved-") {
+		t.Fatalf("explain does not show the placeholder:\n%s", out)
+	}
+	created := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-","name":"web-x7k2p","namespace":"team","uid":"41d0","resourceVersion":"12"},` +
+		`"spec":{"containers":[{"name":"c","image":"registry.example/web:1"}]}}}` + "\n"
+	s.mustRun("ingest", write("created.json", created))
+	if got := used(); got != "1" {
+		t.Errorf("after the pod's ADDED event: used pods %s, want 1 (the pod, counted once)", got)
+	}
+	if out := s.mustRun("explain", "pods", "-n", "team"); strings.Contains(out, "reserved") || !strings.Contains(out, "pods/web-x7k2p") {
+		t.Errorf("explain after the ADDED event:\n%s", out)
+	}
+}
