@@ -1,12 +1,8 @@
 package projector
 
 import (
-	"bytes"
 	"slices"
-	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger/quota"
 )
@@ -80,35 +76,4 @@ func sameScope(a, b quota.ScopeFacts) bool {
 	return a.Pod == b.Pod && a.Terminating == b.Terminating && a.BestEffort == b.BestEffort &&
 		a.PriorityClass == b.PriorityClass && a.CrossNamespacePodAffinity == b.CrossNamespacePodAffinity &&
 		slices.Equal(a.VolumeAttributesClasses, b.VolumeAttributesClasses)
-}
-
-// PlaceholderName is the name a create offered with only a generateName
-// is reserved under by reservation id: the object's name is generated
-// when it is created, after admission.
-func PlaceholderName(generateName, id string) string {
-	return generateName + placeholderInfix + id
-}
-
-const placeholderInfix = "reserved-"
-
-// placeholderFor finds the reservation a new object with a generated name
-// confirms: a create reserved under a placeholder name of the object's
-// generateName (the first by reservation id, when there are several). It
-// returns nil when there is none.
-func placeholderFor(tx *bolt.Tx, namespace, resource, generateName, name string) (*objectRecord, error) {
-	if generateName == "" || !strings.HasPrefix(name, generateName) {
-		return nil, nil
-	}
-	prefix := objectKey(namespace, resource, generateName+placeholderInfix)
-	c := tx.Bucket(bucketObjects).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		r, err := decodeObjectCharge(v)
-		if err != nil {
-			return nil, err
-		}
-		if r.Reservation != "" && r.Name == PlaceholderName(generateName, r.Reservation) {
-			return r, nil
-		}
-	}
-	return nil, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -41,4 +42,35 @@ func (p *Projector) ExpiredReservations(now time.Time, max int) ([]Reservation, 
 		return nil
 	})
 	return out, err
+}
+
+// PlaceholderName is the name a create offered with only a generateName
+// is reserved under by reservation id: the object's name is generated
+// when it is created, after admission.
+func PlaceholderName(generateName, id string) string {
+	return generateName + placeholderInfix + id
+}
+
+const placeholderInfix = "reserved-"
+
+// placeholderFor finds the reservation a new object with a generated name
+// confirms: a create reserved under a placeholder name of the object's
+// generateName (the first by reservation id, when there are several). It
+// returns nil when there is none.
+func placeholderFor(tx *bolt.Tx, namespace, resource, generateName, name string) (*objectRecord, error) {
+	if generateName == "" || !strings.HasPrefix(name, generateName) {
+		return nil, nil
+	}
+	prefix := objectKey(namespace, resource, generateName+placeholderInfix)
+	c := tx.Bucket(bucketObjects).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		r, err := decodeObjectCharge(v)
+		if err != nil {
+			return nil, err
+		}
+		if r.Reservation != "" && r.Name == PlaceholderName(generateName, r.Reservation) {
+			return r, nil
+		}
+	}
+	return nil, nil
 }
