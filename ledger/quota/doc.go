@@ -42,6 +42,9 @@
 //     limitedResources, and then that each matching quota's used plus the
 //     request stays within hard, naming only the exceeded resources.
 //   - An update is charged only what grows; a delete is always allowed.
+//   - Pods are evaluated on create and on updates of their resize
+//     subresource, claims and services on create and update, everything
+//     else on create; no request on another subresource is evaluated.
 //   - Raw manifests get requests from limits, LimitRange container defaults
 //     and RuntimeClass overhead before admission (Default).
 //
