@@ -291,9 +291,9 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 }
 
 // hold applies an update's reservation: the object, if the projection
-// holds it, is charged at least the updated object's charge (see hold)
-// until its own charge covers that, the object is deleted or the hold
-// expires. An update of an object the projection does not hold charges
+// holds it, is charged at least the updated object's charge (see the type
+// hold) until its own charge covers that, the object is deleted or the
+// hold expires. An update of an object the projection does not hold charges
 // nothing, nor does one whose charge the object's covers already.
 func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Duration) error {
 	o := e.object
