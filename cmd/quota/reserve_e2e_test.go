@@ -75,15 +75,7 @@ spec:
 	if reply.Response == nil || !reply.Response.Allowed || reply.Response.UID != "0d9e" {
 		t.Fatalf("expanding db to 8Gi: %s", msg.Data)
 	}
-	usedLine := regexp.MustCompile(`(?m)^requests\.storage\s+(\S+)\s+10Gi$`)
-	used := func() string {
-		t.Helper()
-		m := usedLine.FindStringSubmatch(s.mustRun("describe", "storage", "-n", "team"))
-		if m == nil {
-			t.Fatal("describe shows no requests.storage line")
-		}
-		return m[1]
-	}
+	used := func() string { return describedUsed(t, s, "team", "storage", "requests.storage") }
 	if got := used(); got != "8Gi" {
 		t.Errorf("describe after the expansion: used %s, want 8Gi", got)
 	}
@@ -120,15 +112,7 @@ func TestGenerateNameReservationConfirmedEndToEnd(t *testing.T) {
 	if out := s.mustRun("admit", "-n", "team", "-f", write("pod.yaml", manifest)); strings.TrimSpace(out) != "allowed" {
 		t.Fatalf("admit: %q", out)
 	}
-	usedLine := regexp.MustCompile(`(?m)^pods\s+(\S+)\s+5$`)
-	used := func() string {
-		t.Helper()
-		m := usedLine.FindStringSubmatch(s.mustRun("describe", "pods", "-n", "team"))
-		if m == nil {
-			t.Fatal("describe shows no pods line")
-		}
-		return m[1]
-	}
+	used := func() string { return describedUsed(t, s, "team", "pods", "pods") }
 	if got := used(); got != "1" {
 		t.Fatalf("after the admission: used pods %s, want 1", got)
 	}
@@ -144,4 +128,16 @@ func TestGenerateNameReservationConfirmedEndToEnd(t *testing.T) {
 	if out := s.mustRun("explain", "pods", "-n", "team"); strings.Contains(out, "reserved") || !strings.Contains(out, "pods/web-x7k2p") {
 		t.Errorf("explain after the ADDED event:\n%s", out)
 	}
+}
+
+// describedUsed is the used figure of resource in quota name of
+// namespace, as `quota describe` prints it.
+func describedUsed(t *testing.T, s *ledgerProc, namespace, name, resource string) string {
+	t.Helper()
+	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(resource) + `\s+(\S+)\s+\S+$`)
+	m := line.FindStringSubmatch(s.mustRun("describe", name, "-n", namespace))
+	if m == nil {
+		t.Fatalf("describe %s/%s shows no %s line", namespace, name, resource)
+	}
+	return m[1]
 }

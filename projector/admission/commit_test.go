@@ -44,21 +44,7 @@ func TestRoundDecidesTogetherAndAppendsOnce(t *testing.T) {
 		newJob("uid-d", "d", "100m"),
 		newJob("uid-a", "a", "100m"), // a second create of a, from the same request uid
 	}
-	r.resp.round(ns, jobs)
-	want := []string{"", "", `pods "c" is forbidden: exceeded quota: q, requested: requests.cpu=400m, used: requests.cpu=800m, limited: requests.cpu=1`, "", ""}
-	for i, j := range jobs {
-		o := <-j.done
-		if o.err != nil {
-			t.Fatalf("job %d: %v", i, o.err)
-		}
-		got := ""
-		if !o.resp.Allowed {
-			got = o.resp.Result.Message
-		}
-		if got != want[i] {
-			t.Errorf("job %d: got %q, want %q (empty: allowed)", i, got, want[i])
-		}
-	}
+	runRound(t, r, ns, jobs, []string{"", "", `pods "c" is forbidden: exceeded quota: q, requested: requests.cpu=400m, used: requests.cpu=800m, limited: requests.cpu=1`, "", ""})
 	records := ledgertest.ReadAll(t, stream, before+1)
 	if len(records) != 1 {
 		t.Fatalf("the round appended %d events, want 1", len(records))
@@ -168,6 +154,27 @@ func mustView(t *testing.T, r *replica, namespace string) *view {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// runRound runs one round of jobs in namespace on r's responder and
+// checks each job's verdict against want: the 403 message, or empty for
+// allowed.
+func runRound(t *testing.T, r *replica, namespace string, jobs []*job, want []string) {
+	t.Helper()
+	r.resp.round(namespace, jobs)
+	for i, j := range jobs {
+		o := <-j.done
+		if o.err != nil {
+			t.Fatalf("job %d: %v", i, o.err)
+		}
+		got := ""
+		if !o.resp.Allowed {
+			got = o.resp.Result.Message
+		}
+		if got != want[i] {
+			t.Errorf("job %d: got %q, want %q (empty: allowed)", i, got, want[i])
+		}
+	}
 }
 
 // startWithQuota starts a server and a replica with one quota, q, in

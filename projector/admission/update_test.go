@@ -207,20 +207,7 @@ func TestRoundReservesUpdatesAsTheFoldDoes(t *testing.T) {
 	}
 	round := func(want []string, jobs ...*job) {
 		t.Helper()
-		r.resp.round(ns, jobs)
-		for i, j := range jobs {
-			o := <-j.done
-			if o.err != nil {
-				t.Fatalf("job %d: %v", i, o.err)
-			}
-			got := ""
-			if !o.resp.Allowed {
-				got = o.resp.Result.Message
-			}
-			if got != want[i] {
-				t.Errorf("job %d: got %q, want %q (empty: allowed)", i, got, want[i])
-			}
-		}
+		runRound(t, r, ns, jobs, want)
 	}
 	sameAsFold := func(want string) {
 		t.Helper()
