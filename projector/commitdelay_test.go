@@ -14,9 +14,10 @@ import (
 )
 
 // TestCommitDelayHoldsSmallBatchesButNotQueries runs a projector whose
-// small batches may wait a whole second for more events: a query waiting
-// for an event (WaitApplied) gets it at once all the same, and with nobody
-// waiting the event is still committed once the delay has passed.
+// small batches of reservations may wait a whole second for more: a query
+// waiting for one (WaitApplied) gets it at once all the same, with nobody
+// waiting it is still committed once the delay has passed, and an event
+// of another kind (a fact from the cluster) is not held at all.
 func TestCommitDelayHoldsSmallBatchesButNotQueries(t *testing.T) {
 	_, _, js := ledgertest.StartServer(t)
 	stream := ledgertest.OpenStream(t, js)
@@ -34,17 +35,33 @@ func TestCommitDelayHoldsSmallBatchesButNotQueries(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	appendPod := func(name string) uint64 {
+	pod := func(name string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"team"},"spec":{"containers":[{"name":"c"}]}}`, name))
+	}
+	appendEvent := func(ev ledger.Event) uint64 {
 		t.Helper()
-		obj := json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"team"},"spec":{"containers":[{"name":"c"}]}}`, name))
-		res, err := stream.Append(ctx, ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "team", Name: name, Object: obj}, ledger.AppendOptions{})
+		res, err := stream.Append(ctx, ev, ledger.AppendOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Seq
 	}
+	reserve := func(name string) uint64 {
+		return appendEvent(ledger.Event{Type: ledger.Reserve, Namespace: "team", ReservationTTL: time.Minute,
+			Reservations: []ledger.Reservation{{ID: "r-" + name, Resource: "pods", Name: name, Object: pod(name)}}})
+	}
+	appliedWithin := func(seq uint64, d time.Duration) bool {
+		deadline := time.Now().Add(d)
+		for p.Applied() < seq {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return true
+	}
 
-	seq := appendPod("a")
+	seq := reserve("a")
 	wctx, wcancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer wcancel()
 	start := time.Now()
@@ -55,13 +72,20 @@ func TestCommitDelayHoldsSmallBatchesButNotQueries(t *testing.T) {
 		t.Errorf("WaitApplied took %s with a 1s commit delay, want it cut short", took)
 	}
 
-	seq = appendPod("b")
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Applied() < seq {
-		if time.Now().After(deadline) {
-			t.Fatalf("with nobody waiting, seq %d was not committed within 5s (applied %d)", seq, p.Applied())
-		}
-		time.Sleep(10 * time.Millisecond)
+	seq = reserve("b")
+	if appliedWithin(seq, 300*time.Millisecond) {
+		t.Errorf("a lone reservation was committed within 300ms; the 1s commit delay should hold it")
+	}
+	if !appliedWithin(seq, 5*time.Second) {
+		t.Fatalf("with nobody waiting, seq %d was not committed within 5s (applied %d)", seq, p.Applied())
+	}
+
+	// A fact from the cluster is applied without waiting for the delay,
+	// and so is the reservation batched before it.
+	reserve("c")
+	seq = appendEvent(ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "team", Name: "d", Object: pod("d")})
+	if !appliedWithin(seq, 800*time.Millisecond) {
+		t.Errorf("an upsert was held back by the 1s commit delay (applied %d, want %d)", p.Applied(), seq)
 	}
 }
 

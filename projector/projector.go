@@ -23,8 +23,8 @@ const (
 	// first record. Records that have arrived are applied at once; this
 	// only paces the loop when the stream is quiet.
 	DefaultFetchWaitTimeout = 250 * time.Millisecond
-	// DefaultCommitDelay is how long a small batch waits for more records
-	// before it is committed (see Config.CommitDelay). Every commit
+	// DefaultCommitDelay is how long a small batch of reservations waits
+	// for more before it is committed (see Config.CommitDelay). Every commit
 	// rewrites the file's pages its records touch, a burst of work and
 	// writes that the admissions running beside it wait behind: under a
 	// steady trickle of reservations, a quarter second between commits
@@ -52,14 +52,15 @@ type Config struct {
 	// Zero means DefaultFetchWaitTimeout.
 	FetchWaitTimeout time.Duration
 	// CommitDelay is how long the projector, once it has caught up with
-	// the stream, lets a small batch wait for more records before
-	// committing it, unless a query (describe, an admission catching up)
-	// waits for it: while events trickle in, as reservations do under
-	// load, one commit and one fsync then serve several events. A
-	// decision that waits for nothing (a dry run) sees another writer's
-	// event up to this long after it is in the log; a reservation never
-	// misses one, as its compare-and-swap fails and it waits. Zero means
-	// DefaultCommitDelay; negative commits every batch at once.
+	// the stream, lets a small batch of reservations (Reserve events
+	// only) wait for more before committing it, unless a query (describe,
+	// an admission catching up) waits for it or an event of another kind
+	// comes: while reservations trickle in under load, one commit and one
+	// fsync then serve many. A decision that waits for nothing (a dry
+	// run) on another replica sees such a reservation up to this long
+	// after it is in the log; a reservation never misses one, as its
+	// compare-and-swap fails and it waits. Zero means DefaultCommitDelay;
+	// negative commits every batch at once.
 	CommitDelay time.Duration
 	// NoSync skips bbolt's fsync on commit. The stream stays the truth, so
 	// a projection lost to a power failure is rebuilt from it; a process
@@ -203,10 +204,11 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 }
 
-// gather lets a batch smaller than a quarter of BatchSizeMax wait up to
-// CommitDelay for more records, as long as no query waits for a commit.
+// gather lets a batch of reservations smaller than a quarter of
+// BatchSizeMax wait up to CommitDelay for more records, as long as no
+// query waits for a commit and no other kind of event comes.
 func (p *Projector) gather(ctx context.Context, reader *ledger.Reader, records []ledger.Record) ([]ledger.Record, error) {
-	if p.cfg.CommitDelay <= 0 || len(records) >= p.cfg.BatchSizeMax/4 {
+	if p.cfg.CommitDelay <= 0 || len(records) >= p.cfg.BatchSizeMax/4 || !reservationsOnly(records) {
 		return records, nil
 	}
 	// A wake-up left from a query that has been served since must not cut
@@ -223,11 +225,26 @@ func (p *Projector) gather(ctx context.Context, reader *ledger.Reader, records [
 		}
 		more, err := reader.NextUnless(ctx, p.cfg.BatchSizeMax-len(records), wait, p.wake)
 		records = append(records, more...)
-		if err != nil {
+		if err != nil || !reservationsOnly(more) {
 			return records, err
 		}
 	}
 	return records, nil
+}
+
+// reservationsOnly reports whether records are all Reserve events: the
+// admissions' own trickle, which their views account for until the
+// projection applies it. A fact from the cluster, a release or anything
+// else is applied without waiting, so that a decision that does not
+// append (a denial, a dry run, an update of an object not known yet)
+// reads it as soon as it can.
+func reservationsOnly(records []ledger.Record) bool {
+	for i := range records {
+		if records[i].Err != nil || records[i].Event.Type != ledger.Reserve {
+			return false
+		}
+	}
+	return true
 }
 
 // Apply applies records (which must continue the applied sequence) in one
