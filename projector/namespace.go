@@ -138,7 +138,8 @@ func (h Held) Found() bool { return h.rec != nil }
 
 // Adds reports whether an update's reservation of charge c changes what
 // the object charges, as the fold decides it: the projection holds the
-// object, and the object's own charge does not cover c.
+// object, and the object's own charge does not cover c. The fold applies
+// the reservation of an object it does not hold as nothing.
 func (h Held) Adds(c quota.Charge) bool {
 	return h.rec != nil && !covers(h.rec.Charge, c)
 }

@@ -43,6 +43,11 @@ spec:
     requests:
       storage: 4Gi
 `))
+	// An admission reads the projection as it is: describe waits until it
+	// holds everything in the log, the quota and the claim included.
+	if got := describedUsed(t, s, "team", "storage", "requests.storage"); got != "4Gi" {
+		t.Fatalf("before the expansion: used %s, want 4Gi", got)
+	}
 	claim := func(size, rv string) json.RawMessage {
 		return json.RawMessage(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"db","namespace":"team","uid":"6f1c","resourceVersion":"` + rv + `"},` +
 			`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"` + size + `"}}}}`)
@@ -108,6 +113,10 @@ func TestGenerateNameReservationConfirmedEndToEnd(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	write := fileWriter(t, t.TempDir())
 	s.mustRun("ingest", write("quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: pods\n  namespace: team\nspec:\n  hard:\n    pods: \"5\"\n"))
+	// Once describe has answered, the projection holds the quota.
+	if got := describedUsed(t, s, "team", "pods", "pods"); got != "0" {
+		t.Fatalf("before the admission: used pods %s, want 0", got)
+	}
 	manifest := "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: web-\nspec:\n  containers:\n  - name: c\n    image: registry.example/web:1\n"
 	if out := s.mustRun("admit", "-n", "team", "-f", write("pod.yaml", manifest)); strings.TrimSpace(out) != "allowed" {
 		t.Fatalf("admit: %q", out)

@@ -308,9 +308,9 @@ func (r *Responder) round(namespace string, jobs []*job) {
 // decideUpdate decides an update job of a round against st, with updated
 // the objects the round's earlier updates reserved. It returns the
 // reservation to append, a zero one when the update reserves nothing:
-// denied, charging no quota, or adding nothing to what the object charges
-// (or a request the round or the projection holds a reservation of
-// already). The outcome's charge is what the reservation holds. The
+// denied, charging no quota, or adding nothing to what the object the
+// projection holds charges (or a request the round or the projection
+// holds a reservation of already). The outcome's charge is what the reservation holds. The
 // error, when set, fails the round; one of the request alone is in the
 // outcome.
 func (r *Responder) decideUpdate(st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
@@ -333,9 +333,14 @@ func (r *Responder) decideUpdate(st *projector.NamespaceState, look *lookup, j *
 		}
 		updated[key] = h
 	}
-	if !h.Adds(d.charge) {
+	if h.Found() && !h.Adds(d.charge) {
 		return allowed, none, nil
 	}
+	// An object the projection does not hold is reserved all the same:
+	// its event may be in the log and not applied yet, and the append's
+	// compare-and-swap finds that out (the round then catches up and
+	// decides again). If the projection was current, the fold charges the
+	// reservation nothing, and neither does the view.
 	if again, err := look.reserved(j.reservation); err != nil || again {
 		// A retried request whose reservation the projection holds.
 		return allowed, none, err

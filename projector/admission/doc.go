@@ -48,8 +48,10 @@
 //
 // Dry-run and DELETE requests never reserve. Two updates of one object
 // admitted before either is made count the larger, where Kubernetes adds
-// both increases; an update of an object the projection does not hold yet
-// is decided but not reserved. An object offered with generateName and
+// both increases; an update of an object the log does not hold is decided
+// but charges nothing (its reservation is appended all the same, so that
+// the compare-and-swap finds an object whose event is in the log and not
+// yet applied). An object offered with generateName and
 // no name is reserved under a placeholder name (projector.PlaceholderName);
 // the ADDED event of a new object with that generateName confirms it (the
 // first by id, if several are held). Reviews relayed from a validating
