@@ -256,6 +256,12 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		Seq:         rec.Seq,
 		Reservation: reservation,
 	}
+	if reservation != "" {
+		// Nothing reads a reservation's object (the log keeps it): its
+		// record holds the charge only, a fraction of the bytes every
+		// commit of a reservation writes.
+		next.Object = nil
+	}
 	if old != nil {
 		// The updates' holds that the object's new charge covers are
 		// made (or need not be): released. The others keep holding.

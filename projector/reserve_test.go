@@ -491,6 +491,11 @@ func TestFoldConfirmsPlaceholderReservations(t *testing.T) {
 				if r.Reservation != "" {
 					left = append(left, r.Name)
 				}
+				// A reservation's record keeps no object (the log has
+				// it); a reported object's keeps it.
+				if reserved, kept := r.Reservation != "", len(r.Object) > 0; reserved == kept {
+					t.Errorf("%s: %s/%s reserved %v, object kept %v", s.what, r.Resource, r.Name, reserved, kept)
+				}
 				return nil
 			})
 		})

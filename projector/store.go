@@ -35,13 +35,15 @@ var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuota
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
-	Resource  string          `json:"resource"`
-	Namespace string          `json:"namespace"`
-	Name      string          `json:"name"`
-	UID       string          `json:"uid,omitempty"`
-	Kind      string          `json:"kind,omitempty"`
-	Object    json.RawMessage `json:"object"`
-	Charge    quota.Charge    `json:"charge"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	// Object is the trimmed object as the cluster reported it; empty for
+	// an object only reserved, whose trimmed form is in the log.
+	Object json.RawMessage `json:"object"`
+	Charge quota.Charge    `json:"charge"`
 	// Seq is the stream sequence of the record that last set this state.
 	Seq uint64 `json:"seq"`
 	// Reservation is set while the object is only reserved by an admission
