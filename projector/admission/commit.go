@@ -165,8 +165,9 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			// owned says st is the round's own copy, charged in place.
 			owned bool
 			// updated are the objects the round's updates reserve, by
-			// key, as each reservation leaves them for the next.
-			updated = map[string]projector.Held{}
+			// key, as each reservation leaves them for the next; made by
+			// the first update, as most rounds hold creates only.
+			updated map[string]projector.Held
 			// wait, when set, is the sequence the projection must apply
 			// before the round can decide.
 			wait uint64
@@ -184,6 +185,9 @@ func (r *Responder) round(namespace string, jobs []*job) {
 					// would miss that reservation, so decide once it is in.
 					wait = at
 					break
+				}
+				if updated == nil {
+					updated = map[string]projector.Held{}
 				}
 				out, res, err := r.decideUpdate(st, look, j, updated, ids)
 				if err != nil {
