@@ -272,10 +272,10 @@ func (req *request) reserving() bool {
 }
 
 // ignored reports whether quota leaves req alone whatever its object: a
-// request on a subresource other than a resize, which Kubernetes' quota
-// plugin does not evaluate.
+// request on a subresource other than an update of a resize, which
+// Kubernetes' quota plugin does not evaluate.
 func (req *request) ignored() bool {
-	return req.SubResource != "" && req.SubResource != "resize"
+	return req.SubResource != "" && (req.SubResource != "resize" || req.Operation != admissionv1.Update)
 }
 
 // takeObject returns the object decoded with the review, once.

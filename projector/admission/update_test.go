@@ -285,6 +285,7 @@ func TestSubresourcesAreDecidedAsKubernetesDecidesThem(t *testing.T) {
 		{"a plain update of the pod", resize("u2", "", "3"), "", false},
 		{"the pod's status", resize("u3", "status", "3"), "", false},
 		{"a claim's status", on("status", review("u4", admissionv1.Update, ns, pvcManifest(ns, "db", "12Gi", "5"), pvcManifest(ns, "db", "4Gi", "5"), false)), "", false},
+		{"a create on the resize subresource", on("resize", review("u6", admissionv1.Create, ns, podManifest(ns, "big", "3"), "", false)), "", false},
 		{"a resize that fits", resize("u5", "resize", "2"), "", true},
 	}
 	for _, c := range cases {
