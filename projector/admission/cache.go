@@ -34,16 +34,35 @@ type view struct {
 	// read says the view is the projection's own, with no reservation on
 	// top.
 	read bool
-	// reserved holds the object keys (see objectKey) of the reservations
+	// pending holds the object keys (see objectKey) of the reservations
 	// on top of the read that the projection may not hold yet, creates'
-	// and updates', with the sequence of the event that reserved each.
-	reserved map[string]uint64
+	// and updates'; nil for a read.
+	pending *pending
+}
+
+// reservedAt reports whether the view holds a reservation of the object
+// key on top of its read, and the sequence of the event that reserved it
+// last.
+func (v *view) reservedAt(key string) (uint64, bool) {
+	if v.pending == nil {
+		return 0, false
+	}
+	return v.pending.lookup(key, v.SubjectSeq)
+}
+
+// reservations returns how many object keys the view's chain holds on
+// top of its read.
+func (v *view) reservations() int {
+	if v.pending == nil {
+		return 0
+	}
+	return v.pending.len()
 }
 
 // holds reports whether the namespace holds an object or reservation of
 // that resource and name in the view: a reservation of it charges nothing.
 func (v *view) holds(l *lookup, resource, name string) (bool, error) {
-	if _, ok := v.reserved[objectKey(resource, name)]; ok {
+	if _, ok := v.reservedAt(objectKey(resource, name)); ok {
 		return true, nil
 	}
 	return l.holds(v.Namespace, resource, name)
@@ -106,16 +125,85 @@ func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq
 	// keeps v unchanged for the decisions still reading it.
 	state := *st
 	state.SubjectSeq = seq
-	next := &view{NamespaceState: &state, env: v.env, reserved: make(map[string]uint64, len(v.reserved)+len(keys))}
-	for k, at := range v.reserved {
-		if at > applied {
-			next.reserved[k] = at
+	p := v.pending
+	if p == nil {
+		p = &pending{marks: map[string]mark{}}
+	}
+	p.add(keys, seq, applied)
+	return &view{NamespaceState: &state, env: v.env, pending: p}
+}
+
+// pending is what the views made from one read by withReservations
+// reserved on top of it. They share it: each round adds its keys, where
+// copying them into a view of its own would cost every round as much as
+// the reservations the projection has not applied yet, hundreds while it
+// gathers a commit. A view reads only the keys reserved up to its own
+// SubjectSeq, and a key dropped once the projection has applied it is
+// found in the projection instead, so the views before the last one still
+// read what they did. Only the last view of a chain is extended: a round
+// decided on an earlier one fails its compare-and-swap.
+type pending struct {
+	mu    sync.Mutex
+	marks map[string]mark
+	// order holds the keys as they were reserved, oldest first from head,
+	// for dropping those the projection has applied.
+	order []reservedKey
+	head  int
+}
+
+// mark is an object key's first and last reservation in a chain.
+type mark struct{ first, last uint64 }
+
+type reservedKey struct {
+	key string
+	seq uint64
+}
+
+// add notes keys reserved at seq, after dropping the keys whose last
+// reservation is at or before applied.
+func (p *pending) add(keys []string, seq, applied uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.head < len(p.order) && p.order[p.head].seq <= applied {
+		k := p.order[p.head]
+		if m := p.marks[k.key]; m.last <= applied {
+			delete(p.marks, k.key)
 		}
+		p.order[p.head] = reservedKey{}
+		p.head++
+	}
+	if p.head > len(p.order)/2 {
+		// Reuse the dropped half rather than grow.
+		n := copy(p.order, p.order[p.head:])
+		p.order, p.head = p.order[:n], 0
 	}
 	for _, k := range keys {
-		next.reserved[k] = seq
+		m, ok := p.marks[k]
+		if !ok {
+			m.first = seq
+		}
+		m.last = seq
+		p.marks[k] = m
+		p.order = append(p.order, reservedKey{k, seq})
 	}
-	return next
+}
+
+// lookup reports whether key was reserved at or before upTo, and the
+// sequence of its last reservation.
+func (p *pending) lookup(key string, upTo uint64) (uint64, bool) {
+	p.mu.Lock()
+	m, ok := p.marks[key]
+	p.mu.Unlock()
+	if !ok || m.first > upTo {
+		return 0, false
+	}
+	return m.last, true
+}
+
+func (p *pending) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.marks)
 }
 
 func objectKey(resource, name string) string { return resource + "/" + name }
@@ -153,7 +241,7 @@ func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, 
 		v, ok := c.m[namespace]
 		c.mu.Unlock()
 		if ok {
-			if v.ClusterSeq == clusterSeq && nsSeq <= v.SubjectSeq && len(v.reserved) <= ViewReservationsMax {
+			if v.ClusterSeq == clusterSeq && nsSeq <= v.SubjectSeq && v.reservations() <= ViewReservationsMax {
 				return v, nsSeq, nil
 			}
 			if nsSeq < v.SubjectSeq {
@@ -200,7 +288,7 @@ func (c *stateCache) mayWait(namespace string) bool {
 	c.mu.Lock()
 	v, ok := c.m[namespace]
 	c.mu.Unlock()
-	return ok && nsSeq < v.SubjectSeq && (v.ClusterSeq != clusterSeq || len(v.reserved) > ViewReservationsMax)
+	return ok && nsSeq < v.SubjectSeq && (v.ClusterSeq != clusterSeq || v.reservations() > ViewReservationsMax)
 }
 
 // env returns the defaults of the namespace's cached view, or of a fresh

@@ -179,7 +179,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 				// it (see projector.NamespaceState.ReserveUpdate).
 				u := j.update
 				key := objectKey(u.obj.Resource, u.obj.Name)
-				if at := v.reserved[key]; at > applied {
+				if at, ok := v.reservedAt(key); ok && at > applied {
 					// This responder reserved the object in a round the
 					// projection has not applied: the projection's read
 					// would miss that reservation, so decide once it is in.

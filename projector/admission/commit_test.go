@@ -189,20 +189,54 @@ func startWithQuota(t *testing.T, namespace string, hard map[string]string) (*re
 	return r, stream
 }
 
-// TestWithReservationsLeavesTheOldViewAlone checks that a view made after
-// a round in which no reservation charged (its state is the old view's)
-// does not change the old view, which other decisions may be reading.
-func TestWithReservationsLeavesTheOldViewAlone(t *testing.T) {
-	old := &view{NamespaceState: &projector.NamespaceState{Namespace: "team", SubjectSeq: 5}, reserved: map[string]uint64{"pods/a": 4, "pods/b": 6}}
-	next := old.withReservations(old.NamespaceState, nil, 9, 5)
-	if old.SubjectSeq != 5 {
-		t.Errorf("the old view's SubjectSeq became %d", old.SubjectSeq)
+// TestWithReservationsLeavesTheOldViewsAlone checks a chain of views made
+// from one read: each view reads the keys reserved up to its own
+// sequence and no later ones, a view made after a round in which no
+// reservation charged (its state is the old view's) does not change the
+// old view, and a key is dropped once the projection has applied its last
+// reservation (the views then find it in the projection), not its first.
+func TestWithReservationsLeavesTheOldViewsAlone(t *testing.T) {
+	type want struct {
+		at uint64
+		ok bool
 	}
-	if next.SubjectSeq != 9 {
-		t.Errorf("the new view's SubjectSeq is %d, want 9", next.SubjectSeq)
+	check := func(step, name string, v *view, key string, w want) {
+		t.Helper()
+		at, ok := v.reservedAt(key)
+		if (want{at, ok}) != w {
+			t.Errorf("%s: %s: reservedAt(%s) = %d, %v, want %d, %v", step, name, key, at, ok, w.at, w.ok)
+		}
 	}
-	if _, ok := next.reserved["pods/a"]; ok || next.reserved["pods/b"] != 6 {
-		t.Errorf("reserved after the projection applied seq 5: %v, want only pods/b", next.reserved)
+	read := &view{NamespaceState: &projector.NamespaceState{Namespace: "team", SubjectSeq: 3}, read: true}
+	v4 := read.withReservations(read.NamespaceState, []string{"pods/a"}, 4, 3)
+	check("a reserved at 4", "the read", read, "pods/a", want{})
+	check("a reserved at 4", "the view after", v4, "pods/a", want{4, true})
+
+	v6 := v4.withReservations(v4.NamespaceState, []string{"pods/b"}, 6, 3)
+	check("b reserved at 6", "the view before", v4, "pods/b", want{})
+	check("b reserved at 6", "the view after", v6, "pods/a", want{4, true})
+	check("b reserved at 6", "the view after", v6, "pods/b", want{6, true})
+
+	// A round that charged nothing, once the projection applied seq 5.
+	v9 := v6.withReservations(v6.NamespaceState, nil, 9, 5)
+	if read.SubjectSeq != 3 || v4.SubjectSeq != 4 || v6.SubjectSeq != 6 || v9.SubjectSeq != 9 {
+		t.Errorf("SubjectSeqs %d, %d, %d, %d, want 3, 4, 6, 9", read.SubjectSeq, v4.SubjectSeq, v6.SubjectSeq, v9.SubjectSeq)
+	}
+	check("seq 5 applied", "the view after", v9, "pods/a", want{})
+	check("seq 5 applied", "the view after", v9, "pods/b", want{6, true})
+
+	// b again at 11 before seq 6 is applied: kept past it.
+	v11 := v9.withReservations(v9.NamespaceState, []string{"pods/b"}, 11, 5)
+	v12 := v11.withReservations(v11.NamespaceState, nil, 12, 6)
+	check("b reserved again, seq 6 applied", "the view after", v12, "pods/b", want{11, true})
+	check("b reserved again, seq 6 applied", "an earlier view", v9, "pods/b", want{11, true})
+	if n := v12.reservations(); n != 1 {
+		t.Errorf("%d keys held after the projection applied seq 6, want 1 (pods/b)", n)
+	}
+	v13 := v12.withReservations(v12.NamespaceState, nil, 13, 11)
+	check("seq 11 applied", "the view after", v13, "pods/b", want{})
+	if n := v13.reservations(); n != 0 {
+		t.Errorf("%d keys held after the projection applied seq 11, want none", n)
 	}
 }
 
@@ -226,7 +260,7 @@ func TestMayWaitTellsWhenAViewWaitsForTheProjection(t *testing.T) {
 		st.SubjectSeq += 5 // reservations the projection has not applied
 		st.ClusterSeq += clusterShift
 		c.mu.Lock()
-		c.m[ns] = &view{NamespaceState: &st, env: v.env, reserved: map[string]uint64{}}
+		c.m[ns] = &view{NamespaceState: &st, env: v.env}
 		c.mu.Unlock()
 	}
 	for _, tc := range []struct {
