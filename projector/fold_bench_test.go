@@ -11,6 +11,21 @@ import (
 	"github.com/quotaledger/quota/ledger/object"
 )
 
+// benchObject decodes a manifest and returns it with its trimmed JSON,
+// what an event carries.
+func benchObject(b *testing.B, raw string) (*object.Object, []byte) {
+	b.Helper()
+	o, err := object.Decode([]byte(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	trimmed, err := o.Trimmed()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return o, trimmed
+}
+
 // benchRecords builds a stream of pod creates, updates and deletes over
 // namespaces that each hold three quotas.
 func benchRecords(b *testing.B, namespaces, pods int) []ledger.Record {
@@ -19,14 +34,7 @@ func benchRecords(b *testing.B, namespaces, pods int) []ledger.Record {
 	seq := uint64(0)
 	base := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	add := func(typ ledger.EventType, raw string) {
-		o, err := object.Decode([]byte(raw))
-		if err != nil {
-			b.Fatal(err)
-		}
-		trimmed, err := o.Trimmed()
-		if err != nil {
-			b.Fatal(err)
-		}
+		o, trimmed := benchObject(b, raw)
 		seq++
 		ev := ledger.Event{Version: ledger.EncodingVersion, Type: typ, Resource: o.Resource, Namespace: o.Namespace, Name: o.Name}
 		if typ != ledger.Delete {
@@ -108,28 +116,14 @@ func reserveRecords(b *testing.B, n int) []ledger.Record {
 		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-0"},"spec":{"hard":{"requests.cpu":"100000","requests.memory":"100000Gi","limits.cpu":"200000","limits.memory":"200000Gi","pods":"1000000"}}}`,
 		`{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults","namespace":"team-0"},"spec":{"limits":[{"type":"Container","default":{"cpu":"500m","memory":"512Mi"},"defaultRequest":{"cpu":"100m","memory":"128Mi"}}]}}`,
 	} {
-		o, err := object.Decode([]byte(raw))
-		if err != nil {
-			b.Fatal(err)
-		}
-		trimmed, err := o.Trimmed()
-		if err != nil {
-			b.Fatal(err)
-		}
+		o, trimmed := benchObject(b, raw)
 		add(ledger.Event{Type: ledger.Upsert, Resource: o.Resource, Name: o.Name, Object: trimmed})
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
 		name := fmt.Sprintf("web-%d", i)
 		raw := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"team-0","labels":{"app":"web","tier":"frontend"}},"spec":{"initContainers":[{"name":"init","image":"registry.example/init:1.2","resources":{"requests":{"cpu":"500m","memory":"256Mi"},"limits":{"cpu":"1","memory":"512Mi"}}}],"containers":[{"name":"app","image":"registry.example/app:3.4","resources":{"requests":{"cpu":"250m","memory":"512Mi"},"limits":{"cpu":"500m","memory":"1Gi"}}},{"name":"proxy","image":"registry.example/proxy:1.0"}]}}`, name)
-		o, err := object.Decode([]byte(raw))
-		if err != nil {
-			b.Fatal(err)
-		}
-		trimmed, err := o.Trimmed()
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, trimmed := benchObject(b, raw)
 		id := fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rng.Uint32(), rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint32()&0xffff, rng.Uint64()&0xffffffffffff)
 		add(ledger.Event{Type: ledger.Reserve, ReservationTTL: time.Minute, Reservations: []ledger.Reservation{{ID: id, Resource: "pods", Name: name, Object: trimmed}}})
 	}
