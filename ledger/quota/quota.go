@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -39,7 +40,16 @@ type Quota struct {
 	// Invalid holds Kubernetes' validation message when the spec is not
 	// valid; an invalid quota charges nothing and admits nothing.
 	Invalid string `json:"invalid,omitempty"`
+	// tracks caches tracksAny for pods, claims and services, which every
+	// decision asks of every quota of its namespace: for evaluator i of
+	// trackedEvaluators, bit 2i says the answer is known and bit 2i+1 is
+	// the answer. Hard must not change once the quota is in use.
+	tracks atomic.Uint32
 }
+
+// trackedEvaluators are the evaluators whose tracksAny answer a Quota
+// caches.
+var trackedEvaluators = [...]string{"pods", "persistentvolumeclaims", "services"}
 
 // FromObject reads a ResourceQuota object. A spec that Kubernetes would
 // refuse gives a Quota with Invalid set, Hard empty and no scopes, rather
@@ -223,6 +233,27 @@ func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 // tracksAny reports whether q tracks at least one resource that the
 // evaluator of resource produces.
 func (q *Quota) tracksAny(resource string) bool {
+	for i, r := range trackedEvaluators {
+		if r != resource {
+			continue
+		}
+		known, yes := uint32(1)<<(2*i), uint32(1)<<(2*i+1)
+		if bits := q.tracks.Load(); bits&known != 0 {
+			return bits&yes != 0
+		}
+		v := known
+		if q.produces(resource) {
+			v |= yes
+		}
+		q.tracks.Or(v)
+		return v&yes != 0
+	}
+	return q.produces(resource)
+}
+
+// produces reports whether q tracks at least one resource that the
+// evaluator of resource produces, reading Hard.
+func (q *Quota) produces(resource string) bool {
 	for name := range q.Hard {
 		if evaluatorProduces(resource, name) {
 			return true

@@ -3,6 +3,7 @@ package quota
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -350,6 +351,36 @@ func TestMatchRules(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTracksAnyCachedAsRead checks the cached answers of tracksAny
+// against Hard itself, for quotas tracking each evaluator's resources,
+// each asked twice about every kind, in two orders.
+func TestTracksAnyCachedAsRead(t *testing.T) {
+	kinds := []string{"pods", "persistentvolumeclaims", "services", "configmaps", "secrets"}
+	reversed := slices.Clone(kinds)
+	slices.Reverse(reversed)
+	for _, spec := range []string{
+		`{"hard":{"pods":"1"}}`,
+		`{"hard":{"requests.cpu":"1","count/configmaps":"3"}}`,
+		`{"hard":{"requests.storage":"1Gi"}}`,
+		`{"hard":{"gold.storageclass.storage.k8s.io/persistentvolumeclaims":"2"}}`,
+		`{"hard":{"services.nodeports":"1"}}`,
+		`{"hard":{"count/secrets":"1"}}`,
+		`{"hard":{"requests.nvidia.com/gpu":"1"}}`,
+		`{"hard":{}}`,
+	} {
+		for _, order := range [][]string{kinds, reversed} {
+			q := quotaFrom(t, spec)
+			for range 2 {
+				for _, k := range order {
+					if got, want := q.tracksAny(k), q.produces(k); got != want {
+						t.Errorf("%s: tracksAny(%s) = %v, Hard says %v", spec, k, got, want)
+					}
+				}
+			}
+		}
 	}
 }
 
