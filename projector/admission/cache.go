@@ -2,8 +2,12 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
@@ -217,21 +221,99 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
 // decoding the namespace's quotas, LimitRanges and classes again.
+//
+// A view with no quota or no LimitRange may be missing one that is in the
+// log and not applied yet, so it is checked against the log first (see
+// lookUp), as Kubernetes' quota and LimitRanger admission look a
+// namespace's quotas and LimitRanges up live when their caches hold none.
 type stateCache struct {
 	proj *projector.Projector
+	// last returns the namespace subject's last sequence in the log; nil
+	// looks nothing up.
+	last func(ctx context.Context, namespace string) (uint64, error)
 	mu   sync.Mutex
 	m    map[string]*view
+	// looked holds when each namespace's subject was last looked up.
+	looked map[string]time.Time
+	group  singleflight.Group
 }
 
-func newStateCache(p *projector.Projector) *stateCache {
-	return &stateCache{proj: p, m: map[string]*view{}}
+// LiveLookupTTL is how long a look-up of a namespace's subject in the log
+// stands, Kubernetes' own for its live look-ups of quotas and LimitRanges.
+const LiveLookupTTL = 30 * time.Second
+
+func newStateCache(p *projector.Projector, last func(ctx context.Context, namespace string) (uint64, error)) *stateCache {
+	return &stateCache{proj: p, last: last, m: map[string]*view{}, looked: map[string]time.Time{}}
+}
+
+// lacking reports whether v lacks what a decision would otherwise look up
+// live: the namespace's quotas or its LimitRanges.
+func lacking(v *view) bool {
+	return len(v.Quotas) == 0 || len(v.env.LimitRanges) == 0
+}
+
+// dueLookUp reports whether the namespace's subject has not been looked
+// up within LiveLookupTTL.
+func (c *stateCache) dueLookUp(namespace string) bool {
+	if c.last == nil {
+		return false
+	}
+	c.mu.Lock()
+	at, ok := c.looked[namespace]
+	c.mu.Unlock()
+	return !ok || time.Since(at) >= LiveLookupTTL
+}
+
+// lookUp returns the namespace subject's last sequence in the log, one
+// look-up at a time per namespace, and notes when it was made.
+func (c *stateCache) lookUp(ctx context.Context, namespace string) (uint64, error) {
+	last, err, _ := c.group.Do(namespace, func() (any, error) {
+		last, err := c.last(ctx, namespace)
+		if err != nil {
+			return uint64(0), err
+		}
+		c.mu.Lock()
+		if len(c.looked) >= NamespaceCacheMax {
+			clear(c.looked)
+		}
+		c.looked[namespace] = time.Now()
+		c.mu.Unlock()
+		return last, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("look up namespace %s in the log: %w", namespace, err)
+	}
+	return last.(uint64), nil
 }
 
 // get returns the namespace's current view: as of the projection at the
-// call or later, with this responder's reservations on top.
+// call or later, with this responder's reservations on top. A view that
+// lacks quotas or LimitRanges is as of the log at the call, unless the
+// namespace was looked up in the log within LiveLookupTTL.
 //
 // It also returns the namespace's last sequence the projection has applied.
 func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, error) {
+	v, nsSeq, err := c.current(ctx, namespace)
+	if err != nil || !lacking(v) || !c.dueLookUp(namespace) {
+		return v, nsSeq, err
+	}
+	last, err := c.lookUp(ctx, namespace)
+	if err != nil {
+		return nil, 0, err
+	}
+	if last <= v.SubjectSeq {
+		return v, nsSeq, nil
+	}
+	// The log holds events of the namespace the view does not account
+	// for: read once the projection has applied them.
+	if err := c.proj.WaitApplied(ctx, last); err != nil {
+		return nil, 0, err
+	}
+	return c.current(ctx, namespace)
+}
+
+// current is get without the look-up in the log.
+func (c *stateCache) current(ctx context.Context, namespace string) (*view, uint64, error) {
 	for {
 		nsSeq, clusterSeq, err := c.proj.SubjectSeqs(namespace)
 		if err != nil {
@@ -288,6 +370,11 @@ func (c *stateCache) mayWait(namespace string) bool {
 	c.mu.Lock()
 	v, ok := c.m[namespace]
 	c.mu.Unlock()
+	if (!ok || lacking(v)) && c.dueLookUp(namespace) {
+		// A look-up in the log is a round trip to the server, and may
+		// wait for the projection.
+		return true
+	}
 	return ok && nsSeq < v.SubjectSeq && (v.ClusterSeq != clusterSeq || v.reservations() > ViewReservationsMax)
 }
 

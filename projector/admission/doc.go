@@ -5,7 +5,11 @@
 // A decision reads one consistent view of the namespace in the projection
 // (its quotas with their usage, LimitRanges, RuntimeClasses) and the
 // sequence S of the namespace's last applied event, and asks ledger/quota
-// for the verdict. An allowed create that charges a quota is then reserved:
+// for the verdict. A view without quotas or without LimitRanges is first
+// checked against the log, at most once per namespace in LiveLookupTTL:
+// if the namespace's subject holds events beyond the view, the decision
+// waits for the projection to apply them, where Kubernetes' admission
+// would list the namespace's quotas and LimitRanges live. An allowed create that charges a quota is then reserved:
 // a Reserve event is appended to the namespace's subject expecting its last
 // sequence to still be S. If another admission (on any replica) or ingest
 // appended first, JetStream refuses the append, the responder waits for its

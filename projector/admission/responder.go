@@ -118,7 +118,7 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg, states: newStateCache(proj), queues: map[string]*queue{}}, nil
+	return &Responder{nc: nc, stream: stream, proj: proj, cfg: cfg, states: newStateCache(proj, stream.LastSubjectSeq), queues: map[string]*queue{}}, nil
 }
 
 // Run serves admission requests and sweeps expired reservations until ctx
