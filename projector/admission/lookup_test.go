@@ -9,45 +9,58 @@ import (
 	"github.com/nats-io/nats.go"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector"
 )
 
-// TestDecisionsLookUpTheLogWhenTheViewLacksQuotas holds the projection
-// behind a quota that is in the log: a dry-run create in the namespace
-// waits for the projection to apply it and is denied, as Kubernetes'
-// live look-up of quotas denies it, where reading the projection as it
-// was would allow it.
-func TestDecisionsLookUpTheLogWhenTheViewLacksQuotas(t *testing.T) {
+// behind is a responder whose projection has applied the log as it was
+// when behind was made, and does not run until answer runs it: what the
+// test appends after is in the log only.
+type behind struct {
+	stream  *ledger.Stream
+	proj    *projector.Projector
+	resp    *Responder
+	running chan error
+}
+
+// holdBehind starts a server, appends the manifests, and returns a
+// responder whose projection holds them and nothing after.
+func holdBehind(t *testing.T, manifests ...string) *behind {
+	t.Helper()
 	srv, _, js := ledgertest.StartServer(t)
 	stream := ledgertest.OpenStream(t, js)
-	const ns = "fresh"
-	upsert(t, stream, quotaManifest("other", "q", map[string]string{"pods": "10"}))
+	for _, m := range manifests {
+		upsert(t, stream, m)
+	}
 	proj, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "projection.db"), NoSync: true, Logger: discardLogger()}, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proj.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := proj.Apply(ctx, ledgertest.ReadAll(t, stream, 1)); err != nil {
+	t.Cleanup(func() { proj.Close() })
+	if err := proj.Apply(t.Context(), ledgertest.ReadAll(t, stream, 1)); err != nil {
 		t.Fatal(err)
 	}
-	// In the log, not in the projection.
-	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"pods": "0"}))
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	resp, err := NewResponder(nc, stream, proj, Config{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := review("u1", admissionv1.Create, ns, podManifest(ns, "web", "100m"), "", true)
+	return &behind{stream: stream, proj: proj, resp: resp, running: make(chan error, 1)}
+}
+
+// answer sends body, checks that it is not answered while the projection
+// is behind, then runs the projection until ctx ends and returns the
+// answer.
+func (b *behind) answer(t *testing.T, ctx context.Context, namespace string, body []byte) *admissionv1.AdmissionReview {
+	t.Helper()
 	answered := make(chan *admissionv1.AdmissionReview, 1)
 	go func() {
-		out, err := resp.Review(ctx, ns, create)
+		out, err := b.resp.Review(ctx, namespace, body)
 		if err != nil {
 			t.Errorf("review: %v", err)
 		}
@@ -55,18 +68,32 @@ func TestDecisionsLookUpTheLogWhenTheViewLacksQuotas(t *testing.T) {
 	}()
 	select {
 	case out := <-answered:
-		t.Fatalf("answered %+v before the projection held the namespace's quota", out.Response)
+		t.Fatalf("answered %+v while the projection was behind the log", out.Response)
 	case <-time.After(200 * time.Millisecond):
 	}
-	running := make(chan error, 1)
-	go func() { running <- proj.Run(ctx) }()
-	out := <-answered
+	go func() { b.running <- b.proj.Run(ctx) }()
+	return <-answered
+}
+
+// TestDecisionsLookUpTheLogWhenTheViewLacksQuotas holds the projection
+// behind a quota that is in the log: a dry-run create in the namespace
+// waits for the projection to apply it and is denied, as Kubernetes'
+// live look-up of quotas denies it, where reading the projection as it
+// was would allow it.
+func TestDecisionsLookUpTheLogWhenTheViewLacksQuotas(t *testing.T) {
+	const ns = "fresh"
+	b := holdBehind(t, quotaManifest("other", "q", map[string]string{"pods": "10"}))
+	// In the log, not in the projection.
+	upsert(t, b.stream, quotaManifest(ns, "q", map[string]string{"pods": "0"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := b.answer(t, ctx, ns, review("u1", admissionv1.Create, ns, podManifest(ns, "web", "100m"), "", true))
 	want := `pods "web" is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0`
 	if out == nil || out.Response.Allowed || out.Response.Result == nil || out.Response.Result.Message != want {
 		t.Fatalf("create in a namespace whose quota the projection had not applied: %+v, want denied with %q", out, want)
 	}
 	cancel()
-	if err := <-running; err != nil {
+	if err := <-b.running; err != nil {
 		t.Error(err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
-	"github.com/quotaledger/quota/projector"
 )
 
 // pvcManifest is a claim of size in namespace; a resourceVersion marks
@@ -324,55 +322,20 @@ func TestSubresourcesAreDecidedAsKubernetesDecidesThem(t *testing.T) {
 // responder learns from the compare-and-swap that the projection is
 // behind, waits for it, and reserves the growth.
 func TestUpdateOfAnObjectNotYetAppliedIsReserved(t *testing.T) {
-	srv, _, js := ledgertest.StartServer(t)
-	stream := ledgertest.OpenStream(t, js)
 	const ns = "claims"
-	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"requests.storage": "10Gi"}))
-	proj, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "projection.db"), NoSync: true, Logger: discardLogger()}, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proj.Close()
+	// The projection holds the quota only; the claim is appended after.
+	b := holdBehind(t, quotaManifest(ns, "q", map[string]string{"requests.storage": "10Gi"}))
+	upsert(t, b.stream, pvcManifest(ns, "db", "4Gi", "5"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The projection holds the quota only; the claim is appended after.
-	if err := proj.Apply(ctx, ledgertest.ReadAll(t, stream, 1)); err != nil {
-		t.Fatal(err)
-	}
-	upsert(t, stream, pvcManifest(ns, "db", "4Gi", "5"))
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	resp, err := NewResponder(nc, stream, proj, Config{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	grow := review("u1", admissionv1.Update, ns, pvcManifest(ns, "db", "8Gi", "5"), pvcManifest(ns, "db", "4Gi", "5"), false)
-	answered := make(chan *admissionv1.AdmissionReview, 1)
-	go func() {
-		out, err := resp.Review(ctx, ns, grow)
-		if err != nil {
-			t.Errorf("review: %v", err)
-		}
-		answered <- out
-	}()
-	select {
-	case out := <-answered:
-		t.Fatalf("answered %+v before the projection held the claim", out.Response)
-	case <-time.After(200 * time.Millisecond):
-	}
-	running := make(chan error, 1)
-	go func() { running <- proj.Run(ctx) }()
-	out := <-answered
+	out := b.answer(t, ctx, ns, review("u1", admissionv1.Update, ns, pvcManifest(ns, "db", "8Gi", "5"), pvcManifest(ns, "db", "4Gi", "5"), false))
 	if out == nil || !out.Response.Allowed {
 		t.Fatalf("growing db to 8Gi: %+v", out)
 	}
-	if err := proj.CatchUp(ctx); err != nil {
+	if err := b.proj.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	list, err := proj.Quotas(ns, "q", false)
+	list, err := b.proj.Quotas(ns, "q", false)
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("quotas: %v %v", list, err)
 	}
@@ -380,7 +343,7 @@ func TestUpdateOfAnObjectNotYetAppliedIsReserved(t *testing.T) {
 		t.Errorf("used requests.storage %s, want 8Gi: the growth reserved", got.String())
 	}
 	cancel()
-	if err := <-running; err != nil {
+	if err := <-b.running; err != nil {
 		t.Error(err)
 	}
 }
