@@ -311,9 +311,12 @@ func reservationProblemsWith(field string, r Reservation, isObject func([]byte) 
 	return problems
 }
 
-// validateNamespace checks that ns is an RFC 1123 DNS label, as Kubernetes
-// requires of namespaces. It also guarantees that ns is a single NATS
-// subject token: no dots, spaces or wildcards.
+// ValidateNamespace checks that ns is an RFC 1123 DNS label, as Kubernetes
+// requires of namespaces: the namespaces the log can hold events of. It
+// also guarantees that ns is a single NATS subject token: no dots, spaces
+// or wildcards.
+func ValidateNamespace(ns string) error { return validateNamespace(ns) }
+
 func validateNamespace(ns string) error {
 	if len(ns) > NamespaceLengthMax {
 		return fmt.Errorf("namespace is %d bytes, at most %d", len(ns), NamespaceLengthMax)

@@ -42,6 +42,8 @@ func TestMalformedRequestsGetABadRequestReply(t *testing.T) {
 			body: string(review("u6", admissionv1.Update, "team", pod, "", false)), message: "UPDATE without oldObject"},
 		{name: "cluster-scoped object", subject: "team", uid: "u7",
 			body: string(review("u7", admissionv1.Create, "team", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`, "", false)), message: "cluster-scoped"},
+		{name: "subject naming no namespace Kubernetes allows", subject: "Team", uid: "u8",
+			body: string(review("u8", admissionv1.Create, "", podManifest("Team", "web-1", ""), "", true)), message: `subject names no valid namespace: namespace "Team" is not a DNS label`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

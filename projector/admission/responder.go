@@ -332,8 +332,8 @@ func failure(code int32, reason metav1.StatusReason, msg string) *admissionv1.Ad
 }
 
 func (r *Responder) admit(ctx context.Context, namespace string, req *request) (*admissionv1.AdmissionResponse, error) {
-	if namespace == "" || strings.ContainsAny(namespace, ".*> ") {
-		return nil, fmt.Errorf("%w: subject names no valid namespace", ErrBadRequest)
+	if err := ledger.ValidateNamespace(namespace); err != nil {
+		return nil, fmt.Errorf("%w: subject names no valid namespace: %v", ErrBadRequest, err)
 	}
 	if req.Namespace != "" && req.Namespace != namespace {
 		return nil, fmt.Errorf("%w: request namespace %q on the subject of namespace %q", ErrBadRequest, req.Namespace, namespace)
