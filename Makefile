@@ -48,8 +48,12 @@ fuzz:
 	  done; \
 	done
 
+# staticcheck, pinned, comes from the Go module proxy on first use.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -217,18 +217,6 @@ func putObject(tx *bolt.Tx, r *objectRecord) error {
 	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), b)
 }
 
-func getQuota(tx *bolt.Tx, key []byte) (*quotaRecord, error) {
-	v := tx.Bucket(bucketQuotas).Get(key)
-	if v == nil {
-		return nil, nil
-	}
-	var r quotaRecord
-	if err := json.Unmarshal(v, &r); err != nil {
-		return nil, fmt.Errorf("decode quota %q: %w", key, err)
-	}
-	return &r, nil
-}
-
 func putQuota(tx *bolt.Tx, r *quotaRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -184,7 +184,7 @@ func parseExactValue(s string) (*apd.Decimal, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s == "" || strings.IndexAny(p.value, "0123456789") < 0 {
+	if s == "" || !strings.ContainsAny(p.value, "0123456789") {
 		return nil, ErrExactForm
 	}
 	base, exponent, _, ok := interpretSuffix(p.suffix)

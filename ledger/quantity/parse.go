@@ -275,7 +275,7 @@ func endsInThreeZeros(num, denom string) bool {
 // parseDecimal is Kubernetes' inf.Dec path: the exact value, rounded up to
 // 1n, BinarySI capped at 2^63-1 and shown as DecimalSI below 1.
 func parseDecimal(p scanned, base int, exponent int32, format Format) (Quantity, error) {
-	if strings.IndexAny(p.value, "0123456789") < 0 {
+	if !strings.ContainsAny(p.value, "0123456789") {
 		return Quantity{}, ErrNumeric
 	}
 	q := Quantity{format: format, wide: true}
