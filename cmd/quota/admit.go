@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotaledger/quota/projector/admission"
@@ -31,7 +35,8 @@ func newAdmitCommand(g *globalFlags) *cobra.Command {
 		Short: "Ask whether an object may be created under the namespace's quotas",
 		Long: `admit asks the ledger whether the object in FILE (JSON or YAML: a Pod, PVC,
 Service or any counted kind, as a raw manifest) may be created. It prints
-'allowed', or the 403 message Kubernetes would give.
+'allowed', or the 403 message Kubernetes would give. FILE holds one object:
+a file of several YAML documents, or a List, is refused.
 
 Without --dry-run an allowed object's usage is reserved until its creation
 event arrives or the reservation expires.
@@ -114,7 +119,9 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 	return cmd
 }
 
-// readManifest reads one object from a JSON or YAML file and returns JSON.
+// readManifest reads the one object of a JSON or YAML file and returns it
+// as JSON. A file with no object, with several (YAML documents separated
+// by "---"), or holding a list is refused: admit decides one create.
 func readManifest(file string) ([]byte, error) {
 	var (
 		b   []byte
@@ -128,14 +135,54 @@ func readManifest(file string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	name := file
+	if file == "-" {
+		name = "standard input"
+	}
 	if len(b) > manifestSizeMax {
-		return nil, fmt.Errorf("%s: larger than %d bytes", file, manifestSizeMax)
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, manifestSizeMax)
 	}
-	raw, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not JSON or YAML: %w", file, err)
+	var objects [][]byte
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for n := 1; ; n++ {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		raw, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: not JSON or YAML: %w", name, n, err)
+		}
+		if string(raw) == "null" {
+			continue // an empty document, as between two "---" lines
+		}
+		objects = append(objects, raw)
 	}
-	return raw, nil
+	switch len(objects) {
+	case 0:
+		return nil, fmt.Errorf("%s: no object in it", name)
+	case 1:
+	default:
+		return nil, fmt.Errorf("%s: %d objects in it; admit decides one at a time", name, len(objects))
+	}
+	obj := objects[0]
+	if obj[0] != '{' {
+		return nil, fmt.Errorf("%s: not an object: a manifest is a mapping with apiVersion, kind and metadata", name)
+	}
+	var list struct {
+		Kind  string          `json:"kind"`
+		Items json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(obj, &list); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if list.Items != nil && strings.HasSuffix(list.Kind, "List") {
+		return nil, fmt.Errorf("%s: a %s, not one object; admit decides one at a time", name, list.Kind)
+	}
+	return obj, nil
 }
 
 // manifestSizeMax bounds a manifest given to admit, as the API server
