@@ -345,7 +345,7 @@ func TestFoldRefusesReappliedSeq(t *testing.T) {
 }
 
 // TestFoldSkipsBadRecords checks that a record that does not decode is noted
-// and passed over, and the records after it still apply.
+// and passed over, and counted, and the records after it still apply.
 func TestFoldSkipsBadRecords(t *testing.T) {
 	p := openTemp(t)
 	records := sampleRecords(t, filepath.Join(samplesDir, "sample-team-a"))
@@ -360,6 +360,9 @@ func TestFoldSkipsBadRecords(t *testing.T) {
 	skipped := p.skippedSeqs(t)
 	if len(skipped) != 2 || skipped[0] != records[3].Seq || skipped[1] != records[5].Seq {
 		t.Errorf("skipped = %v, want [%d %d]", skipped, records[3].Seq, records[5].Seq)
+	}
+	if got := p.Skipped(); got != 2 {
+		t.Errorf("Skipped() = %d, want 2", got)
 	}
 }
 

@@ -116,6 +116,8 @@ type Projector struct {
 	fold *Fold // the only writer's cache; used under db.Update only
 
 	applied atomic.Uint64
+	// skipped counts the records this process's Apply skipped.
+	skipped atomic.Uint64
 	// waiting counts the callers of WaitApplied waiting for a commit; a
 	// small batch is not held back while there is one. A caller that
 	// starts waiting also sends on wake, to cut short a batch held back.
@@ -166,6 +168,11 @@ func (p *Projector) DB() *bolt.DB { return p.db }
 
 // Applied returns the last stream sequence the projection reflects.
 func (p *Projector) Applied() uint64 { return p.applied.Load() }
+
+// Skipped returns how many records Apply has skipped since Open: records
+// the fold could not apply, each noted in the projection and kept as a
+// dead letter.
+func (p *Projector) Skipped() uint64 { return p.skipped.Load() }
 
 // Run follows the stream from the applied sequence onward, applying one
 // bounded batch per transaction, until ctx ends. A batch in hand when ctx
@@ -261,6 +268,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 		return fmt.Errorf("apply batch seq %d..%d: %w", records[0].Seq, records[len(records)-1].Seq, err)
 	}
 	p.subjects.applied(records)
+	p.skipped.Add(uint64(len(skipped)))
 	p.publishApplied(records[len(records)-1].Seq)
 	for _, s := range skipped {
 		p.cfg.Logger.Warn("skipped stream record", "seq", s.Seq, "subject", s.Subject, "reason", s.Reason)

@@ -282,6 +282,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		}
 		seq, err := r.reserve(ctx, namespace, reservations, v.SubjectSeq)
 		if errors.Is(err, ledger.ErrConflict) {
+			r.cfg.Metrics.conflict()
 			// Another writer appended to the namespace after the view:
 			// catch up with the subject and decide the group again.
 			last, err := r.stream.LastSubjectSeq(ctx, namespace)
@@ -299,6 +300,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			deliver(err)
 			return
 		}
+		r.cfg.Metrics.appended(len(reservations))
 		// The reservations are durable in the log: answer now. The next
 		// decisions in the namespace see them through the view, until the
 		// projection has applied them.

@@ -71,6 +71,8 @@ type Config struct {
 	// quota that covers them. Nil: none, kube-apiserver's default. Every
 	// replica sharing a stream should be given the same.
 	Limited []quota.LimitedResource
+	// Metrics, when set, counts the responder's answers (NewMetrics).
+	Metrics *Metrics
 }
 
 // Validate reports every problem of c in one error.
@@ -222,11 +224,18 @@ type decoded struct {
 	namespace string
 	req       *request
 	err       error
+	// received is when the request was taken from the subscription, when
+	// the responder keeps metrics.
+	received time.Time
 }
 
 func (r *Responder) decode(m *nats.Msg) decoded {
+	var received time.Time
+	if r.cfg.Metrics != nil {
+		received = time.Now()
+	}
 	req, err := decodeRequest(m.Data)
-	return decoded{m: m, namespace: strings.TrimPrefix(m.Subject, SubjectPrefix), req: req, err: err}
+	return decoded{m: m, namespace: strings.TrimPrefix(m.Subject, SubjectPrefix), req: req, err: err, received: received}
 }
 
 // answer decides a decoded request and sends the reply.
@@ -244,6 +253,9 @@ func (r *Responder) answer(ctx context.Context, d decoded) {
 	}
 	if err := d.m.Respond(b); err != nil {
 		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
+	}
+	if r.cfg.Metrics != nil {
+		r.cfg.Metrics.answered(d.mode(), review.Response, time.Since(d.received))
 	}
 }
 
@@ -421,6 +433,7 @@ func (r *Responder) sweep(ctx context.Context) error {
 		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID}); err != nil {
 			return fmt.Errorf("expire %d reservations in %s: %w", len(byNamespace[ns]), ns, err)
 		}
+		r.cfg.Metrics.expired(len(byNamespace[ns]))
 	}
 	return nil
 }

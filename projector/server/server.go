@@ -57,6 +57,9 @@ type Config struct {
 	// Snapshots configures the projection's snapshots in the JetStream
 	// object store; its zero value is the documented default.
 	Snapshots projector.SnapshotConfig
+	// MetricsListen, when set, is the HOST:PORT (port 0: any free port)
+	// where Prometheus metrics are served, on MetricsPath.
+	MetricsListen string
 	// Logger receives structured logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// Ready, when set, is called once every part is serving, with the
@@ -74,6 +77,11 @@ func (c *Config) Validate() error {
 	}
 	if c.SyncInterval < 0 {
 		problems = append(problems, "sync interval is negative")
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := splitHostPort(c.MetricsListen); err != nil {
+			problems = append(problems, "metrics "+err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("invalid server config: %s", strings.Join(problems, "; "))
@@ -157,6 +165,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
+	var metrics *metricsServer
+	if cfg.MetricsListen != "" {
+		reg, m, err := newRegistry(proj)
+		if err != nil {
+			return err
+		}
+		acfg.Metrics = m
+		if metrics, err = listenMetrics(cfg.MetricsListen, reg, log); err != nil {
+			return err
+		}
+		defer metrics.ln.Close()
+	}
 	adm, err := admission.NewResponder(nc, stream, proj, acfg)
 	if err != nil {
 		return err
@@ -207,6 +227,9 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, r := range responders {
 		g.Go(func() error { return r.Run(gctx) })
 	}
+	if metrics != nil {
+		g.Go(func() error { return metrics.Run(gctx) })
+	}
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
@@ -218,7 +241,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready(url)
 	}
-	log.Info("quota ledger serving", "nats", url, "projection", pcfg.Path, "applied_seq", proj.Applied())
+	serving := []any{"nats", url, "projection", pcfg.Path, "applied_seq", proj.Applied()}
+	if metrics != nil {
+		serving = append(serving, "metrics", metrics.URL())
+	}
+	log.Info("quota ledger serving", serving...)
 	if err := stopped(g.Wait()); err != nil {
 		return err
 	}
