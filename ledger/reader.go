@@ -32,6 +32,9 @@ type Record struct {
 	// Time is when the stream stored the event. Anything that depends on
 	// time uses it, never a wall clock, so replay reproduces it.
 	Time time.Time
+	// Pending is how many records the stream held after this one when it
+	// was delivered: the reader's backlog at that moment.
+	Pending uint64
 	// Event is the decoded event; zero when Err is set.
 	Event Event
 	// Raw is the message exactly as stored.
@@ -121,6 +124,7 @@ func recordOf(msg jetstream.Msg) Record {
 	}
 	rec.Seq = meta.Sequence.Stream
 	rec.Time = meta.Timestamp
+	rec.Pending = meta.NumPending
 	ns, err := NamespaceOf(rec.Subject)
 	if err != nil {
 		rec.Err = err

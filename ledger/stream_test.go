@@ -53,6 +53,9 @@ func TestAppendThenReadInOrder(t *testing.T) {
 		if r.Time.IsZero() {
 			t.Errorf("record %d: no stream time", r.Seq)
 		}
+		if want := uint64(len(want) - 1 - i); r.Pending != want {
+			t.Errorf("record %d: %d pending after it, want %d", r.Seq, r.Pending, want)
+		}
 		got = append(got, r.Event.Namespace+"/"+r.Event.Name)
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") {

@@ -95,3 +95,43 @@ func TestCommitDelayIsBounded(t *testing.T) {
 		t.Fatal("a commit delay over the limit was accepted")
 	}
 }
+
+// TestPendingIsTheBacklogBehindTheLastApplied applies the first records of
+// a stream by hand and then follows it: Pending is what the stream held
+// behind the last record applied, and nothing once caught up.
+func TestPendingIsTheBacklogBehindTheLastApplied(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	ctx := t.Context()
+	for i := range 50 {
+		obj := json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c%d","namespace":"team"}}`, i))
+		if _, err := stream.Append(ctx, ledger.Event{Type: ledger.Upsert, Resource: "configmaps", Namespace: "team", Name: fmt.Sprintf("c%d", i), Object: obj}, ledger.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "p.db"), NoSync: true}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	records := ledgertest.ReadAll(t, stream, 1)
+	if err := p.Apply(ctx, records[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Pending(); got != 40 {
+		t.Errorf("after 10 of 50 records: Pending() = %d, want 40", got)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	if err := p.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Pending(); got != 0 {
+		t.Errorf("caught up: Pending() = %d, want 0", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}

@@ -118,6 +118,8 @@ type Projector struct {
 	applied atomic.Uint64
 	// skipped counts the records this process's Apply skipped.
 	skipped atomic.Uint64
+	// pending is the stream's backlog behind the last record applied.
+	pending atomic.Uint64
 	// waiting counts the callers of WaitApplied waiting for a commit; a
 	// small batch is not held back while there is one. A caller that
 	// starts waiting also sends on wake, to cut short a batch held back.
@@ -173,6 +175,12 @@ func (p *Projector) Applied() uint64 { return p.applied.Load() }
 // the fold could not apply, each noted in the projection and kept as a
 // dead letter.
 func (p *Projector) Skipped() uint64 { return p.skipped.Load() }
+
+// Pending returns how many records the stream held after the last record
+// applied, when that record was delivered (ledger.Record.Pending): the
+// projection's backlog, zero once it has caught up and until new events
+// are delivered.
+func (p *Projector) Pending() uint64 { return p.pending.Load() }
 
 // Run follows the stream from the applied sequence onward, applying one
 // bounded batch per transaction, until ctx ends. A batch in hand when ctx
@@ -269,6 +277,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	}
 	p.subjects.applied(records)
 	p.skipped.Add(uint64(len(skipped)))
+	p.pending.Store(records[len(records)-1].Pending)
 	p.publishApplied(records[len(records)-1].Seq)
 	for _, s := range skipped {
 		p.cfg.Logger.Warn("skipped stream record", "seq", s.Seq, "subject", s.Subject, "reason", s.Reason)

@@ -53,6 +53,7 @@ func TestServeMetrics(t *testing.T) {
 		`quota_admission_reserve_appends_total 1`,
 		`quota_admission_reservations_total 1`,
 		`quota_projection_skipped_records_total 0`,
+		`quota_projection_pending_records 0`,
 		`quota_admission_duration_seconds_count{mode="reserving"} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {

@@ -36,8 +36,8 @@ every replica sharing a stream the same file.
 
 --metrics-listen serves Prometheus metrics over HTTP: admissions by mode and
 result with their latency, reservation appends and conflicts, the
-projection's applied sequence and skipped records, and the Go runtime's and
-the process's own (heap, garbage collection, RSS).
+projection's applied sequence, backlog and skipped records, and the Go
+runtime's and the process's own (heap, garbage collection, RSS).
 
 It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 		Args: cobra.NoArgs,

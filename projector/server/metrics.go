@@ -36,6 +36,10 @@ func newRegistry(proj *projector.Projector) (*prometheus.Registry, *admission.Me
 			Name: "quota_projection_applied_sequence",
 			Help: "The last stream sequence the projection has applied.",
 		}, func() float64 { return float64(proj.Applied()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "quota_projection_pending_records",
+			Help: "Records the stream held after the last one the projection applied, when that one was delivered: the projection's backlog.",
+		}, func() float64 { return float64(proj.Pending()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "quota_projection_skipped_records_total",
 			Help: "Stream records the projection could not apply since the server started; each is kept as a dead letter ('quota rejects').",
