@@ -144,7 +144,9 @@ func readManifest(file string) ([]byte, error) {
 	}
 	var objects [][]byte
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for n := 1; ; n++ {
+	// n numbers the documents with content, as a reader of the file
+	// counts them: the empty one before a leading "---" is not one.
+	for n := 0; ; {
 		doc, err := docs.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -152,6 +154,10 @@ func readManifest(file string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if blankYAML(doc) {
+			continue
+		}
+		n++
 		raw, err := yaml.YAMLToJSON(doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: not JSON or YAML: %w", name, n, err)
@@ -183,6 +189,18 @@ func readManifest(file string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: a %s, not one object; admit decides one at a time", name, list.Kind)
 	}
 	return obj, nil
+}
+
+// blankYAML reports whether a YAML document holds only blank lines,
+// comments and document markers.
+func blankYAML(doc []byte) bool {
+	for line := range bytes.SplitSeq(doc, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' && !bytes.Equal(line, []byte("---")) {
+			return false
+		}
+	}
+	return true
 }
 
 // manifestSizeMax bounds a manifest given to admit, as the API server

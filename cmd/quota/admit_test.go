@@ -30,7 +30,9 @@ func TestReadManifest(t *testing.T) {
 		{name: "separators only", content: "---\n---\n", wantErr: "no object in it"},
 		{name: "an array", content: "[1, 2]", wantErr: "not an object"},
 		{name: "a scalar", content: "pod", wantErr: "not an object"},
-		{name: "bad YAML", content: "not: [valid", wantErr: "not JSON or YAML"},
+		{name: "bad YAML", content: "not: [valid", wantErr: "document 1: not JSON or YAML"},
+		{name: "bad YAML after a leading separator", content: "# broken\n---\nnot: [valid", wantErr: "document 1: not JSON or YAML"},
+		{name: "bad YAML second", content: "---\n" + pod + "---\nnot: [valid", wantErr: "document 2: not JSON or YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "manifest.yaml")
