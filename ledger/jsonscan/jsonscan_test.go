@@ -151,6 +151,49 @@ func TestElementsAndLiterals(t *testing.T) {
 	}
 }
 
+// TestStringsByteByByte puts every byte value at every position of strings
+// of several lengths, after a plain byte and after one that is not, and
+// checks the string scan against encoding/json: whether the string is
+// valid, and whether a valid one is read as plain exactly when it is
+// printable ASCII without escapes.
+func TestStringsByteByByte(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 16, 23} {
+		for pos := range n {
+			for c := range 256 {
+				for _, before := range []byte{'a', 0xc3} {
+					body := bytes.Repeat([]byte{'a'}, n)
+					if pos > 0 {
+						body[pos-1] = before
+					}
+					body[pos] = byte(c)
+					doc := append(append([]byte{'"'}, body...), '"', ' ', '1')
+					s := New(doc)
+					v, plain, ok := s.str()
+					valid := json.Valid(doc[:n+2])
+					if c == '"' {
+						// The string ends at the quote, and what follows it
+						// is no string.
+						valid, v = true, body[:pos]
+					}
+					if ok != valid {
+						t.Fatalf("%q: ok %v, json.Valid %v", doc, ok, valid)
+					}
+					if !ok {
+						continue
+					}
+					wantPlain := true
+					for _, b := range v {
+						wantPlain = wantPlain && printable[b]
+					}
+					if plain != wantPlain || !bytes.Equal(s.Since(Mark{i: 1}), append(v[:len(v):len(v)], '"')) {
+						t.Fatalf("%q: read %q plain %v (to %d), want %q plain %v", doc, v, plain, s.i, v, wantPlain)
+					}
+				}
+			}
+		}
+	}
+}
+
 func FuzzScanner(f *testing.F) {
 	for _, v := range values {
 		f.Add([]byte(v))
