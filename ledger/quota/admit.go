@@ -392,7 +392,7 @@ func internalError(d Decision, err error) Decision {
 // container must state them. It returns the reason, or "" when satisfied.
 func constraints(o *object.Object, required []string) string {
 	pod, ok := o.Value.(*corev1.Pod)
-	if o.Resource != "pods" || !ok {
+	if o.Resource != "pods" || !ok || podLevelSet(pod) {
 		return ""
 	}
 	var missing map[string]map[string]bool

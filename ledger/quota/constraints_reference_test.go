@@ -2,6 +2,7 @@ package quota
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +14,21 @@ import (
 // refConstraints is the "must specify" rule as first written, after
 // Kubernetes' enforcePodContainerConstraints: each container's usage
 // computed in full, then its names compared with the required set. (The
-// wording of what is missing is shared.)
+// wording of what is missing is shared.) A pod with pod-level resources
+// is not checked.
 func refConstraints(o *object.Object, required []string) string {
 	pod, ok := o.Value.(*corev1.Pod)
 	if o.Resource != "pods" || !ok {
 		return ""
+	}
+	if r := pod.Spec.Resources; r != nil {
+		for _, l := range []corev1.ResourceList{r.Requests, r.Limits} {
+			for name := range l {
+				if name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+					return ""
+				}
+			}
+		}
 	}
 	requiredSet := map[string]bool{}
 	for _, r := range required {
@@ -81,6 +92,9 @@ func TestConstraintsMatchesTheReference(t *testing.T) {
 	denied := 0
 	for range 5000 {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: containers("c"), InitContainers: containers("i")}}
+		if rng.IntN(5) == 0 {
+			pod.Spec.Resources = &corev1.ResourceRequirements{Requests: list(), Limits: list()}
+		}
 		o := &object.Object{Resource: "pods", Value: pod}
 		var required []string
 		for _, h := range hard {

@@ -458,6 +458,15 @@ func anySupportedPodLevel(l corev1.ResourceList) bool {
 	return false
 }
 
+// podLevelSet reports whether pod states a pod-level request or limit of
+// a resource pod-level resources support. Such a pod is charged those, and
+// its containers need not state cpu and memory under a quota that tracks
+// them (Kubernetes' PodLevelResources, on by default since v1.34).
+func podLevelSet(pod *corev1.Pod) bool {
+	r := pod.Spec.Resources
+	return r != nil && (anySupportedPodLevel(r.Requests) || anySupportedPodLevel(r.Limits))
+}
+
 // applyPodLevel replaces the container totals by the pod-level values for
 // the resources pod-level resources support.
 func applyPodLevel(cv *converter, result ResourceList, podLevel corev1.ResourceList) {
@@ -526,8 +535,8 @@ func (pc *podContainers) limits() ResourceList {
 			limits = spec
 		}
 	}
-	if r := pc.pod.Spec.Resources; r != nil && (anySupportedPodLevel(r.Requests) || anySupportedPodLevel(r.Limits)) {
-		applyPodLevel(pc.cv, limits, r.Limits)
+	if podLevelSet(pc.pod) {
+		applyPodLevel(pc.cv, limits, pc.pod.Spec.Resources.Limits)
 	}
 	for _, o := range pc.overheadList() {
 		if w, ok := limits[o.name]; ok && !w.IsZero() {
@@ -561,8 +570,8 @@ func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
 		}
 		return false
 	}
-	if r := pod.Spec.Resources; r != nil && (anySupportedPodLevel(r.Requests) || anySupportedPodLevel(r.Limits)) {
-		if positive(r.Requests) || positive(r.Limits) {
+	if podLevelSet(pod) {
+		if r := pod.Spec.Resources; positive(r.Requests) || positive(r.Limits) {
 			return corev1.PodQOSBurstable
 		}
 		return corev1.PodQOSBestEffort
