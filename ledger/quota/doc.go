@@ -38,7 +38,8 @@
 //   - A quota's used starts at zero for every hard resource and adds the
 //     tracked part of each matching charge.
 //   - Admission checks "must specify" (cpu and memory requests and limits on
-//     every container once a quota tracks them), negative usage,
+//     every container once a quota tracks them, unless the pod states
+//     pod-level resources), negative usage,
 //     limitedResources, and then that each matching quota's used plus the
 //     request stays within hard, naming only the exceeded resources.
 //   - An update is charged only what grows; a delete is always allowed.
