@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quotaledger/quota/ledger/quota"
 )
 
 // Quotas returns the quotas of one namespace (or of every namespace when
@@ -75,6 +77,12 @@ func (r *quotaRecord) resourceQuota() (*corev1.ResourceQuota, error) {
 	}
 	q.Status.Used = corev1.ResourceList{}
 	for k, v := range r.Used {
+		// The quota controller writes used only for what it computes; a
+		// custom resource's count, which it computes if the cluster
+		// serves the resource, is shown once something is counted.
+		if tracked, known := quota.UsageTracked(k); !tracked && (known || v.IsZero()) {
+			continue
+		}
 		kq, err := resource.ParseQuantity(v.String())
 		if err != nil {
 			return nil, fmt.Errorf("%w: quota %s/%s used %s=%q does not parse: %v", ErrInvariant, r.Namespace, r.Name, k, v.String(), err)

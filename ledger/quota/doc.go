@@ -30,13 +30,16 @@
 //     is a LoadBalancer, and a node port per port for NodePort and
 //     LoadBalancer (only explicit node ports when allocation is off).
 //   - Every other object charges count/<resource> and, for secrets,
-//     configmaps, replicationcontrollers and resourcequotas, the legacy name.
+//     configmaps, replicationcontrollers and resourcequotas, the legacy name;
+//     events and virtual resources (bindings, reviews) charge nothing.
 //   - A quota matches an object when it tracks a resource the object's
 //     evaluator produces and every scope matches; only pods match pod scopes
 //     and only claims match VolumeAttributesClass, so scoped quotas never
 //     match other objects.
 //   - A quota's used starts at zero for every hard resource and adds the
-//     tracked part of each matching charge.
+//     tracked part of each matching charge; its status shows only the names
+//     some evaluator computes (UsageTracked): not a bare extended resource,
+//     nor the count of an event or of a resource the cluster does not serve.
 //   - Admission checks "must specify" (cpu and memory requests and limits on
 //     every container once a quota tracks them, unless the pod states
 //     pod-level resources), negative usage,

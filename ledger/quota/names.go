@@ -164,9 +164,77 @@ var legacyCountNames = map[string]string{
 	"resourcequotas":         ResourceQuotas,
 }
 
+// ignoredResources are the resources Kubernetes' quota leaves alone:
+// virtual ones that are never stored, and events. No quota is charged for
+// them, and their admissions are not evaluated.
+var ignoredResources = setOf("bindings", "componentstatuses", "events", "events.events.k8s.io",
+	"tokenreviews.authentication.k8s.io", "selfsubjectreviews.authentication.k8s.io",
+	"subjectaccessreviews.authorization.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io",
+	"localsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io")
+
+// servedResources are the namespaced resources a v1.36 API server serves
+// by default (its GA APIs) that quota counts: those whose count/<resource>
+// the quota controller keeps in every quota that names it.
+var servedResources = setOf("pods", "services", "configmaps", "secrets", "serviceaccounts", "endpoints",
+	"limitranges", "podtemplates", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims",
+	"deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps", "controllerrevisions.apps",
+	"jobs.batch", "cronjobs.batch", "horizontalpodautoscalers.autoscaling", "poddisruptionbudgets.policy",
+	"ingresses.networking.k8s.io", "networkpolicies.networking.k8s.io", "endpointslices.discovery.k8s.io",
+	"leases.coordination.k8s.io", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
+	"csistoragecapacities.storage.k8s.io", "resourceclaims.resource.k8s.io",
+	"resourceclaimtemplates.resource.k8s.io")
+
+// builtinGroups are the API groups of Kubernetes itself ("" is the core
+// group): a resource of one of them that servedResources lacks is not
+// counted by any cluster, where a resource of another group may be a
+// custom resource that some cluster serves.
+var builtinGroups = setOf("", "apps", "batch", "autoscaling", "policy", "networking.k8s.io",
+	"discovery.k8s.io", "events.k8s.io", "coordination.k8s.io", "rbac.authorization.k8s.io",
+	"storage.k8s.io", "certificates.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io",
+	"admissionregistration.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io", "node.k8s.io",
+	"scheduling.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "internal.apiserver.k8s.io",
+	"storagemigration.k8s.io")
+
+// UsageTracked reports whether Kubernetes' quota controller computes the
+// usage of the hard resource name, and so whether a quota's status.used
+// holds it (at zero when nothing is charged): only names some evaluator
+// produces are there. A bare extended resource (example.com/gpu, or
+// limits.example.com/gpu) is valid in spec.hard but tracked by none, nor
+// is the count of an event or of a resource the cluster does not serve.
+// known is false for the count of a resource outside Kubernetes' own
+// groups, which a cluster counts only if it serves it as a custom
+// resource: the ledger reads no CustomResourceDefinitions to tell.
+func UsageTracked(name string) (tracked, known bool) {
+	for _, r := range []string{"pods", "persistentvolumeclaims", "services"} {
+		if evaluatorProduces(r, name) {
+			return true, true
+		}
+	}
+	for _, legacy := range legacyCountNames {
+		if name == legacy {
+			return true, true
+		}
+	}
+	resource, ok := strings.CutPrefix(name, countPrefix)
+	if !ok {
+		return false, true
+	}
+	if servedResources[resource] {
+		return true, true
+	}
+	_, group, _ := strings.Cut(resource, ".")
+	if builtinGroups[group] {
+		return false, true
+	}
+	return false, false
+}
+
 // evaluatorProduces reports whether the evaluator for resource (a
 // group-qualified plural) produces the resource name.
 func evaluatorProduces(resource, name string) bool {
+	if ignoredResources[resource] {
+		return false
+	}
 	switch resource {
 	case "pods":
 		return podResources[name] || strings.HasPrefix(name, hugePagesPrefix) ||

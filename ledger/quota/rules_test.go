@@ -344,6 +344,8 @@ func TestMatchRules(t *testing.T) {
 		{"priority Exists matches any class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"Exists"}]}}`, highPod, true},
 		{"priority DoesNotExist matches pod without class", `{"hard":{"pods":"1"},"scopeSelector":{"matchExpressions":[{"scopeName":"PriorityClass","operator":"DoesNotExist"}]}}`, burstablePod, true},
 		{"invalid quota matches nothing", `{"hard":{"pods":"0.5"}}`, burstablePod, false},
+		{"events are never charged", `{"hard":{"count/events":"1"}}`, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"}}`, false},
+		{"nor are events.k8s.io events", `{"hard":{"count/events.events.k8s.io":"1"}}`, `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"}}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,6 +353,44 @@ func TestMatchRules(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestUsageTracked lists which hard names the quota controller computes
+// usage for, and so which a quota's status.used holds.
+func TestUsageTracked(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		tracked, known bool
+	}{
+		{"pods", true, true},
+		{"count/pods", true, true},
+		{"requests.cpu", true, true},
+		{"limits.ephemeral-storage", true, true},
+		{"hugepages-2Mi", true, true},
+		{"requests.hugepages-1Gi", true, true},
+		{"requests.nvidia.com/gpu", true, true},
+		{"nvidia.com/gpu", false, true},
+		{"limits.nvidia.com/gpu", false, true},
+		{"services.nodeports", true, true},
+		{"requests.storage", true, true},
+		{"fast.storageclass.storage.k8s.io/requests.storage", true, true},
+		{"fast.storageclass.storage.k8s.io/persistentvolumeclaims", true, true},
+		{"configmaps", true, true},
+		{"resourcequotas", true, true},
+		{"count/deployments.apps", true, true},
+		{"count/leases.coordination.k8s.io", true, true},
+		{"count/serviceaccounts", true, true},
+		{"count/events", false, true},
+		{"count/events.events.k8s.io", false, true},
+		{"count/nodes", false, true},
+		{"count/foos.apps", false, true},
+		{"count/widgets.example.com", false, false},
+	} {
+		tracked, known := UsageTracked(tc.name)
+		if tracked != tc.tracked || known != tc.known {
+			t.Errorf("UsageTracked(%q) = %v, %v; want %v, %v", tc.name, tracked, known, tc.tracked, tc.known)
+		}
 	}
 }
 
