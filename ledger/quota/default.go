@@ -44,7 +44,9 @@ func Default(o *object.Object, env Environment) error {
 		return nil
 	}
 	defaultPodRequests(pod)
-	defaultPriorityClass(pod, env.PriorityClasses)
+	if err := priorityClass(pod, env.PriorityClasses); err != nil {
+		return err
+	}
 	for _, lr := range env.LimitRanges {
 		if lr == nil {
 			continue
@@ -57,7 +59,7 @@ func Default(o *object.Object, env Environment) error {
 			mergeDefaults(&pod.Spec.InitContainers[i], requests, limits)
 		}
 	}
-	return setOverhead(o, pod, env)
+	return setOverhead(pod, env)
 }
 
 // defaultPodRequests is the API defaulting of container requests: a
@@ -211,38 +213,59 @@ func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
 	}
 }
 
-// setOverhead copies the RuntimeClass's pod overhead into a pod that names
-// one, refusing a pod that states a different overhead.
-func setOverhead(o *object.Object, pod *corev1.Pod, env Environment) error {
-	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
-		return nil
+// setOverhead is the RuntimeClass plugin: it copies the overhead of the
+// RuntimeClass a pod names into the pod, and refuses a pod naming a class
+// that does not exist, stating an overhead other than its class's, or
+// stating one that no class of its defines.
+func setOverhead(pod *corev1.Pod, env Environment) error {
+	var rc *nodev1.RuntimeClass
+	if name := pod.Spec.RuntimeClassName; name != nil {
+		if rc = env.RuntimeClasses[*name]; rc == nil {
+			return &RefusedError{ErrRuntimeClassNotFound, fmt.Sprintf("pod rejected: RuntimeClass %q not found", *name)}
+		}
 	}
-	name := *pod.Spec.RuntimeClassName
-	rc, ok := env.RuntimeClasses[name]
-	if !ok || rc == nil {
-		return fmt.Errorf("pod %q: RuntimeClass %q: %w", o.Name, name, ErrRuntimeClassNotFound)
-	}
-	if rc.Overhead == nil || rc.Overhead.PodFixed == nil {
-		return nil
-	}
-	if pod.Spec.Overhead != nil {
-		if !apiequality.Semantic.DeepEqual(pod.Spec.Overhead, rc.Overhead.PodFixed) {
-			return fmt.Errorf("pod %q: %w", o.Name, ErrOverheadMismatch)
+	if rc == nil || rc.Overhead == nil {
+		if pod.Spec.Overhead != nil {
+			return &RefusedError{ErrOverheadWithoutRuntimeClass, "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"}
 		}
 		return nil
+	}
+	if len(pod.Spec.Overhead) > 0 && !apiequality.Semantic.DeepEqual(rc.Overhead.PodFixed, pod.Spec.Overhead) {
+		return &RefusedError{ErrOverheadMismatch, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"}
 	}
 	pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
 	return nil
 }
 
-// defaultPriorityClass is the Priority admission plugin's default: a pod
-// that names no priority class gets the global default one; when several
-// are marked global default (a race the plugin tolerates), the one with
-// the lowest value.
-func defaultPriorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) {
-	if pod.Spec.PriorityClassName != "" {
-		return
+// systemPriorityClasses exist in every cluster: the API server makes them.
+var systemPriorityClasses = setOf("system-node-critical", "system-cluster-critical")
+
+// priorityClass is the Priority admission plugin: a pod that names no
+// priority class gets the global default one, and a pod naming a class
+// that does not exist is refused. The refusal needs the cluster's
+// classes: with none in the environment (none ingested) any name is
+// taken as it is.
+func priorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) error {
+	name := pod.Spec.PriorityClassName
+	if name == "" {
+		defaultPriorityClass(pod, classes)
+		return nil
 	}
+	if systemPriorityClasses[name] || len(classes) == 0 {
+		return nil
+	}
+	for _, pc := range classes {
+		if pc != nil && pc.Name == name {
+			return nil
+		}
+	}
+	return &RefusedError{ErrPriorityClassNotFound, fmt.Sprintf("no PriorityClass with name %s was found", name)}
+}
+
+// defaultPriorityClass names the global default priority class in a pod
+// that names none; when several are marked global default (a race the
+// Priority plugin tolerates), the one with the lowest value.
+func defaultPriorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) {
 	var def *schedulingv1.PriorityClass
 	for _, pc := range classes {
 		if pc == nil || !pc.GlobalDefault {

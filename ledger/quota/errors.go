@@ -10,10 +10,29 @@ var (
 	ErrNoValue = errors.New("object has no typed value")
 	// ErrNotResourceQuota is returned by FromObject for any other kind.
 	ErrNotResourceQuota = errors.New("not a ResourceQuota")
-	// ErrRuntimeClassNotFound is returned by Default when a pod names a
-	// RuntimeClass the environment does not hold.
+	// ErrRuntimeClassNotFound is the reason of Default's refusal of a pod
+	// naming a RuntimeClass the environment does not hold.
 	ErrRuntimeClassNotFound = errors.New("runtime class not found")
-	// ErrOverheadMismatch is returned by Default when a pod states an
-	// overhead different from its RuntimeClass's.
+	// ErrOverheadMismatch is the reason of Default's refusal of a pod
+	// stating an overhead different from its RuntimeClass's.
 	ErrOverheadMismatch = errors.New("pod overhead does not match its RuntimeClass")
+	// ErrOverheadWithoutRuntimeClass is the reason of Default's refusal of
+	// a pod stating an overhead that no RuntimeClass of its defines.
+	ErrOverheadWithoutRuntimeClass = errors.New("pod overhead without a RuntimeClass overhead")
+	// ErrPriorityClassNotFound is the reason of Default's refusal of a pod
+	// naming a PriorityClass the environment does not hold.
+	ErrPriorityClassNotFound = errors.New("priority class not found")
 )
+
+// RefusedError is a refusal by one of the admission plugins that run
+// before quota's (RuntimeClass, Priority), in that plugin's words:
+// Kubernetes' 403 message is the object's forbidden prefix and Error.
+// errors.Is matches it to its Reason.
+type RefusedError struct {
+	Reason  error
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+func (e *RefusedError) Unwrap() error { return e.Reason }

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -679,6 +680,51 @@ func TestDefaultRules(t *testing.T) {
 	o := decode(t, pod("p", `{"runtimeClassName":"gvisor","containers":[{"name":"c"}]}`))
 	if err := Default(o, env); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("unknown runtime class: got %v, want not found", err)
+	}
+}
+
+// TestDefaultRefusals words the refusals of the plugins that run before
+// quota as Kubernetes does (the 403 adds the object's forbidden prefix).
+func TestDefaultRefusals(t *testing.T) {
+	rc := &nodev1.RuntimeClass{Handler: "kata", Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": resource.MustParse("250m")}}}
+	plain := &nodev1.RuntimeClass{Handler: "runc"}
+	env := Environment{
+		RuntimeClasses:  map[string]*nodev1.RuntimeClass{"kata": rc, "runc": plain},
+		PriorityClasses: []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}},
+	}
+	for _, tc := range []struct {
+		name, spec string
+		env        Environment
+		reason     error
+		want       string // "" for no refusal
+	}{
+		{"unknown runtime class", `{"runtimeClassName":"gvisor","containers":[{"name":"c"}]}`, env,
+			ErrRuntimeClassNotFound, `pod rejected: RuntimeClass "gvisor" not found`},
+		{"overhead other than the class's", `{"runtimeClassName":"kata","overhead":{"cpu":"100m"},"containers":[{"name":"c"}]}`, env,
+			ErrOverheadMismatch, `pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead`},
+		{"the class's own overhead", `{"runtimeClassName":"kata","overhead":{"cpu":"250m"},"containers":[{"name":"c"}]}`, env, nil, ""},
+		{"overhead without a runtime class", `{"overhead":{"cpu":"100m"},"containers":[{"name":"c"}]}`, env,
+			ErrOverheadWithoutRuntimeClass, `pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead`},
+		{"overhead with a class defining none", `{"runtimeClassName":"runc","overhead":{"cpu":"100m"},"containers":[{"name":"c"}]}`, env,
+			ErrOverheadWithoutRuntimeClass, `pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead`},
+		{"unknown priority class", `{"priorityClassName":"urgent","containers":[{"name":"c"}]}`, env,
+			ErrPriorityClassNotFound, `no PriorityClass with name urgent was found`},
+		{"known priority class", `{"priorityClassName":"high","containers":[{"name":"c"}]}`, env, nil, ""},
+		{"system priority class", `{"priorityClassName":"system-node-critical","containers":[{"name":"c"}]}`, env, nil, ""},
+		{"no priority class ingested", `{"priorityClassName":"urgent","containers":[{"name":"c"}]}`, Environment{}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Default(decode(t, pod("p", tc.spec)), tc.env)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want || !errors.Is(err, tc.reason) {
+				t.Fatalf("got %v, want %q (reason %v)", err, tc.want, tc.reason)
+			}
+		})
 	}
 }
 
