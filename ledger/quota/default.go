@@ -92,7 +92,7 @@ func defaultPodRequests(pod *corev1.Pod) {
 	}
 	// Containers that state requests give the pod their aggregate; for
 	// resources no container requests, the pod requests its limit.
-	for k, v := range aggregateKube(pod) {
+	for k, v := range aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }) {
 		if _, ok := requests[k]; !ok && isSupportedPodLevel(string(k)) && !isHugePages(string(k)) {
 			requests[k] = v
 		}
@@ -107,9 +107,12 @@ func defaultPodRequests(pod *corev1.Pod) {
 	}
 }
 
-// aggregateKube is aggregateContainers over spec requests in Kubernetes'
-// own quantities, for defaulting that writes back into the pod.
-func aggregateKube(pod *corev1.Pod) corev1.ResourceList {
+// aggregateContainers is what a pod's containers need together of the
+// list of each that list returns (their requests or their limits), in
+// Kubernetes' own quantities: the sum over containers and sidecars, raised
+// to the peak of each init container beside the sidecars started before
+// it.
+func aggregateContainers(pod *corev1.Pod, list func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
 	add := func(dst, src corev1.ResourceList) {
 		for k, v := range src {
 			if w, ok := dst[k]; ok {
@@ -129,19 +132,19 @@ func aggregateKube(pod *corev1.Pod) corev1.ResourceList {
 	}
 	result := corev1.ResourceList{}
 	for i := range pod.Spec.Containers {
-		add(result, pod.Spec.Containers[i].Resources.Requests)
+		add(result, list(&pod.Spec.Containers[i]))
 	}
 	sidecars, peak := corev1.ResourceList{}, corev1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		if isRestartable(c) {
-			add(result, c.Resources.Requests)
-			add(sidecars, c.Resources.Requests)
+			add(result, list(c))
+			add(sidecars, list(c))
 			raise(peak, sidecars)
 			continue
 		}
 		running := corev1.ResourceList{}
-		add(running, c.Resources.Requests)
+		add(running, list(c))
 		add(running, sidecars)
 		raise(peak, running)
 	}
@@ -213,10 +216,10 @@ func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
 	}
 }
 
-// setOverhead is the RuntimeClass plugin: it copies the overhead of the
-// RuntimeClass a pod names into the pod, and refuses a pod naming a class
-// that does not exist, stating an overhead other than its class's, or
-// stating one that no class of its defines.
+// setOverhead is the RuntimeClass plugin's mutation: it copies the
+// overhead of the RuntimeClass a pod names into the pod, and refuses a pod
+// naming a class that does not exist or stating an overhead other than
+// its class's.
 func setOverhead(pod *corev1.Pod, env Environment) error {
 	var rc *nodev1.RuntimeClass
 	if name := pod.Spec.RuntimeClassName; name != nil {
@@ -225,10 +228,7 @@ func setOverhead(pod *corev1.Pod, env Environment) error {
 		}
 	}
 	if rc == nil || rc.Overhead == nil {
-		if pod.Spec.Overhead != nil {
-			return &RefusedError{ErrOverheadWithoutRuntimeClass, "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"}
-		}
-		return nil
+		return nil // an overhead of the pod's own is refused by Validate
 	}
 	if len(pod.Spec.Overhead) > 0 && !apiequality.Semantic.DeepEqual(rc.Overhead.PodFixed, pod.Spec.Overhead) {
 		return &RefusedError{ErrOverheadMismatch, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"}

@@ -49,8 +49,11 @@
 //   - Pods are evaluated on create and on updates of their resize
 //     subresource, claims and services on create and update, everything
 //     else on create; no request on another subresource is evaluated.
-//   - Raw manifests get requests from limits, LimitRange container defaults
-//     and RuntimeClass overhead before admission (Default).
+//   - Raw manifests get requests from limits, LimitRange container defaults,
+//     the default PriorityClass and RuntimeClass overhead before admission
+//     (Default), and are refused before quota as LimitRanger (minimum,
+//     maximum, limit-to-request ratio), Priority and RuntimeClass refuse
+//     them (Default, Validate).
 //
 // # Caveats
 //

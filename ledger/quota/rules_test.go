@@ -683,9 +683,10 @@ func TestDefaultRules(t *testing.T) {
 	}
 }
 
-// TestDefaultRefusals words the refusals of the plugins that run before
-// quota as Kubernetes does (the 403 adds the object's forbidden prefix).
-func TestDefaultRefusals(t *testing.T) {
+// TestPluginRefusals words the refusals of the plugins that run before
+// quota, Default's and Validate's, as Kubernetes does (the 403 adds the
+// object's forbidden prefix).
+func TestPluginRefusals(t *testing.T) {
 	rc := &nodev1.RuntimeClass{Handler: "kata", Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": resource.MustParse("250m")}}}
 	plain := &nodev1.RuntimeClass{Handler: "runc"}
 	env := Environment{
@@ -714,7 +715,11 @@ func TestDefaultRefusals(t *testing.T) {
 		{"no priority class ingested", `{"priorityClassName":"urgent","containers":[{"name":"c"}]}`, Environment{}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Default(decode(t, pod("p", tc.spec)), tc.env)
+			o := decode(t, pod("p", tc.spec))
+			err := Default(o, tc.env)
+			if err == nil {
+				err = Validate(o, nil, tc.env)
+			}
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

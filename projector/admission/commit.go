@@ -189,7 +189,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 				if updated == nil {
 					updated = map[string]projector.Held{}
 				}
-				out, res, err := r.decideUpdate(st, look, j, updated, ids)
+				out, res, err := r.decideUpdate(v.env, st, look, j, updated, ids)
 				if err != nil {
 					deliver(err)
 					return
@@ -319,10 +319,10 @@ func (r *Responder) round(namespace string, jobs []*job) {
 // holds a reservation of already). The outcome's charge is what the reservation holds. The
 // error, when set, fails the round; one of the request alone is in the
 // outcome.
-func (r *Responder) decideUpdate(st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
+func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update
-	d := decideUpdate(st, u.obj, u.old, u.subresource, r.cfg.Limited)
+	d := decideUpdate(env, st, u.obj, u.old, u.subresource, r.cfg.Limited)
 	if !d.allowed {
 		return outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}, none, nil
 	}

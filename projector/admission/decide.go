@@ -33,12 +33,18 @@ func decide(v *view, op admissionv1.Operation, obj, old *object.Object, subresou
 	if op == admissionv1.Create {
 		return prepare(v.env, obj, limited).decide(v.NamespaceState)
 	}
-	return decideUpdate(v.NamespaceState, obj, old, subresource, limited)
+	return decideUpdate(v.env, v.NamespaceState, obj, old, subresource, limited)
 }
 
 // decideUpdate decides an update of old to obj (of its subresource, if
-// set) against st.
-func decideUpdate(st *projector.NamespaceState, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
+// set) against st, after the validating plugins that check updates
+// against the namespace's LimitRanges (env).
+func decideUpdate(env *quota.Environment, st *projector.NamespaceState, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
+	if subresource == "" {
+		if err := quota.Validate(obj, old, *env); err != nil {
+			return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
+		}
+	}
 	d := quota.Admit(quota.AdmitRequest{
 		Operation:   quota.Update,
 		Object:      obj,
@@ -115,7 +121,11 @@ type prepared struct {
 // prepare defaults obj against env and evaluates it.
 func prepare(env *quota.Environment, obj *object.Object, limited []quota.LimitedResource) *prepared {
 	p := &prepared{env: env, object: obj, now: time.Now(), limited: limited}
-	if err := quota.Default(obj, *env); err != nil {
+	err := quota.Default(obj, *env)
+	if err == nil {
+		err = quota.Validate(obj, nil, *env)
+	}
+	if err != nil {
 		p.denial = &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
 		return p
 	}

@@ -1,0 +1,254 @@
+package quota
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/ledger/object"
+)
+
+// Validate applies to a manifest, after Default, the validating admission
+// plugins that Kubernetes runs before quota's: LimitRanger's minimum,
+// maximum and limit-to-request ratio for containers, pods and claims
+// (every LimitRange of the namespace, in env's order), then the
+// RuntimeClass plugin's check of a pod's overhead. old is the stored
+// object of an update, nil for a create: LimitRanger checks a claim's
+// updates too, unless the claim is being deleted, and leaves a pod's
+// alone. A refusal is a RefusedError in the plugin's words.
+func Validate(o, old *object.Object, env Environment) error {
+	if old != nil && old.DeletionTimestamp != nil {
+		return nil
+	}
+	switch v := o.Value.(type) {
+	case *corev1.Pod:
+		if old != nil {
+			return nil
+		}
+		for _, lr := range env.LimitRanges {
+			if lr == nil {
+				continue
+			}
+			if err := limitPod(lr, v); err != nil {
+				return err
+			}
+		}
+		return validateOverhead(v, env)
+	case *corev1.PersistentVolumeClaim:
+		for _, lr := range env.LimitRanges {
+			if lr == nil {
+				continue
+			}
+			if err := limitClaim(lr, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// validateOverhead is the RuntimeClass plugin's validation: a pod may
+// state an overhead only as its RuntimeClass defines it (Default copied
+// it in).
+func validateOverhead(pod *corev1.Pod, env Environment) error {
+	if name := pod.Spec.RuntimeClassName; name != nil {
+		if rc := env.RuntimeClasses[*name]; rc != nil && rc.Overhead != nil {
+			return nil // Default refused any other overhead
+		}
+	}
+	if pod.Spec.Overhead != nil {
+		return &RefusedError{ErrOverheadWithoutRuntimeClass, "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"}
+	}
+	return nil
+}
+
+// limitViolations gathers what one LimitRange finds wrong with an object;
+// its error is LimitRanger's: the one message, or several in brackets.
+type limitViolations []string
+
+func (v *limitViolations) add(msg string) {
+	if msg != "" {
+		*v = append(*v, msg)
+	}
+}
+
+func (v limitViolations) err() error {
+	var unique []string
+	seen := map[string]bool{}
+	for _, m := range v {
+		if !seen[m] {
+			seen[m] = true
+			unique = append(unique, m)
+		}
+	}
+	switch len(unique) {
+	case 0:
+		return nil
+	case 1:
+		return &RefusedError{ErrLimitRange, unique[0]}
+	}
+	return &RefusedError{ErrLimitRange, "[" + strings.Join(unique, ", ") + "]"}
+}
+
+// limitPod checks a pod against the Container and Pod items of lr: each
+// container and init container on its own, and the pod's aggregate
+// requests and limits (init containers and sidecars counted as the
+// scheduler counts them, pod-level cpu and memory in place of the sum,
+// overhead left out).
+func limitPod(lr *corev1.LimitRange, pod *corev1.Pod) error {
+	var v limitViolations
+	for _, item := range lr.Spec.Limits {
+		switch item.Type {
+		case corev1.LimitTypeContainer:
+			for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+				for i := range cs {
+					limitItem(&v, item, cs[i].Resources.Requests, cs[i].Resources.Limits)
+				}
+			}
+		case corev1.LimitTypePod:
+			requests := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+			limits := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+			if r := pod.Spec.Resources; r != nil {
+				for k, q := range r.Requests {
+					if podLevelResources[string(k)] {
+						requests[k] = q
+					}
+				}
+				for k, q := range r.Limits {
+					if podLevelResources[string(k)] {
+						limits[k] = q
+					}
+				}
+			}
+			limitItem(&v, item, requests, limits)
+		}
+	}
+	return v.err()
+}
+
+// limitItem checks requests and limits against one Container or Pod item:
+// min, max, then the ratio, each by resource name.
+func limitItem(v *limitViolations, item corev1.LimitRangeItem, requests, limits corev1.ResourceList) {
+	kind := string(item.Type)
+	for _, k := range sortedNames(item.Min) {
+		v.add(minViolation(kind, k, item.Min[k], requests, limits))
+	}
+	for _, k := range sortedNames(item.Max) {
+		v.add(maxViolation(kind, k, item.Max[k], requests, limits))
+	}
+	for _, k := range sortedNames(item.MaxLimitRequestRatio) {
+		v.add(ratioViolation(kind, k, item.MaxLimitRequestRatio[k], requests, limits))
+	}
+}
+
+// limitClaim checks a claim's requests against the PersistentVolumeClaim
+// items of lr; a claim's limits are not its own to state.
+func limitClaim(lr *corev1.LimitRange, pvc *corev1.PersistentVolumeClaim) error {
+	var v limitViolations
+	requests := pvc.Spec.Resources.Requests
+	for _, item := range lr.Spec.Limits {
+		if item.Type != corev1.LimitTypePersistentVolumeClaim {
+			continue
+		}
+		kind := string(item.Type)
+		for _, k := range sortedNames(item.Min) {
+			v.add(minViolation(kind, k, item.Min[k], requests, nil))
+		}
+		for _, k := range sortedNames(item.Max) {
+			req, ok := requests[k]
+			max := item.Max[k]
+			switch r, _, m := comparable(req, resource.Quantity{}, max); {
+			case !ok:
+				v.add(fmt.Sprintf("maximum %s usage per %s is %s.  No request is specified", k, kind, max.String()))
+			case r > m:
+				v.add(fmt.Sprintf("maximum %s usage per %s is %s, but request is %s", k, kind, max.String(), req.String()))
+			}
+		}
+	}
+	return v.err()
+}
+
+// minViolation is LimitRanger's minimum rule: a request is required and
+// may not be under min, nor may a limit.
+func minViolation(kind string, k corev1.ResourceName, min resource.Quantity, requests, limits corev1.ResourceList) string {
+	req, reqOK := requests[k]
+	lim, limOK := limits[k]
+	r, l, m := comparable(req, lim, min)
+	switch {
+	case !reqOK:
+		return fmt.Sprintf("minimum %s usage per %s is %s.  No request is specified", k, kind, min.String())
+	case r < m:
+		return fmt.Sprintf("minimum %s usage per %s is %s, but request is %s", k, kind, min.String(), req.String())
+	case limOK && l < m:
+		return fmt.Sprintf("minimum %s usage per %s is %s, but limit is %s", k, kind, min.String(), lim.String())
+	}
+	return ""
+}
+
+// maxViolation is LimitRanger's maximum rule: a limit is required and may
+// not be over max, nor may a request.
+func maxViolation(kind string, k corev1.ResourceName, max resource.Quantity, requests, limits corev1.ResourceList) string {
+	req, reqOK := requests[k]
+	lim, limOK := limits[k]
+	r, l, m := comparable(req, lim, max)
+	switch {
+	case !limOK:
+		return fmt.Sprintf("maximum %s usage per %s is %s.  No limit is specified", k, kind, max.String())
+	case l > m:
+		return fmt.Sprintf("maximum %s usage per %s is %s, but limit is %s", k, kind, max.String(), lim.String())
+	case reqOK && r > m:
+		return fmt.Sprintf("maximum %s usage per %s is %s, but request is %s", k, kind, max.String(), req.String())
+	}
+	return ""
+}
+
+// ratioViolation is LimitRanger's limit-to-request ratio rule: both are
+// required and non-zero, and the limit may be at most ratio times the
+// request. The ratio is compared in thousandths where the quantities
+// allow it, and printed as Go's %f prints a float64, as LimitRanger does.
+func ratioViolation(kind string, k corev1.ResourceName, ratio resource.Quantity, requests, limits corev1.ResourceList) string {
+	req, reqOK := requests[k]
+	lim, limOK := limits[k]
+	r, l, _ := comparable(req, lim, ratio)
+	if !reqOK || r == 0 {
+		return fmt.Sprintf("%s max limit to request ratio per %s is %s, but no request is specified or request is 0", k, kind, ratio.String())
+	}
+	if !limOK || l == 0 {
+		return fmt.Sprintf("%s max limit to request ratio per %s is %s, but no limit is specified or limit is 0", k, kind, ratio.String())
+	}
+	observed := float64(l) / float64(r)
+	compared, max := observed, float64(ratio.Value())
+	if ratio.Value() <= resource.MaxMilliValue {
+		compared, max = observed*1000, float64(ratio.MilliValue())
+	}
+	if compared > max {
+		return fmt.Sprintf("%s max limit to request ratio per %s is %s, but provided ratio is %f", k, kind, ratio.String(), observed)
+	}
+	return ""
+}
+
+// comparable returns a request, a limit and an enforced value at one
+// precision: thousandths when none of them overflows it, whole units
+// (rounded up) otherwise.
+func comparable(req, lim, enf resource.Quantity) (r, l, e int64) {
+	r, l, e = req.Value(), lim.Value(), enf.Value()
+	if r <= resource.MaxMilliValue && l <= resource.MaxMilliValue && e <= resource.MaxMilliValue {
+		r, l, e = req.MilliValue(), lim.MilliValue(), enf.MilliValue()
+	}
+	return r, l, e
+}
+
+// sortedNames orders a resource list's names. LimitRanger walks a map, so
+// a LimitRange broken twice over lists its refusals in no fixed order;
+// the ledger lists them by name.
+func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(l))
+	for k := range l {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}

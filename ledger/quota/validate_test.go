@@ -1,0 +1,98 @@
+package quota
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/ledger/object"
+)
+
+// TestLimitRangeRefusals holds Validate to LimitRanger's rules and words:
+// a container's and a pod's minimum, maximum and limit-to-request ratio,
+// after Default has filled in the LimitRange's defaults, and a claim's
+// storage bounds, on create and on update.
+func TestLimitRangeRefusals(t *testing.T) {
+	q := resource.MustParse
+	lr := &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+		{
+			Type:                 corev1.LimitTypeContainer,
+			Min:                  corev1.ResourceList{"cpu": q("100m"), "memory": q("64Mi")},
+			Max:                  corev1.ResourceList{"cpu": q("2"), "memory": q("1Gi")},
+			MaxLimitRequestRatio: corev1.ResourceList{"cpu": q("4")},
+			Default:              corev1.ResourceList{"cpu": q("500m"), "memory": q("256Mi")},
+			DefaultRequest:       corev1.ResourceList{"cpu": q("250m"), "memory": q("128Mi")},
+		},
+		{Type: corev1.LimitTypePod, Max: corev1.ResourceList{"cpu": q("3")}},
+		{
+			Type: corev1.LimitTypePersistentVolumeClaim,
+			Min:  corev1.ResourceList{"storage": q("100Mi")},
+			Max:  corev1.ResourceList{"storage": q("1Gi")},
+		},
+	}}}
+	env := Environment{LimitRanges: []*corev1.LimitRange{lr}}
+	claim := func(size string) string {
+		return `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"team"},"spec":{"resources":{"requests":{"storage":"` + size + `"}}}}`
+	}
+	for _, tc := range []struct {
+		name, obj string
+		// old, when set, makes the request an update of it.
+		old  string
+		want string // "" when allowed
+	}{
+		{name: "defaults fit", obj: pod("p", `{"containers":[{"name":"a"},{"name":"b"}]}`)},
+		{name: "container over max", obj: pod("p", `{"containers":[`+ctr("a", "", `"cpu":"3"`)+`]}`),
+			want: "maximum cpu usage per Container is 2, but limit is 3"},
+		{name: "init container over max", obj: pod("p", `{"initContainers":[`+ctr("init", "", `"memory":"2Gi"`)+`],"containers":[{"name":"a"}]}`),
+			want: "maximum memory usage per Container is 1Gi, but limit is 2Gi"},
+		{name: "request under min", obj: pod("p", `{"containers":[`+ctr("a", `"cpu":"50m"`, `"cpu":"100m"`)+`]}`),
+			want: "minimum cpu usage per Container is 100m, but request is 50m"},
+		{name: "ratio over max", obj: pod("p", `{"containers":[`+ctr("a", `"cpu":"100m"`, `"cpu":"1"`)+`]}`),
+			want: "cpu max limit to request ratio per Container is 4, but provided ratio is 10.000000"},
+		{name: "pod over max", obj: pod("p", `{"containers":[`+ctr("a", "", `"cpu":"2"`)+`,`+ctr("b", "", `"cpu":"2"`)+`]}`),
+			want: "maximum cpu usage per Pod is 3, but limit is 4"},
+		{name: "pod counts an init container at its peak", obj: pod("p", `{"initContainers":[`+ctr("init", "", `"cpu":"2"`)+`],"containers":[`+ctr("a", "", `"cpu":"1500m"`)+`]}`)},
+		{name: "several violations in brackets", obj: pod("p", `{"containers":[`+ctr("a", "", `"cpu":"3","memory":"2Gi"`)+`]}`),
+			want: "[maximum cpu usage per Container is 2, but limit is 3, maximum memory usage per Container is 1Gi, but limit is 2Gi]"},
+		{name: "claim over max", obj: claim("2.5Gi"),
+			want: "maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2560Mi"},
+		{name: "claim under min", obj: claim("50Mi"),
+			want: "minimum storage usage per PersistentVolumeClaim is 100Mi, but request is 50Mi"},
+		{name: "claim within", obj: claim("1Gi")},
+		{name: "claim grown past max", obj: claim("2Gi"), old: claim("1Gi"),
+			want: "maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2Gi"},
+		{name: "pod updates are not checked", obj: pod("p", `{"containers":[`+ctr("a", "", `"cpu":"3"`)+`]}`),
+			old: pod("p", `{"containers":[`+ctr("a", "", `"cpu":"3"`)+`]}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := decode(t, tc.obj)
+			var old *object.Object
+			if tc.old != "" {
+				old = decode(t, tc.old)
+			} else if err := Default(o, env); err != nil {
+				t.Fatal(err)
+			}
+			err := Validate(o, old, env)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrLimitRange) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+
+	// A claim being deleted is not checked.
+	old := decode(t, claim("1Gi"))
+	now := time.Now()
+	old.DeletionTimestamp = &now
+	if err := Validate(decode(t, claim("2Gi")), old, env); err != nil {
+		t.Errorf("update of a claim being deleted: %v", err)
+	}
+}

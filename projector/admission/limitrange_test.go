@@ -1,0 +1,74 @@
+package admission
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/quotaledger/quota/ledger/ledgertest"
+)
+
+// TestLimitRangesRefuseBeforeQuota asks over NATS for creates and updates
+// that a LimitRange of the namespace forbids: LimitRanger's 403 comes
+// before quota's, whether the quota would have allowed them or not, and a
+// refused request reserves nothing.
+func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	const ns = "bounded"
+	upsert(t, stream, quotaManifest(ns, "q", map[string]string{"requests.storage": "20Gi", "pods": "10"}))
+	upsert(t, stream, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"bounds","namespace":"`+ns+`","uid":"lr1"},"spec":{"limits":[`+
+		`{"type":"PersistentVolumeClaim","min":{"storage":"100Mi"},"max":{"storage":"1Gi"}},`+
+		`{"type":"Container","max":{"cpu":"2"},"default":{"cpu":"2"},"defaultRequest":{"cpu":"2"}}]}}`)
+	upsert(t, stream, pvcManifest(ns, "held", "1Gi", "5"))
+	r := startReplica(t, srv.ClientURL(), Config{})
+	r.catchUp(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+
+	for _, tc := range []struct {
+		name, obj, old string
+		want           string // the 403's message, "" when allowed
+	}{
+		{"claim over max", pvcManifest(ns, "big", "2.5Gi", ""), "",
+			`persistentvolumeclaims "big" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2560Mi`},
+		{"claim within", pvcManifest(ns, "fits", "500Mi", ""), "", ""},
+		{"claim grown past max", pvcManifest(ns, "held", "3Gi", "5"), pvcManifest(ns, "held", "1Gi", "5"),
+			`persistentvolumeclaims "held" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 3Gi`},
+		{"container over max", podManifest(ns, "hungry", "3"), "",
+			`pods "hungry" is forbidden: maximum cpu usage per Container is 2, but limit is 3`},
+		{"container at its defaults", podManifest(ns, "plain", ""), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op := admissionv1.Create
+			if tc.old != "" {
+				op = admissionv1.Update
+			}
+			for _, dry := range []bool{true, false} {
+				resp := ask(t, nc, ns, review("uid-"+tc.name, op, ns, tc.obj, tc.old, dry))
+				if tc.want == "" {
+					if !resp.Allowed {
+						t.Fatalf("dry run %v: refused: %+v", dry, resp.Result)
+					}
+					continue
+				}
+				if resp.Allowed || resp.Result == nil || resp.Result.Code != 403 || resp.Result.Reason != "Forbidden" || resp.Result.Message != tc.want {
+					t.Fatalf("dry run %v: got %+v, want a 403 %q", dry, resp.Result, tc.want)
+				}
+			}
+		})
+	}
+	// Only the two allowed creates reserved: the held claim's 1Gi, the
+	// new claim's 500Mi, and one pod.
+	r.catchUp(t)
+	if got := r.used(t, ns, "q", "requests.storage"); got != "1524Mi" {
+		t.Errorf("requests.storage used %s, want 1524Mi", got)
+	}
+	if got := r.used(t, ns, "q", "pods"); got != "1" {
+		t.Errorf("pods used %s, want 1", got)
+	}
+}
