@@ -87,11 +87,12 @@ func FromObject(o *object.Object) (*Quota, error) {
 	return q, nil
 }
 
-// sortedHard returns the hard resource names in order, so that the
-// validation message is stable (Kubernetes walks a Go map).
-func sortedHard(hard corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(hard))
-	for k := range hard {
+// sortedNames returns a resource list's names in order, so that messages
+// listing them are stable where Kubernetes walks a Go map (a quota's
+// validation, LimitRanger's refusals).
+func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(l))
+	for k := range l {
 		names = append(names, k)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
@@ -102,7 +103,7 @@ func sortedHard(hard corev1.ResourceList) []corev1.ResourceName {
 func validateSpec(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 	var errs field.ErrorList
 	hardPath := field.NewPath("spec").Child("hard")
-	for _, k := range sortedHard(spec.Hard) {
+	for _, k := range sortedNames(spec.Hard) {
 		path := hardPath.Key(string(k))
 		errs = append(errs, validateResourceName(string(k), path)...)
 		errs = append(errs, validateQuantity(string(k), spec.Hard[k], path)...)
@@ -167,7 +168,7 @@ func validateScopes(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 		if !standardScopes[string(scope)] {
 			errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope"))
 		}
-		for _, k := range sortedHard(spec.Hard) {
+		for _, k := range sortedNames(spec.Hard) {
 			if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(string(scope), string(k)) {
 				errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope applied to resource"))
 			}
@@ -194,7 +195,7 @@ func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 		if !standardScopes[scope] {
 			errs = append(errs, field.Invalid(path.Child("scopeName"), req.ScopeName, "unsupported scope"))
 		}
-		for _, k := range sortedHard(spec.Hard) {
+		for _, k := range sortedNames(spec.Hard) {
 			if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(scope, string(k)) {
 				errs = append(errs, field.Invalid(path, spec.ScopeSelector, "unsupported scope applied to resource"))
 			}

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -239,16 +238,4 @@ func comparable(req, lim, enf resource.Quantity) (r, l, e int64) {
 		r, l, e = req.MilliValue(), lim.MilliValue(), enf.MilliValue()
 	}
 	return r, l, e
-}
-
-// sortedNames orders a resource list's names. LimitRanger walks a map, so
-// a LimitRange broken twice over lists its refusals in no fixed order;
-// the ledger lists them by name.
-func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(l))
-	for k := range l {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
 }
