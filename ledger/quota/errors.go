@@ -39,3 +39,11 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Message }
 
 func (e *RefusedError) Unwrap() error { return e.Reason }
+
+// InvalidError is the API server's refusal of an object that fails its
+// validation, which comes before any validating admission plugin: a 422
+// (reason Invalid) whose message is Error, naming the object by its kind
+// ("Pod \"web\" is invalid: ...").
+type InvalidError struct{ Message string }
+
+func (e *InvalidError) Error() string { return e.Message }

@@ -5,19 +5,24 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/quotaledger/quota/ledger/object"
 )
 
-// Validate applies to a manifest, after Default, the validating admission
-// plugins that Kubernetes runs before quota's: LimitRanger's minimum,
-// maximum and limit-to-request ratio for containers, pods and claims
-// (every LimitRange of the namespace, in env's order), then the
-// RuntimeClass plugin's check of a pod's overhead. old is the stored
-// object of an update, nil for a create: LimitRanger checks a claim's
-// updates too, unless the claim is being deleted, and leaves a pod's
-// alone. A refusal is a RefusedError in the plugin's words.
+// Validate applies to a manifest, after Default, what Kubernetes checks
+// between its mutating admission and quota's: the API server's check that
+// a new pod's containers request no more than their limits (an
+// InvalidError), then the validating plugins LimitRanger (minimum,
+// maximum and limit-to-request ratio for containers, pods and claims,
+// every LimitRange of the namespace in env's order) and RuntimeClass (a
+// pod's overhead). old is the stored object of an update, nil for a
+// create: LimitRanger checks a claim's updates too, unless the claim is
+// being deleted, and leaves a pod's alone. A plugin's refusal is a
+// RefusedError in its words.
 func Validate(o, old *object.Object, env Environment) error {
 	if old != nil && old.DeletionTimestamp != nil {
 		return nil
@@ -26,6 +31,9 @@ func Validate(o, old *object.Object, env Environment) error {
 	case *corev1.Pod:
 		if old != nil {
 			return nil
+		}
+		if err := validatePodResources(o.Name, v); err != nil {
+			return err
 		}
 		for _, lr := range env.LimitRanges {
 			if lr == nil {
@@ -47,6 +55,41 @@ func Validate(o, old *object.Object, env Environment) error {
 		}
 	}
 	return nil
+}
+
+// validatePodResources is the API server's validation of what each
+// container and init container requests against its limits: no more than
+// the limit, and exactly the limit for a resource that cannot be
+// overcommitted (an extended resource, huge pages), which needs a limit.
+// Its refusal is the API server's 422, naming the pod by its kind.
+func validatePodResources(name string, pod *corev1.Pod) error {
+	var errs field.ErrorList
+	for _, cs := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"containers", pod.Spec.Containers}, {"initContainers", pod.Spec.InitContainers}} {
+		for i := range cs.containers {
+			r := &cs.containers[i].Resources
+			path := field.NewPath("spec", cs.field).Index(i).Child("resources")
+			for _, k := range sortedNames(r.Requests) {
+				req := r.Requests[k]
+				lim, ok := r.Limits[k]
+				overcommit := isNativeResource(string(k)) && !isHugePages(string(k))
+				switch {
+				case ok && req.Cmp(lim) != 0 && !overcommit:
+					errs = append(errs, field.Invalid(path.Child("requests"), req.String(), fmt.Sprintf("must be equal to %s limit of %s", k, lim.String())))
+				case ok && req.Cmp(lim) > 0:
+					errs = append(errs, field.Invalid(path.Child("requests"), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", k, lim.String())))
+				case !ok && !overcommit:
+					errs = append(errs, field.Required(path.Child("limits"), "Limit must be set for non overcommitable resources"))
+				}
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InvalidError{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, errs).Error()}
 }
 
 // validateOverhead is the RuntimeClass plugin's validation: a pod may

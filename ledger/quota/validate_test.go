@@ -96,3 +96,45 @@ func TestLimitRangeRefusals(t *testing.T) {
 		t.Errorf("update of a claim being deleted: %v", err)
 	}
 }
+
+// TestRequestsAboveLimitsAreInvalid holds Validate to the API server's
+// check of a new pod's requests against its limits, which refuses with a
+// 422 before any plugin's validation: the LimitRange's default limit
+// under a stated request is the usual way to meet it.
+func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
+	q := resource.MustParse
+	lr := &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type:    corev1.LimitTypeContainer,
+		Default: corev1.ResourceList{"cpu": q("500m")},
+		Max:     corev1.ResourceList{"cpu": q("1")},
+	}}}}
+	env := Environment{LimitRanges: []*corev1.LimitRange{lr}}
+	for _, tc := range []struct{ name, spec, want string }{
+		{"request over the default limit", `{"containers":[` + ctr("a", `"cpu":"700m"`, "") + `]}`,
+			`Pod "p" is invalid: spec.containers[0].resources.requests: Invalid value: "700m": must be less than or equal to cpu limit of 500m`},
+		{"init container over its own limit", `{"initContainers":[` + ctr("i", `"cpu":"300m"`, `"cpu":"200m"`) + `],"containers":[{"name":"a"}]}`,
+			`Pod "p" is invalid: spec.initContainers[0].resources.requests: Invalid value: "300m": must be less than or equal to cpu limit of 200m`},
+		{"extended resource request other than its limit", `{"containers":[` + ctr("a", `"example.com/gpu":"1"`, `"example.com/gpu":"2"`) + `]}`,
+			`Pod "p" is invalid: spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/gpu limit of 2`},
+		{"extended resource without a limit", `{"containers":[` + ctr("a", `"example.com/gpu":"1"`, "") + `]}`,
+			`Pod "p" is invalid: spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources`},
+		{"two containers wrong", `{"containers":[` + ctr("a", `"cpu":"600m"`, "") + `,` + ctr("b", `"cpu":"900m"`, "") + `]}`,
+			`Pod "p" is invalid: [spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m, spec.containers[1].resources.requests: Invalid value: "900m": must be less than or equal to cpu limit of 500m]`},
+		{"within", `{"containers":[` + ctr("a", `"cpu":"400m"`, "") + `]}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := decode(t, pod("p", tc.spec))
+			if err := Default(o, env); err != nil {
+				t.Fatal(err)
+			}
+			err := Validate(o, nil, env)
+			var invalid *InvalidError
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (!errors.As(err, &invalid) || err.Error() != tc.want):
+				t.Fatalf("got %v, want the 422 %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -17,8 +17,9 @@ import (
 var servingLine = regexp.MustCompile(`quota ledger serving.* nats=(\S+)`)
 
 // TestAdmitCommandExitCodes drives the quota binary: `quota admit` reads a
-// YAML manifest and exits 0 when allowed, 1 with the 403 message when
-// denied, and 2 when it cannot ask.
+// YAML manifest and exits 0 when allowed, 1 with the API server's message
+// when denied (a 403, or a 422 for an invalid object), and 2 when it
+// cannot ask.
 func TestAdmitCommandExitCodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the quota binary")
@@ -101,6 +102,9 @@ func TestAdmitCommandExitCodes(t *testing.T) {
 		{name: "a create that fits is allowed and reserved", args: []string{"admit", "-n", "team", "-f", pod("web-1", "500m")}, code: 0, out: "allowed\n"},
 		{name: "the reservation counts for the next admission", args: []string{"admit", "-n", "team", "-f", pod("web-2", "100m")}, code: 1,
 			out: `pods "web-2" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=1, limited: pods=1` + "\n"},
+		{name: "a request above its limit is invalid, as the API server says", args: []string{"admit", "--dry-run", "-n", "team", "-f",
+			write("upside.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: upside\nspec:\n  containers:\n  - name: app\n    image: app:1\n    resources:\n      requests:\n        cpu: 2\n      limits:\n        cpu: 1\n")}, code: 1,
+			out: `Pod "upside" is invalid: spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1` + "\n"},
 		{name: "a manifest that is not YAML is an error", args: []string{"admit", "-n", "team", "-f", write("bad.yaml", "kind: [Pod\n")}, code: 2},
 		{name: "a missing file is an error", args: []string{"admit", "-n", "team", "-f", filepath.Join(dir, "none.yaml")}, code: 2},
 		{name: "an object of another namespace is an error", args: []string{"admit", "-n", "team", "-f",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
@@ -224,7 +223,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			}
 			d := p.decide(st)
 			if !d.allowed {
-				outcomes[i] = outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}
+				outcomes[i] = outcome{resp: failure(d.code, d.reason(), d.message)}
 				continue
 			}
 			outcomes[i] = outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}}
@@ -324,7 +323,7 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 	u := j.update
 	d := decideUpdate(env, st, u.obj, u.old, u.subresource, r.cfg.Limited)
 	if !d.allowed {
-		return outcome{resp: failure(d.code, metav1.StatusReasonForbidden, d.message)}, none, nil
+		return outcome{resp: failure(d.code, d.reason(), d.message)}, none, nil
 	}
 	allowed := outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}, charge: d.charge}
 	if !d.charged || ids[j.reservation] {

@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"errors"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
@@ -42,7 +44,7 @@ func decide(v *view, op admissionv1.Operation, obj, old *object.Object, subresou
 func decideUpdate(env *quota.Environment, st *projector.NamespaceState, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
 	if subresource == "" {
 		if err := quota.Validate(obj, old, *env); err != nil {
-			return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
+			return refusal(obj, err)
 		}
 	}
 	d := quota.Admit(quota.AdmitRequest{
@@ -79,6 +81,29 @@ func verdict(st *projector.NamespaceState, d quota.Decision) *decision {
 		}
 	}
 	return out
+}
+
+// refusal is the denial of obj by what runs before quota: the API
+// server's validation (a 422 in its own words) or an admission plugin (a
+// 403 about the object).
+func refusal(obj *object.Object, err error) *decision {
+	var invalid *quota.InvalidError
+	if errors.As(err, &invalid) {
+		return &decision{allowed: false, code: 422, message: invalid.Error()}
+	}
+	return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
+}
+
+// reason is the status reason of a denial with the decision's code: a
+// 500 is a plain error, which the API server reports with no reason.
+func (d *decision) reason() metav1.StatusReason {
+	switch d.code {
+	case 422:
+		return metav1.StatusReasonInvalid
+	case 500:
+		return metav1.StatusReasonUnknown
+	}
+	return metav1.StatusReasonForbidden
 }
 
 // forbiddenPrefix is how kube-apiserver starts a 403 about an object.
@@ -126,7 +151,7 @@ func prepare(env *quota.Environment, obj *object.Object, limited []quota.Limited
 		err = quota.Validate(obj, nil, *env)
 	}
 	if err != nil {
-		p.denial = &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
+		p.denial = refusal(obj, err)
 		return p
 	}
 	if c, err := quota.Evaluate(obj, p.now); err == nil {

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -10,9 +11,10 @@ import (
 )
 
 // TestLimitRangesRefuseBeforeQuota asks over NATS for creates and updates
-// that a LimitRange of the namespace forbids: LimitRanger's 403 comes
-// before quota's, whether the quota would have allowed them or not, and a
-// refused request reserves nothing.
+// that a LimitRange of the namespace forbids: LimitRanger's 403 (or the
+// API server's 422, for a request above the limit the LimitRange gave)
+// comes before quota's, whether the quota would have allowed them or not,
+// and a refused request reserves nothing.
 func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
 	srv, _, js := ledgertest.StartServer(t)
 	stream := ledgertest.OpenStream(t, js)
@@ -42,6 +44,8 @@ func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
 		{"container over max", podManifest(ns, "hungry", "3"), "",
 			`pods "hungry" is forbidden: maximum cpu usage per Container is 2, but limit is 3`},
 		{"container at its defaults", podManifest(ns, "plain", ""), "", ""},
+		{"request over the default limit", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"greedy","namespace":"` + ns + `"},"spec":{"containers":[{"name":"a","image":"i","resources":{"requests":{"cpu":"3"}}}]}}`, "",
+			`Pod "greedy" is invalid: spec.containers[0].resources.requests: Invalid value: "3": must be less than or equal to cpu limit of 2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			op := admissionv1.Create
@@ -56,8 +60,12 @@ func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
 					}
 					continue
 				}
-				if resp.Allowed || resp.Result == nil || resp.Result.Code != 403 || resp.Result.Reason != "Forbidden" || resp.Result.Message != tc.want {
-					t.Fatalf("dry run %v: got %+v, want a 403 %q", dry, resp.Result, tc.want)
+				code, reason := int32(403), "Forbidden"
+				if strings.Contains(tc.want, " is invalid: ") {
+					code, reason = 422, "Invalid"
+				}
+				if resp.Allowed || resp.Result == nil || resp.Result.Code != code || string(resp.Result.Reason) != reason || resp.Result.Message != tc.want {
+					t.Fatalf("dry run %v: got %+v, want a %d %q", dry, resp.Result, code, tc.want)
 				}
 			}
 		})

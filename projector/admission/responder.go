@@ -402,7 +402,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	}
 	d := decide(v, op, obj, old, req.SubResource, r.cfg.Limited)
 	if !d.allowed {
-		return failure(d.code, metav1.StatusReasonForbidden, d.message), nil
+		return failure(d.code, d.reason(), d.message), nil
 	}
 	return &admissionv1.AdmissionResponse{Allowed: true}, nil
 }
