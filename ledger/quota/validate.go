@@ -63,6 +63,9 @@ func Validate(o, old *object.Object, env Environment) error {
 // overcommitted (an extended resource, huge pages), which needs a limit.
 // Its refusal is the API server's 422, naming the pod by its kind.
 func validatePodResources(name string, pod *corev1.Pod) error {
+	if !anyRequestOffLimit(pod) {
+		return nil // the common case, without building paths and messages
+	}
 	var errs field.ErrorList
 	for _, cs := range []struct {
 		field      string
@@ -90,6 +93,24 @@ func validatePodResources(name string, pod *corev1.Pod) error {
 		return nil
 	}
 	return &InvalidError{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, errs).Error()}
+}
+
+// anyRequestOffLimit reports whether validatePodResources has something to
+// refuse.
+func anyRequestOffLimit(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for k, req := range r.Requests {
+				lim, ok := r.Limits[k]
+				overcommit := isNativeResource(string(k)) && !isHugePages(string(k))
+				if !ok && !overcommit || ok && (req.Cmp(lim) > 0 || !overcommit && req.Cmp(lim) != 0) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // validateOverhead is the RuntimeClass plugin's validation: a pod may
