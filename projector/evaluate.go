@@ -31,11 +31,32 @@ func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) evaluated {
 	if err != nil {
 		return evaluated{err: err}
 	}
-	charge, err := quota.Evaluate(o, at)
+	charge, err := quota.Evaluate(o, judgedAt(o, at))
 	if err != nil {
 		return evaluated{err: skipf("evaluate %s %s/%s: %v", o.Resource, o.Namespace, o.Name, err)}
 	}
 	return evaluated{object: o, charge: charge}
+}
+
+// judgedAt is the moment at which Kubernetes' quota controller judges the
+// object of an event the stream received at: when the event happened. For
+// most events that is the stream time, but a pod being deleted is judged
+// when the controller saw its deletion, just after it was requested: the
+// API server sets deletionTimestamp to the request's time plus the grace
+// period. So the pod keeps counting, as it does in Kubernetes, however
+// late its event is ingested (a recording, a backlog); only a zero grace
+// period, or its DELETED event, releases it. Kubernetes' controller drops
+// such a pod at its next full recount once twice the grace period has
+// passed (every five minutes by default), which the ledger cannot see.
+func judgedAt(o *object.Object, at time.Time) time.Time {
+	if o.Resource != "pods" || o.DeletionTimestamp == nil || o.DeletionGracePeriodSeconds == nil {
+		return at
+	}
+	grace := time.Duration(*o.DeletionGracePeriodSeconds) * time.Second
+	if seen := o.DeletionTimestamp.Add(-grace).Add(time.Nanosecond); seen.Before(at) {
+		return seen
+	}
+	return at
 }
 
 // evaluateRecord evaluates the objects one record carries.
