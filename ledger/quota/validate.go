@@ -63,9 +63,6 @@ func Validate(o, old *object.Object, env Environment) error {
 // overcommitted (an extended resource, huge pages), which needs a limit.
 // Its refusal is the API server's 422, naming the pod by its kind.
 func validatePodResources(name string, pod *corev1.Pod) error {
-	if !anyRequestOffLimit(pod) {
-		return nil // the common case, without building paths and messages
-	}
 	var errs field.ErrorList
 	for _, cs := range []struct {
 		field      string
@@ -73,18 +70,17 @@ func validatePodResources(name string, pod *corev1.Pod) error {
 	}{{"containers", pod.Spec.Containers}, {"initContainers", pod.Spec.InitContainers}} {
 		for i := range cs.containers {
 			r := &cs.containers[i].Resources
+			if !anyOffLimit(r) {
+				continue // the common case, without paths or messages
+			}
 			path := field.NewPath("spec", cs.field).Index(i).Child("resources")
 			for _, k := range sortedNames(r.Requests) {
-				req := r.Requests[k]
-				lim, ok := r.Limits[k]
-				overcommit := isNativeResource(string(k)) && !isHugePages(string(k))
-				switch {
-				case ok && req.Cmp(lim) != 0 && !overcommit:
-					errs = append(errs, field.Invalid(path.Child("requests"), req.String(), fmt.Sprintf("must be equal to %s limit of %s", k, lim.String())))
-				case ok && req.Cmp(lim) > 0:
-					errs = append(errs, field.Invalid(path.Child("requests"), req.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", k, lim.String())))
-				case !ok && !overcommit:
-					errs = append(errs, field.Required(path.Child("limits"), "Limit must be set for non overcommitable resources"))
+				switch detail, required := offLimit(r, k); {
+				case required:
+					errs = append(errs, field.Required(path.Child("limits"), detail))
+				case detail != "":
+					req := r.Requests[k]
+					errs = append(errs, field.Invalid(path.Child("requests"), req.String(), detail))
 				}
 			}
 		}
@@ -95,22 +91,31 @@ func validatePodResources(name string, pod *corev1.Pod) error {
 	return &InvalidError{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, errs).Error()}
 }
 
-// anyRequestOffLimit reports whether validatePodResources has something to
-// refuse.
-func anyRequestOffLimit(pod *corev1.Pod) bool {
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range cs {
-			r := &cs[i].Resources
-			for k, req := range r.Requests {
-				lim, ok := r.Limits[k]
-				overcommit := isNativeResource(string(k)) && !isHugePages(string(k))
-				if !ok && !overcommit || ok && (req.Cmp(lim) > 0 || !overcommit && req.Cmp(lim) != 0) {
-					return true
-				}
-			}
+// anyOffLimit reports whether offLimit finds fault with any request of r.
+func anyOffLimit(r *corev1.ResourceRequirements) bool {
+	for k := range r.Requests {
+		if detail, _ := offLimit(r, k); detail != "" {
+			return true
 		}
 	}
 	return false
+}
+
+// offLimit is what the API server finds wrong with r's request of k: ""
+// when nothing; required says that the limit is missing.
+func offLimit(r *corev1.ResourceRequirements, k corev1.ResourceName) (detail string, required bool) {
+	req := r.Requests[k]
+	lim, ok := r.Limits[k]
+	overcommit := isNativeResource(string(k)) && !isHugePages(string(k))
+	switch {
+	case ok && req.Cmp(lim) != 0 && !overcommit:
+		return fmt.Sprintf("must be equal to %s limit of %s", k, lim.String()), false
+	case ok && req.Cmp(lim) > 0:
+		return fmt.Sprintf("must be less than or equal to %s limit of %s", k, lim.String()), false
+	case !ok && !overcommit:
+		return "Limit must be set for non overcommitable resources", true
+	}
+	return "", false
 }
 
 // validateOverhead is the RuntimeClass plugin's validation: a pod may
