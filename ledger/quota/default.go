@@ -222,7 +222,7 @@ func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
 // its class's.
 func setOverhead(pod *corev1.Pod, env Environment) error {
 	var rc *nodev1.RuntimeClass
-	if name := pod.Spec.RuntimeClassName; name != nil {
+	if name := pod.Spec.RuntimeClassName; name != nil && *name != "" {
 		if rc = env.RuntimeClasses[*name]; rc == nil {
 			return &RefusedError{ErrRuntimeClassNotFound, fmt.Sprintf("pod rejected: RuntimeClass %q not found", *name)}
 		}
