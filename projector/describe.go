@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // InvalidAnnotation is set on a described quota whose spec Kubernetes would
@@ -71,6 +72,11 @@ func describeOne(q *corev1.ResourceQuota) []byte {
 	for _, name := range names {
 		hard := q.Status.Hard[corev1.ResourceName(name)]
 		used := q.Status.Used[corev1.ResourceName(name)]
+		if used.Format != hard.Format {
+			// kubectl prints used in hard's format, as a whole number
+			// (rounded up): 500M of a 1Gi quota prints as 500000000.
+			used = *resource.NewQuantity(used.Value(), hard.Format)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, used.String(), hard.String())
 	}
 	tw.Flush()
