@@ -620,6 +620,12 @@ func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 // adjust applies the difference between two charges to a quota's usage. It
 // reports whether Used changed and whether a decrease needs a rescan to
 // learn the print format Kubernetes' recount would give.
+//
+// A decrease is what Kubernetes' recount gives, and a recount that changes
+// a quota's usage rewrites every figure of it, each a fresh sum: so the
+// figures the change leaves alone are reprinted as a fresh sum prints
+// them (a figure that admissions built up from terms of several formats,
+// say 1G then 2Gi less 1G, printed 2147483648, is 2Gi once recounted).
 func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, rescan bool, err error) {
 	if len(oldPart) == 0 && len(newPart) == 0 {
 		return false, false, nil
@@ -630,6 +636,7 @@ func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, resca
 	if r.Terms == nil {
 		r.Terms = map[string]*[formatCount]int{}
 	}
+	var decreased bool
 	names := make(map[string]struct{}, len(oldPart)+len(newPart))
 	for n := range oldPart {
 		names[n] = struct{}{}
@@ -662,14 +669,10 @@ func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, resca
 		if d > 0 {
 			used = settle(used.Add(n.Sub(o)))
 		} else {
-			used = used.Sub(o.Sub(n))
-			switch format, ok := soleFormat(terms); {
-			case !ok:
+			decreased = true
+			var fresh bool
+			if used, fresh = recounted(used.Sub(o.Sub(n)), terms); !fresh {
 				rescan = true
-			case used.IsZero():
-				used = quantity.Quantity{}
-			default:
-				used = settle(used.WithFormat(format))
 			}
 		}
 		if used.Sign() < 0 {
@@ -677,7 +680,38 @@ func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, resca
 		}
 		r.Used[name] = used
 	}
+	if !decreased || rescan {
+		return changed, rescan, nil
+	}
+	for name, used := range r.Used {
+		if _, done := names[name]; done {
+			continue
+		}
+		terms := r.Terms[name]
+		if terms == nil {
+			terms = new([formatCount]int)
+		}
+		// Terms of several formats print as the recount's order has it,
+		// which Kubernetes does not fix either: such a figure is left.
+		if fresh, ok := recounted(used, terms); ok {
+			r.Used[name] = fresh
+		}
+	}
 	return changed, rescan, nil
+}
+
+// recounted is used as Kubernetes' recount prints it when all its
+// non-zero terms share one format; ok is false when they do not, and the
+// print depends on the order of the sum.
+func recounted(used quantity.Quantity, terms *[formatCount]int) (quantity.Quantity, bool) {
+	format, ok := soleFormat(terms)
+	switch {
+	case !ok:
+		return used, false
+	case used.IsZero():
+		return quantity.Quantity{}, true
+	}
+	return settle(used.WithFormat(format)), true
 }
 
 // soleFormat reports the one format all non-zero terms share. With no

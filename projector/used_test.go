@@ -51,3 +51,41 @@ func TestUsedHoldsWhatKubernetesTracks(t *testing.T) {
 		t.Errorf("hard has %d names, want all 10 of spec.hard: %v", len(st.Hard), st.Hard)
 	}
 }
+
+// TestRecountReprintsEveryFigure follows a quota through an increase that
+// admission adds in the running figure's format, then a deletion: the
+// recount that the deletion brings in Kubernetes rewrites every figure of
+// the quota as a fresh sum, so requests.storage, built up as 1G and then
+// 2Gi less 1G (2147483648), prints as the one claim's 2Gi afterwards,
+// though the deletion was a ConfigMap's.
+func TestRecountReprintsEveryFigure(t *testing.T) {
+	const events = `{"type":"ADDED","object":{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"team","uid":"q1","resourceVersion":"1"},"spec":{"hard":{"requests.storage":"100Gi","count/configmaps":"10"}}}}
+{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","namespace":"team","uid":"c1","resourceVersion":"2"}}}
+{"type":"ADDED","object":{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"v1","namespace":"team","uid":"v1","resourceVersion":"3"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1G"}}}}}
+{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"v1","namespace":"team","uid":"v1","resourceVersion":"4"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"2Gi"}}}}}
+{"type":"DELETED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","namespace":"team","uid":"c1","resourceVersion":"5"}}}
+`
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(file, []byte(events), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	records := watchRecords(t, 0, file)
+	p := openTemp(t)
+	storage := func() string {
+		t.Helper()
+		list, err := p.Quotas("team", "q", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := list.Items[0].Status.Used["requests.storage"]
+		return v.String()
+	}
+	applyAll(t, p, records[:4], 1)
+	if got := storage(); got != "2147483648" {
+		t.Errorf("after the claim grew: requests.storage %s, want 2147483648 (1G plus the increase)", got)
+	}
+	applyAll(t, p, records[4:], 1)
+	if got := storage(); got != "2Gi" {
+		t.Errorf("after the deletion's recount: requests.storage %s, want 2Gi", got)
+	}
+}
