@@ -692,9 +692,10 @@ func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, resca
 			terms = new([formatCount]int)
 		}
 		// Terms of several formats print as the recount's order has it,
-		// which Kubernetes does not fix either: such a figure is left.
-		if fresh, ok := recounted(used, terms); ok {
-			r.Used[name] = fresh
+		// which Kubernetes does not fix either: such a figure is left, as
+		// is one already in its terms' format.
+		if format, ok := soleFormat(terms); ok && used.Format() != format {
+			r.Used[name], _ = recounted(used, terms)
 		}
 	}
 	return changed, rescan, nil
