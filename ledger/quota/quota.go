@@ -204,7 +204,7 @@ func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 		case ScopeBestEffort, ScopeNotBestEffort, ScopeTerminating, ScopeNotTerminating, ScopeCrossNamespacePodAffinity:
 			if req.Operator != corev1.ScopeSelectorOpExists {
 				errs = append(errs, field.Invalid(path.Child("operator"), req.Operator,
-					"must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"))
+					"must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"))
 			}
 		}
 		switch string(req.Operator) {

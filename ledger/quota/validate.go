@@ -2,12 +2,14 @@ package quota
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/quotaledger/quota/ledger/object"
@@ -57,11 +59,13 @@ func Validate(o, old *object.Object, env Environment) error {
 	return nil
 }
 
-// validatePodResources is the API server's validation of what each
-// container and init container requests against its limits: no more than
-// the limit, and exactly the limit for a resource that cannot be
-// overcommitted (an extended resource, huge pages), which needs a limit.
-// Its refusal is the API server's 422, naming the pod by its kind.
+// validatePodResources is the part of the API server's validation of a
+// new pod that bears on quota: what each container and init container
+// requests against its limits (no more than the limit, and exactly the
+// limit for a resource that cannot be overcommitted, an extended resource
+// or huge pages, which needs a limit), then activeDeadlineSeconds, which
+// the Terminating scopes read (1 to 2^31-1). Its refusal is the API
+// server's 422, naming the pod by its kind.
 func validatePodResources(name string, pod *corev1.Pod) error {
 	var errs field.ErrorList
 	for _, cs := range []struct {
@@ -84,6 +88,9 @@ func validatePodResources(name string, pod *corev1.Pod) error {
 				}
 			}
 		}
+	}
+	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "activeDeadlineSeconds"), *d, validation.InclusiveRangeError(1, math.MaxInt32)))
 	}
 	if len(errs) == 0 {
 		return nil

@@ -98,9 +98,10 @@ func TestLimitRangeRefusals(t *testing.T) {
 }
 
 // TestRequestsAboveLimitsAreInvalid holds Validate to the API server's
-// check of a new pod's requests against its limits, which refuses with a
-// 422 before any plugin's validation: the LimitRange's default limit
-// under a stated request is the usual way to meet it.
+// check of a new pod's requests against its limits, and of its active
+// deadline, which refuse with a 422 before any plugin's validation: the
+// LimitRange's default limit under a stated request is the usual way to
+// meet the first.
 func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
 	q := resource.MustParse
 	lr := &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
@@ -121,6 +122,11 @@ func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
 		{"two containers wrong", `{"containers":[` + ctr("a", `"cpu":"600m"`, "") + `,` + ctr("b", `"cpu":"900m"`, "") + `]}`,
 			`Pod "p" is invalid: [spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m, spec.containers[1].resources.requests: Invalid value: "900m": must be less than or equal to cpu limit of 500m]`},
 		{"within", `{"containers":[` + ctr("a", `"cpu":"400m"`, "") + `]}`, ""},
+		{"an active deadline of zero", `{"activeDeadlineSeconds":0,"containers":[{"name":"a"}]}`,
+			`Pod "p" is invalid: spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive`},
+		{"a negative active deadline after a container's error", `{"activeDeadlineSeconds":-5,"containers":[` + ctr("a", `"cpu":"600m"`, "") + `]}`,
+			`Pod "p" is invalid: [spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m, spec.activeDeadlineSeconds: Invalid value: -5: must be between 1 and 2147483647, inclusive]`},
+		{"an active deadline in range", `{"activeDeadlineSeconds":3600,"containers":[{"name":"a"}]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := decode(t, pod("p", tc.spec))
