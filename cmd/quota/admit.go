@@ -104,7 +104,7 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			if resp.Result == nil {
 				return withCode(exitError, errors.New("the ledger denied without a status"))
 			}
-			if refusal(resp.Result) {
+			if admission.Verdict(resp.Result) {
 				fmt.Fprintln(cmd.OutOrStdout(), resp.Result.Message)
 				return silentExit(exitFailed)
 			}
@@ -117,21 +117,6 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 	f.BoolVar(&dryRun, "dry-run", false, "decide only; reserve nothing")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
-}
-
-// refusal reports whether a denial is the API server's verdict on the
-// object: a 403 from quota or another admission plugin, a 422 from the
-// object's validation, or a plugin's plain error, which the API server
-// reports as a 500 without a reason. The ledger's own failures to decide
-// carry a reason (BadRequest, InternalError).
-func refusal(st *metav1.Status) bool {
-	switch st.Code {
-	case 403, 422:
-		return true
-	case 500:
-		return st.Reason == metav1.StatusReasonUnknown
-	}
-	return false
 }
 
 // readManifest reads the one object of a JSON or YAML file and returns it

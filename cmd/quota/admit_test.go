@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestReadManifest holds admit's reading of FILE to one object: a file
@@ -60,25 +58,5 @@ func TestReadManifest(t *testing.T) {
 				t.Fatalf("readManifest = %s (%v); want the object named %q", raw, err, tc.wantName)
 			}
 		})
-	}
-}
-
-// TestRefusalTellsVerdictsFromFailures sorts the ledger's denials: the API
-// server's verdicts (exit 1, the message printed) from the ledger's
-// failures to decide (exit 2).
-func TestRefusalTellsVerdictsFromFailures(t *testing.T) {
-	for _, tc := range []struct {
-		st   metav1.Status
-		want bool
-	}{
-		{metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden}, true},
-		{metav1.Status{Code: 422, Reason: metav1.StatusReasonInvalid}, true},
-		{metav1.Status{Code: 500}, true}, // a plugin's plain error
-		{metav1.Status{Code: 500, Reason: metav1.StatusReasonInternalError}, false},
-		{metav1.Status{Code: 400, Reason: metav1.StatusReasonBadRequest}, false},
-	} {
-		if got := refusal(&tc.st); got != tc.want {
-			t.Errorf("refusal(%d %q) = %v, want %v", tc.st.Code, tc.st.Reason, got, tc.want)
-		}
 	}
 }

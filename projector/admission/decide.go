@@ -106,6 +106,21 @@ func (d *decision) reason() metav1.StatusReason {
 	return metav1.StatusReasonForbidden
 }
 
+// Verdict reports whether a denial's status is the API server's verdict
+// on the object: a 403 from quota or another admission plugin, a 422 from
+// the object's validation, or a plugin's plain error, which the API
+// server reports as a 500 without a reason. The responder's own failures
+// to decide carry a reason (BadRequest, InternalError).
+func Verdict(st *metav1.Status) bool {
+	switch st.Code {
+	case 403, 422:
+		return true
+	case 500:
+		return st.Reason == metav1.StatusReasonUnknown
+	}
+	return false
+}
+
 // forbiddenPrefix is how kube-apiserver starts a 403 about an object.
 func forbiddenPrefix(o *object.Object) string {
 	gr := o.GroupResource().String()

@@ -100,7 +100,7 @@ func (m *Metrics) answered(mode int, resp *admissionv1.AdmissionResponse, took t
 	case resp == nil:
 	case resp.Allowed:
 		result = resultAllowed
-	case resp.Result != nil && resp.Result.Code == 403:
+	case resp.Result != nil && Verdict(resp.Result):
 		result = resultDenied
 	}
 	m.counts[mode][result].Inc()

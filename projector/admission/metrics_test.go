@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
 )
@@ -127,5 +128,25 @@ func TestMetricsCountReserveConflicts(t *testing.T) {
 	cancel()
 	if err := <-b.running; err != nil {
 		t.Error(err)
+	}
+}
+
+// TestVerdictTellsVerdictsFromFailures sorts denials: the API server's
+// verdicts (quota admit's exit 1, the metrics' denied) from the
+// responder's failures to decide (exit 2, error).
+func TestVerdictTellsVerdictsFromFailures(t *testing.T) {
+	for _, tc := range []struct {
+		st   metav1.Status
+		want bool
+	}{
+		{metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden}, true},
+		{metav1.Status{Code: 422, Reason: metav1.StatusReasonInvalid}, true},
+		{metav1.Status{Code: 500}, true}, // a plugin's plain error
+		{metav1.Status{Code: 500, Reason: metav1.StatusReasonInternalError}, false},
+		{metav1.Status{Code: 400, Reason: metav1.StatusReasonBadRequest}, false},
+	} {
+		if got := Verdict(&tc.st); got != tc.want {
+			t.Errorf("Verdict(%d %q) = %v, want %v", tc.st.Code, tc.st.Reason, got, tc.want)
+		}
 	}
 }
