@@ -237,35 +237,54 @@ func setOverhead(pod *corev1.Pod, env Environment) error {
 	return nil
 }
 
-// systemPriorityClasses exist in every cluster: the API server makes them.
-var systemPriorityClasses = setOf("system-node-critical", "system-cluster-critical")
+// systemPriorityClasses exist in every cluster, with these values: the
+// API server makes them.
+var systemPriorityClasses = map[string]int32{"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 
 // priorityClass is the Priority admission plugin: a pod that names no
-// priority class gets the global default one, and a pod naming a class
-// that does not exist is refused. The refusal needs the cluster's
-// classes: with none in the environment (none ingested) any name is
-// taken as it is.
+// priority class gets the global default one, a pod naming a class that
+// does not exist is refused, and so is a pod stating a priority other
+// than its class's value (0 without a class). The refusals need the
+// cluster's classes: with none in the environment (none ingested), a
+// class name is taken as it is.
 func priorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) error {
 	name := pod.Spec.PriorityClassName
-	if name == "" {
-		defaultPriorityClass(pod, classes)
-		return nil
-	}
-	if systemPriorityClasses[name] || len(classes) == 0 {
-		return nil
-	}
-	for _, pc := range classes {
-		if pc != nil && pc.Name == name {
-			return nil
+	var value int32
+	switch v, system := systemPriorityClasses[name]; {
+	case name == "":
+		if def := defaultPriorityClass(classes); def != nil {
+			pod.Spec.PriorityClassName, value = def.Name, def.Value
 		}
+	case system:
+		value = v
+	case len(classes) == 0:
+		return nil
+	default:
+		pc := findPriorityClass(classes, name)
+		if pc == nil {
+			return &RefusedError{ErrPriorityClassNotFound, fmt.Sprintf("no PriorityClass with name %s was found", name)}
+		}
+		value = pc.Value
 	}
-	return &RefusedError{ErrPriorityClassNotFound, fmt.Sprintf("no PriorityClass with name %s was found", name)}
+	if p := pod.Spec.Priority; p != nil && *p != value {
+		return &RefusedError{ErrPriorityMismatch, fmt.Sprintf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *p, value)}
+	}
+	return nil
 }
 
-// defaultPriorityClass names the global default priority class in a pod
-// that names none; when several are marked global default (a race the
-// Priority plugin tolerates), the one with the lowest value.
-func defaultPriorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) {
+func findPriorityClass(classes []*schedulingv1.PriorityClass, name string) *schedulingv1.PriorityClass {
+	for _, pc := range classes {
+		if pc != nil && pc.Name == name {
+			return pc
+		}
+	}
+	return nil
+}
+
+// defaultPriorityClass is the global default priority class, nil for
+// none; when several are marked global default (a race the Priority
+// plugin tolerates), the one with the lowest value.
+func defaultPriorityClass(classes []*schedulingv1.PriorityClass) *schedulingv1.PriorityClass {
 	var def *schedulingv1.PriorityClass
 	for _, pc := range classes {
 		if pc == nil || !pc.GlobalDefault {
@@ -275,9 +294,7 @@ func defaultPriorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass
 			def = pc
 		}
 	}
-	if def != nil {
-		pod.Spec.PriorityClassName = def.Name
-	}
+	return def
 }
 
 // defaultStorageClass is the DefaultStorageClass admission plugin: a claim

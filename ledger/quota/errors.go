@@ -22,6 +22,9 @@ var (
 	// ErrPriorityClassNotFound is the reason of Default's refusal of a pod
 	// naming a PriorityClass the environment does not hold.
 	ErrPriorityClassNotFound = errors.New("priority class not found")
+	// ErrPriorityMismatch is the reason of Default's refusal of a pod
+	// stating a priority other than its PriorityClass's.
+	ErrPriorityMismatch = errors.New("priority differs from its PriorityClass's")
 	// ErrLimitRange is the reason of Validate's refusal of a pod or claim
 	// outside a LimitRange of its namespace.
 	ErrLimitRange = errors.New("outside a LimitRange")

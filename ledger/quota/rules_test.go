@@ -713,6 +713,11 @@ func TestPluginRefusals(t *testing.T) {
 		{"known priority class", `{"priorityClassName":"high","containers":[{"name":"c"}]}`, env, nil, ""},
 		{"system priority class", `{"priorityClassName":"system-node-critical","containers":[{"name":"c"}]}`, env, nil, ""},
 		{"no priority class ingested", `{"priorityClassName":"urgent","containers":[{"name":"c"}]}`, Environment{}, nil, ""},
+		{"a priority other than the class's", `{"priorityClassName":"high","priority":5,"containers":[{"name":"c"}]}`, env,
+			ErrPriorityMismatch, `the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name`},
+		{"a priority without a class", `{"priority":5,"containers":[{"name":"c"}]}`, Environment{},
+			ErrPriorityMismatch, `the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name`},
+		{"the class's own priority", `{"priorityClassName":"system-node-critical","priority":2000001000,"containers":[{"name":"c"}]}`, env, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := decode(t, pod("p", tc.spec))

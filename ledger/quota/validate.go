@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,12 +61,14 @@ func Validate(o, old *object.Object, env Environment) error {
 }
 
 // validatePodResources is the part of the API server's validation of a
-// new pod that bears on quota: what each container and init container
-// requests against its limits (no more than the limit, and exactly the
-// limit for a resource that cannot be overcommitted, an extended resource
-// or huge pages, which needs a limit), then activeDeadlineSeconds, which
-// the Terminating scopes read (1 to 2^31-1). Its refusal is the API
-// server's 422, naming the pod by its kind.
+// new pod that bears on quota, in its order: each container's and init
+// container's requirements (no negative quantity; a request no more than
+// its limit, and exactly the limit for a resource that cannot be
+// overcommitted, an extended resource or huge pages, which needs a limit),
+// the pod-level requirements by the same rules and against the
+// containers' (podLevelConsistency), then activeDeadlineSeconds, which the
+// Terminating scopes read (1 to 2^31-1). Its refusal is the API server's
+// 422, naming the pod by its kind.
 func validatePodResources(name string, pod *corev1.Pod) error {
 	var errs field.ErrorList
 	for _, cs := range []struct {
@@ -73,21 +76,15 @@ func validatePodResources(name string, pod *corev1.Pod) error {
 		containers []corev1.Container
 	}{{"containers", pod.Spec.Containers}, {"initContainers", pod.Spec.InitContainers}} {
 		for i := range cs.containers {
-			r := &cs.containers[i].Resources
-			if !anyOffLimit(r) {
-				continue // the common case, without paths or messages
-			}
-			path := field.NewPath("spec", cs.field).Index(i).Child("resources")
-			for _, k := range sortedNames(r.Requests) {
-				switch detail, required := offLimit(r, k); {
-				case required:
-					errs = append(errs, field.Required(path.Child("limits"), detail))
-				case detail != "":
-					req := r.Requests[k]
-					errs = append(errs, field.Invalid(path.Child("requests"), req.String(), detail))
-				}
-			}
+			errs = append(errs, requirementErrors(&cs.containers[i].Resources, func() *field.Path {
+				return field.NewPath("spec", cs.field).Index(i).Child("resources")
+			})...)
 		}
+	}
+	if r := pod.Spec.Resources; r != nil {
+		path := func() *field.Path { return field.NewPath("spec", "resources") }
+		errs = append(errs, requirementErrors(r, path)...)
+		errs = append(errs, podLevelConsistency(pod, path())...)
 	}
 	if d := pod.Spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "activeDeadlineSeconds"), *d, validation.InclusiveRangeError(1, math.MaxInt32)))
@@ -98,14 +95,91 @@ func validatePodResources(name string, pod *corev1.Pod) error {
 	return &InvalidError{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, errs).Error()}
 }
 
-// anyOffLimit reports whether offLimit finds fault with any request of r.
-func anyOffLimit(r *corev1.ResourceRequirements) bool {
-	for k := range r.Requests {
+// requirementErrors is the API server's validation of one set of
+// requirements: limits, then requests, each by name, and path builds the
+// field path only when there is something to say.
+func requirementErrors(r *corev1.ResourceRequirements, path func() *field.Path) field.ErrorList {
+	if !anyInvalid(r) {
+		return nil // the common case, without paths or messages
+	}
+	var errs field.ErrorList
+	p := path()
+	for _, k := range sortedNames(r.Limits) {
+		if lim := r.Limits[k]; lim.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child("limits").Key(string(k)), lim.String(), apivalidation.IsNegativeErrorMsg))
+		}
+	}
+	for _, k := range sortedNames(r.Requests) {
+		req := r.Requests[k]
+		if req.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(k)), req.String(), apivalidation.IsNegativeErrorMsg))
+		}
+		switch detail, required := offLimit(r, k); {
+		case required:
+			errs = append(errs, field.Required(p.Child("limits"), detail))
+		case detail != "":
+			errs = append(errs, field.Invalid(p.Child("requests"), req.String(), detail))
+		}
+	}
+	return errs
+}
+
+// anyInvalid reports whether requirementErrors has something to say of r.
+func anyInvalid(r *corev1.ResourceRequirements) bool {
+	for _, q := range r.Limits {
+		if q.Sign() < 0 {
+			return true
+		}
+	}
+	for k, q := range r.Requests {
+		if q.Sign() < 0 {
+			return true
+		}
 		if detail, _ := offLimit(r, k); detail != "" {
 			return true
 		}
 	}
 	return false
+}
+
+// podLevelConsistency is the API server's check of pod-level resources
+// against the containers': a pod-level request no less than what the
+// containers request together (init containers and sidecars counted as
+// the scheduler counts them), a pod-level huge pages limit no less than
+// their limits together, and no container's limit over the pod's.
+func podLevelConsistency(pod *corev1.Pod, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	r := pod.Spec.Resources
+	requests := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+	for _, k := range sortedNames(requests) {
+		if podReq, ok := r.Requests[k]; ok {
+			if sum := requests[k]; sum.Cmp(podReq) > 0 {
+				errs = append(errs, field.Invalid(path.Child("requests").Key(string(k)), podReq.String(),
+					"must be greater than or equal to aggregate container requests of "+sum.String()))
+			}
+		}
+	}
+	limits := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+	for _, k := range sortedNames(limits) {
+		if podLim, ok := r.Limits[k]; ok && isHugePages(string(k)) {
+			if sum := limits[k]; sum.Cmp(podLim) > 0 {
+				errs = append(errs, field.Invalid(path.Child("limits").Key(string(k)), podLim.String(),
+					"must be greater than or equal to aggregate container limits of "+sum.String()))
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		lims := pod.Spec.Containers[i].Resources.Limits
+		for _, k := range sortedNames(lims) {
+			if podLim, ok := r.Limits[k]; ok {
+				if lim := lims[k]; lim.Cmp(podLim) > 0 {
+					errs = append(errs, field.Invalid(path.Child("containers").Index(i).Key(string(k)).Child("limits"), lim.String(),
+						"must be less than or equal to pod limits of "+podLim.String()))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // offLimit is what the API server finds wrong with r's request of k: ""

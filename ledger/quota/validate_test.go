@@ -127,6 +127,15 @@ func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
 		{"a negative active deadline after a container's error", `{"activeDeadlineSeconds":-5,"containers":[` + ctr("a", `"cpu":"600m"`, "") + `]}`,
 			`Pod "p" is invalid: [spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m, spec.activeDeadlineSeconds: Invalid value: -5: must be between 1 and 2147483647, inclusive]`},
 		{"an active deadline in range", `{"activeDeadlineSeconds":3600,"containers":[{"name":"a"}]}`, ""},
+		{"a negative request", `{"containers":[` + ctr("a", `"cpu":"-1"`, "") + `]}`,
+			`Pod "p" is invalid: spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		{"pod-level requests under what the defaulted containers request", `{"resources":{"limits":{"cpu":"600m"}},"containers":[{"name":"a"},{"name":"b"},{"name":"c"}]}`,
+			`Pod "p" is invalid: spec.resources.requests[cpu]: Invalid value: "600m": must be greater than or equal to aggregate container requests of 1500m`},
+		{"a container's limit over the pod's", `{"resources":{"requests":{"cpu":"500m"},"limits":{"cpu":"1"}},"containers":[` + ctr("a", `"cpu":"500m"`, `"cpu":"2"`) + `]}`,
+			`Pod "p" is invalid: spec.resources.containers[0][cpu].limits: Invalid value: "2": must be less than or equal to pod limits of 1`},
+		{"pod-level requests above pod-level limits", `{"resources":{"requests":{"cpu":"2"},"limits":{"cpu":"1"}},"containers":[` + ctr("a", `"cpu":"100m"`, `"cpu":"100m"`) + `]}`,
+			`Pod "p" is invalid: spec.resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1`},
+		{"pod-level resources that cover the containers", `{"resources":{"requests":{"cpu":"800m"},"limits":{"cpu":"1"}},"containers":[` + ctr("a", `"cpu":"300m"`, "") + `,` + ctr("b", `"cpu":"400m"`, "") + `]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := decode(t, pod("p", tc.spec))
