@@ -359,24 +359,28 @@ func joinSorted(names []string) string {
 // forbidden turns d into a 403 with kube-apiserver's message layout:
 // `<resource> "<name>" is forbidden: <reason>`.
 func forbidden(d Decision, o *object.Object, reason string) Decision {
-	name := o.Name
-	if name == "" {
-		// A create offered with only a generateName (a manifest, or what
-		// a mutating webhook sees: kube-apiserver generates the name
-		// before validating admission, where quota runs) names its
-		// prefix, as the API server's messages did when it generated
-		// names later.
-		name = o.GenerateName
-	}
 	d.Allowed = false
 	d.Code = http.StatusForbidden
 	d.Reason = ReasonForbidden
-	if name == "" {
-		d.Message = fmt.Sprintf("%s is forbidden: %s", o.Resource, reason)
-	} else {
-		d.Message = fmt.Sprintf("%s %q is forbidden: %s", o.Resource, name, reason)
-	}
+	d.Message = ForbiddenPrefix(o) + reason
 	return d
+}
+
+// ForbiddenPrefix is how kube-apiserver starts a 403 about o from an
+// admission plugin: `pods "web-1" is forbidden: `. A create offered with
+// only a generateName (a manifest, or what a mutating webhook sees)
+// names its prefix, as the API server does before it generates the name;
+// by validating admission, where quota runs, it has generated one, which
+// the ledger cannot know.
+func ForbiddenPrefix(o *object.Object) string {
+	name := o.Name
+	if name == "" {
+		name = o.GenerateName
+	}
+	if name == "" {
+		return o.Resource + " is forbidden: "
+	}
+	return fmt.Sprintf("%s %q is forbidden: ", o.Resource, name)
 }
 
 func internalError(d Decision, err error) Decision {

@@ -91,7 +91,7 @@ func refusal(obj *object.Object, err error) *decision {
 	if errors.As(err, &invalid) {
 		return &decision{allowed: false, code: 422, message: invalid.Error()}
 	}
-	return &decision{allowed: false, code: 403, message: forbiddenPrefix(obj) + err.Error()}
+	return &decision{allowed: false, code: 403, message: quota.ForbiddenPrefix(obj) + err.Error()}
 }
 
 // reason is the status reason of a denial with the decision's code: a
@@ -119,15 +119,6 @@ func Verdict(st *metav1.Status) bool {
 		return st.Reason == metav1.StatusReasonUnknown
 	}
 	return false
-}
-
-// forbiddenPrefix is how kube-apiserver starts a 403 about an object.
-func forbiddenPrefix(o *object.Object) string {
-	gr := o.GroupResource().String()
-	if o.Name == "" {
-		return gr + " is forbidden: "
-	}
-	return gr + " \"" + o.Name + "\" is forbidden: "
 }
 
 // prepared is a create's object made ready for decisions against a
