@@ -60,6 +60,37 @@ func Validate(o, old *object.Object, env Environment) error {
 	return nil
 }
 
+// ValidateResize is LimitRanger on an update of a pod's resize
+// subresource (old is the stored pod): the resized pod gets the
+// LimitRanges' defaults for what it does not state, and is checked as a
+// new pod is. A pod being deleted is left alone.
+func ValidateResize(o, old *object.Object, env Environment) error {
+	pod, ok := o.Value.(*corev1.Pod)
+	if !ok || old != nil && old.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, lr := range env.LimitRanges {
+		if lr == nil {
+			continue
+		}
+		requests, limits := containerDefaults(lr)
+		for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range cs {
+				mergeDefaults(&cs[i], requests, limits)
+			}
+		}
+	}
+	for _, lr := range env.LimitRanges {
+		if lr == nil {
+			continue
+		}
+		if err := limitPod(lr, pod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // validatePodResources is the part of the API server's validation of a
 // new pod that bears on quota, in its order: each container's and init
 // container's requirements (no negative quantity; a request no more than

@@ -39,13 +39,18 @@ func decide(v *view, op admissionv1.Operation, obj, old *object.Object, subresou
 }
 
 // decideUpdate decides an update of old to obj (of its subresource, if
-// set) against st, after the validating plugins that check updates
-// against the namespace's LimitRanges (env).
+// set) against st, after LimitRanger checks it against the namespace's
+// LimitRanges (env): a claim's update, or a pod's resize.
 func decideUpdate(env *quota.Environment, st *projector.NamespaceState, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
-	if subresource == "" {
-		if err := quota.Validate(obj, old, *env); err != nil {
-			return refusal(obj, err)
-		}
+	var err error
+	switch subresource {
+	case "":
+		err = quota.Validate(obj, old, *env)
+	case "resize":
+		err = quota.ValidateResize(obj, old, *env)
+	}
+	if err != nil {
+		return refusal(obj, err)
 	}
 	d := quota.Admit(quota.AdmitRequest{
 		Operation:   quota.Update,

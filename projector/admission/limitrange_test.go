@@ -76,13 +76,24 @@ func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
 			}
 		})
 	}
+	// A pod's resize is checked by LimitRanger too, defaults and all.
+	stored := strings.Replace(podManifest(ns, "running", "1"), `"name":`, `"resourceVersion":"9","name":`, 1)
+	upsert(t, stream, stored)
+	r.catchUp(t)
+	resized := strings.Replace(stored, `"1"`, `"3"`, -1)
+	body := strings.Replace(string(review("uid-resize", admissionv1.Update, ns, resized, stored, true)), `"operation":`, `"subResource":"resize","operation":`, 1)
+	if resp := ask(t, nc, ns, []byte(body)); resp.Allowed || resp.Result == nil ||
+		resp.Result.Message != `pods "running" is forbidden: maximum cpu usage per Container is 2, but limit is 3` {
+		t.Errorf("resize past the LimitRange: got %+v", resp.Result)
+	}
 	// Only the two allowed creates reserved: the held claim's 1Gi, the
-	// new claim's 500Mi, and one pod.
+	// new claim's 500Mi, and one pod (and the stored pod that was to be
+	// resized).
 	r.catchUp(t)
 	if got := r.used(t, ns, "q", "requests.storage"); got != "1524Mi" {
 		t.Errorf("requests.storage used %s, want 1524Mi", got)
 	}
-	if got := r.used(t, ns, "q", "pods"); got != "1" {
-		t.Errorf("pods used %s, want 1", got)
+	if got := r.used(t, ns, "q", "pods"); got != "2" {
+		t.Errorf("pods used %s, want 2", got)
 	}
 }
