@@ -136,15 +136,11 @@ func requirementErrors(r *corev1.ResourceRequirements, path func() *field.Path) 
 	var errs field.ErrorList
 	p := path()
 	for _, k := range sortedNames(r.Limits) {
-		if lim := r.Limits[k]; lim.Sign() < 0 {
-			errs = append(errs, field.Invalid(p.Child("limits").Key(string(k)), lim.String(), apivalidation.IsNegativeErrorMsg))
-		}
+		errs = append(errs, quantityErrors(k, r.Limits[k], p.Child("limits").Key(string(k)))...)
 	}
 	for _, k := range sortedNames(r.Requests) {
 		req := r.Requests[k]
-		if req.Sign() < 0 {
-			errs = append(errs, field.Invalid(p.Child("requests").Key(string(k)), req.String(), apivalidation.IsNegativeErrorMsg))
-		}
+		errs = append(errs, quantityErrors(k, req, p.Child("requests").Key(string(k)))...)
 		switch detail, required := offLimit(r, k); {
 		case required:
 			errs = append(errs, field.Required(p.Child("limits"), detail))
@@ -155,15 +151,34 @@ func requirementErrors(r *corev1.ResourceRequirements, path func() *field.Path) 
 	return errs
 }
 
+// quantityErrors is the API server's check of one quantity: not
+// negative, and whole for a resource counted in units (an extended one).
+func quantityErrors(k corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if q.Sign() < 0 {
+		errs = append(errs, field.Invalid(path, q.String(), apivalidation.IsNegativeErrorMsg))
+	}
+	if fractional(k, q) {
+		errs = append(errs, field.Invalid(path, q, "must be an integer"))
+	}
+	return errs
+}
+
+// fractional reports whether q is a fraction of a resource counted in
+// whole units.
+func fractional(k corev1.ResourceName, q resource.Quantity) bool {
+	return isIntegerResourceName(string(k)) && q.MilliValue()%1000 != 0
+}
+
 // anyInvalid reports whether requirementErrors has something to say of r.
 func anyInvalid(r *corev1.ResourceRequirements) bool {
-	for _, q := range r.Limits {
-		if q.Sign() < 0 {
+	for k, q := range r.Limits {
+		if q.Sign() < 0 || fractional(k, q) {
 			return true
 		}
 	}
 	for k, q := range r.Requests {
-		if q.Sign() < 0 {
+		if q.Sign() < 0 || fractional(k, q) {
 			return true
 		}
 		if detail, _ := offLimit(r, k); detail != "" {

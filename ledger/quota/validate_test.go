@@ -127,6 +127,8 @@ func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
 		{"a negative active deadline after a container's error", `{"activeDeadlineSeconds":-5,"containers":[` + ctr("a", `"cpu":"600m"`, "") + `]}`,
 			`Pod "p" is invalid: [spec.containers[0].resources.requests: Invalid value: "600m": must be less than or equal to cpu limit of 500m, spec.activeDeadlineSeconds: Invalid value: -5: must be between 1 and 2147483647, inclusive]`},
 		{"an active deadline in range", `{"activeDeadlineSeconds":3600,"containers":[{"name":"a"}]}`, ""},
+		{"a fraction of an extended resource", `{"containers":[` + ctr("a", "", `"example.com/gpu":"500m"`) + `]}`,
+			`Pod "p" is invalid: [spec.containers[0].resources.limits[example.com/gpu]: Invalid value: "500m": must be an integer, spec.containers[0].resources.requests[example.com/gpu]: Invalid value: "500m": must be an integer]`},
 		{"a negative request", `{"containers":[` + ctr("a", `"cpu":"-1"`, "") + `]}`,
 			`Pod "p" is invalid: spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
 		{"pod-level requests under what the defaulted containers request", `{"resources":{"limits":{"cpu":"600m"}},"containers":[{"name":"a"},{"name":"b"},{"name":"c"}]}`,
