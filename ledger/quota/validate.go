@@ -136,17 +136,25 @@ func requirementErrors(r *corev1.ResourceRequirements, path func() *field.Path) 
 	var errs field.ErrorList
 	p := path()
 	for _, k := range sortedNames(r.Limits) {
-		errs = append(errs, quantityErrors(k, r.Limits[k], p.Child("limits").Key(string(k)))...)
+		lim := r.Limits[k]
+		at := p.Child("limits").Key(string(k))
+		errs = append(errs, quantityErrors(k, lim, at)...)
+		errs = append(errs, hugePagesErrors(k, lim, at)...)
 	}
 	for _, k := range sortedNames(r.Requests) {
 		req := r.Requests[k]
-		errs = append(errs, quantityErrors(k, req, p.Child("requests").Key(string(k)))...)
+		at := p.Child("requests").Key(string(k))
+		errs = append(errs, quantityErrors(k, req, at)...)
 		switch detail, required := offLimit(r, k); {
 		case required:
 			errs = append(errs, field.Required(p.Child("limits"), detail))
 		case detail != "":
 			errs = append(errs, field.Invalid(p.Child("requests"), req.String(), detail))
 		}
+		errs = append(errs, hugePagesErrors(k, req, at)...)
+	}
+	if hugePagesAlone(r) {
+		errs = append(errs, field.Forbidden(p, "HugePages require cpu or memory"))
 	}
 	return errs
 }
@@ -170,22 +178,54 @@ func fractional(k corev1.ResourceName, q resource.Quantity) bool {
 	return isIntegerResourceName(string(k)) && q.MilliValue()%1000 != 0
 }
 
+// hugePagesErrors is the API server's check of a huge pages quantity: a
+// whole number of its pages.
+func hugePagesErrors(k corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	if !isHugePages(string(k)) || wholePages(k, q) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), k))}
+}
+
+// wholePages reports whether q is a whole number of the pages of the huge
+// pages resource k (hugepages-2Mi: 2Mi pages).
+func wholePages(k corev1.ResourceName, q resource.Quantity) bool {
+	size, err := resource.ParseQuantity(strings.TrimPrefix(string(k), hugePagesPrefix))
+	if err != nil || size.Sign() <= 0 || size.MilliValue()%1000 != 0 {
+		return false
+	}
+	return q.Value()%size.Value() == 0
+}
+
+// hugePagesAlone reports whether r states huge pages without cpu or
+// memory, which the API server refuses.
+func hugePagesAlone(r *corev1.ResourceRequirements) bool {
+	huge, compute := false, false
+	for _, l := range []corev1.ResourceList{r.Limits, r.Requests} {
+		for k := range l {
+			huge = huge || isHugePages(string(k))
+			compute = compute || k == corev1.ResourceCPU || k == corev1.ResourceMemory
+		}
+	}
+	return huge && !compute
+}
+
 // anyInvalid reports whether requirementErrors has something to say of r.
 func anyInvalid(r *corev1.ResourceRequirements) bool {
 	for k, q := range r.Limits {
-		if q.Sign() < 0 || fractional(k, q) {
+		if q.Sign() < 0 || fractional(k, q) || isHugePages(string(k)) && !wholePages(k, q) {
 			return true
 		}
 	}
 	for k, q := range r.Requests {
-		if q.Sign() < 0 || fractional(k, q) {
+		if q.Sign() < 0 || fractional(k, q) || isHugePages(string(k)) && !wholePages(k, q) {
 			return true
 		}
 		if detail, _ := offLimit(r, k); detail != "" {
 			return true
 		}
 	}
-	return false
+	return hugePagesAlone(r)
 }
 
 // podLevelConsistency is the API server's check of pod-level resources

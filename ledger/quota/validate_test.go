@@ -129,6 +129,9 @@ func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
 		{"an active deadline in range", `{"activeDeadlineSeconds":3600,"containers":[{"name":"a"}]}`, ""},
 		{"a fraction of an extended resource", `{"containers":[` + ctr("a", "", `"example.com/gpu":"500m"`) + `]}`,
 			`Pod "p" is invalid: [spec.containers[0].resources.limits[example.com/gpu]: Invalid value: "500m": must be an integer, spec.containers[0].resources.requests[example.com/gpu]: Invalid value: "500m": must be an integer]`},
+		{"huge pages not a whole number of pages", `{"containers":[` + ctr("a", "", `"hugepages-2Mi":"3Mi","memory":"1Gi"`) + `]}`,
+			`Pod "p" is invalid: [spec.containers[0].resources.limits[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is not positive integer multiple of hugepages-2Mi, spec.containers[0].resources.requests[hugepages-2Mi]: Invalid value: "3Mi": 3Mi is not positive integer multiple of hugepages-2Mi]`},
+		{"huge pages with memory", `{"containers":[` + ctr("a", "", `"hugepages-2Mi":"4Mi","memory":"1Gi"`) + `]}`, ""},
 		{"a negative request", `{"containers":[` + ctr("a", `"cpu":"-1"`, "") + `]}`,
 			`Pod "p" is invalid: spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
 		{"pod-level requests under what the defaulted containers request", `{"resources":{"limits":{"cpu":"600m"}},"containers":[{"name":"a"},{"name":"b"},{"name":"c"}]}`,
@@ -153,5 +156,20 @@ func TestRequestsAboveLimitsAreInvalid(t *testing.T) {
 				t.Fatalf("got %v, want the 422 %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestHugePagesAloneAreInvalid: huge pages need cpu or memory beside them,
+// which a LimitRange's defaults can give (the table above has one); with
+// none, the API server refuses the pod.
+func TestHugePagesAloneAreInvalid(t *testing.T) {
+	o := decode(t, pod("p", `{"containers":[`+ctr("a", "", `"hugepages-2Mi":"4Mi"`)+`]}`))
+	if err := Default(o, Environment{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `Pod "p" is invalid: spec.containers[0].resources: Forbidden: HugePages require cpu or memory`
+	var invalid *InvalidError
+	if err := Validate(o, nil, Environment{}); !errors.As(err, &invalid) || err.Error() != want {
+		t.Fatalf("got %v, want the 422 %q", err, want)
 	}
 }
