@@ -115,6 +115,7 @@ type quotaPodSpec struct {
 	Affinity              *corev1.Affinity             `json:"affinity"`
 	PriorityClassName     string                       `json:"priorityClassName"`
 	Priority              *int32                       `json:"priority"`
+	PreemptionPolicy      *corev1.PreemptionPolicy     `json:"preemptionPolicy"`
 	RuntimeClassName      *string                      `json:"runtimeClassName"`
 	Overhead              corev1.ResourceList          `json:"overhead"`
 	Resources             *corev1.ResourceRequirements `json:"resources"`
@@ -166,6 +167,7 @@ func (p *quotaPod) object() *Object {
 			Affinity:              p.Spec.Affinity,
 			PriorityClassName:     p.Spec.PriorityClassName,
 			Priority:              p.Spec.Priority,
+			PreemptionPolicy:      p.Spec.PreemptionPolicy,
 			RuntimeClassName:      p.Spec.RuntimeClassName,
 			Overhead:              p.Spec.Overhead,
 			Resources:             p.Spec.Resources,
@@ -246,7 +248,7 @@ var (
 	metadataKeys = []string{"name", "generateName", "namespace", "uid", "resourceVersion",
 		"deletionTimestamp", "deletionGracePeriodSeconds"}
 	specKeys = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
-		"priorityClassName", "priority", "runtimeClassName", "overhead", "resources"}
+		"priorityClassName", "priority", "preemptionPolicy", "runtimeClassName", "overhead", "resources"}
 	statusKeys          = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
 	containerKeys       = []string{"name", "resources", "restartPolicy"}
 	containerStatusKeys = []string{"name", "allocatedResources", "resources"}
@@ -289,6 +291,8 @@ func walkSpec(s *jsonscan.Scanner, sp *quotaPodSpec) bool {
 			return readPlainString(s, &sp.PriorityClassName)
 		case "priority":
 			return readInt(s, &sp.Priority, 32)
+		case "preemptionPolicy":
+			return readValue(s, &sp.PreemptionPolicy)
 		case "runtimeClassName":
 			return readValue(s, &sp.RuntimeClassName)
 		case "overhead":

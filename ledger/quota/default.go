@@ -243,17 +243,26 @@ var systemPriorityClasses = map[string]int32{"system-node-critical": 2000001000,
 
 // priorityClass is the Priority admission plugin: a pod that names no
 // priority class gets the global default one, a pod naming a class that
-// does not exist is refused, and so is a pod stating a priority other
-// than its class's value (0 without a class). The refusals need the
+// does not exist is refused, and so is a pod stating a priority or a
+// preemption policy other than its class's (0 and PreemptLowerPriority
+// without a class). The refusals need the
 // cluster's classes: with none in the environment (none ingested), a
 // class name is taken as it is.
 func priorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) error {
 	name := pod.Spec.PriorityClassName
 	var value int32
+	policy := corev1.PreemptLowerPriority
+	class := func(pc *schedulingv1.PriorityClass) {
+		value = pc.Value
+		if pc.PreemptionPolicy != nil {
+			policy = *pc.PreemptionPolicy
+		}
+	}
 	switch v, system := systemPriorityClasses[name]; {
 	case name == "":
 		if def := defaultPriorityClass(classes); def != nil {
-			pod.Spec.PriorityClassName, value = def.Name, def.Value
+			pod.Spec.PriorityClassName = def.Name
+			class(def)
 		}
 	case system:
 		value = v
@@ -264,10 +273,13 @@ func priorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) error
 		if pc == nil {
 			return &RefusedError{ErrPriorityClassNotFound, fmt.Sprintf("no PriorityClass with name %s was found", name)}
 		}
-		value = pc.Value
+		class(pc)
 	}
 	if p := pod.Spec.Priority; p != nil && *p != value {
 		return &RefusedError{ErrPriorityMismatch, fmt.Sprintf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *p, value)}
+	}
+	if p := pod.Spec.PreemptionPolicy; p != nil && *p != policy {
+		return &RefusedError{ErrPriorityMismatch, fmt.Sprintf("the string value of PreemptionPolicy (%s) must not be provided in pod spec; priority admission controller computed %s from the given PriorityClass name", *p, policy)}
 	}
 	return nil
 }

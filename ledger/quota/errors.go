@@ -23,7 +23,8 @@ var (
 	// naming a PriorityClass the environment does not hold.
 	ErrPriorityClassNotFound = errors.New("priority class not found")
 	// ErrPriorityMismatch is the reason of Default's refusal of a pod
-	// stating a priority other than its PriorityClass's.
+	// stating a priority or preemption policy other than its
+	// PriorityClass's.
 	ErrPriorityMismatch = errors.New("priority differs from its PriorityClass's")
 	// ErrLimitRange is the reason of Validate's refusal of a pod or claim
 	// outside a LimitRange of its namespace.

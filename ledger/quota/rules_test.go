@@ -717,6 +717,9 @@ func TestPluginRefusals(t *testing.T) {
 			ErrPriorityMismatch, `the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name`},
 		{"a priority without a class", `{"priority":5,"containers":[{"name":"c"}]}`, Environment{},
 			ErrPriorityMismatch, `the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name`},
+		{"a preemption policy other than the class's", `{"preemptionPolicy":"Never","containers":[{"name":"c"}]}`, Environment{},
+			ErrPriorityMismatch, `the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name`},
+		{"the class's own preemption policy", `{"priorityClassName":"high","preemptionPolicy":"PreemptLowerPriority","containers":[{"name":"c"}]}`, env, nil, ""},
 		{"the class's own priority", `{"priorityClassName":"system-node-critical","priority":2000001000,"containers":[{"name":"c"}]}`, env, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

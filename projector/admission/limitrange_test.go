@@ -46,6 +46,8 @@ func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
 		{"container at its defaults", podManifest(ns, "plain", ""), "", ""},
 		{"a stated priority", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"eager","namespace":"` + ns + `"},"spec":{"priority":5,"containers":[{"name":"a","image":"i"}]}}`, "",
 			`pods "eager" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name`},
+		{"a stated preemption policy", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"polite","namespace":"` + ns + `"},"spec":{"preemptionPolicy":"Never","containers":[{"name":"a","image":"i"}]}}`, "",
+			`pods "polite" is forbidden: the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name`},
 		{"a generated name's prefix", `{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"eager-","namespace":"` + ns + `"},"spec":{"priority":5,"containers":[{"name":"a","image":"i"}]}}`, "",
 			`pods "eager-" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name`},
 		{"a negative request", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"negative","namespace":"` + ns + `"},"spec":{"containers":[{"name":"a","image":"i","resources":{"requests":{"cpu":"-1"}}}]}}`, "",
