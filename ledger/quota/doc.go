@@ -51,9 +51,11 @@
 //     else on create; no request on another subresource is evaluated.
 //   - Raw manifests get requests from limits, LimitRange container defaults,
 //     the default PriorityClass and RuntimeClass overhead before admission
-//     (Default), and are refused before quota as LimitRanger (minimum,
-//     maximum, limit-to-request ratio), Priority and RuntimeClass refuse
-//     them (Default, Validate).
+//     (Default), and are refused before quota as the API server's
+//     validation of what quota reads (requests against limits, negative or
+//     fractional quantities, huge pages, pod-level resources, the active
+//     deadline), LimitRanger (minimum, maximum, limit-to-request ratio),
+//     Priority and RuntimeClass refuse them (Default, Validate).
 //
 // # Caveats
 //
