@@ -261,6 +261,13 @@ var walkInputs = []string{
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":1.5}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":1e3}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"priority":"7"}}`,
+	// Preemption policies: the known values, another, null, an escape.
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":"PreemptLowerPriority"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":"Never"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":"Sometimes"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":null}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":"N\u0065ver"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":7}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Pend\u0069ng","qosClass":7}}`,
 	// Not valid JSON, in what the walk skips or after the pod.
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"volumes":[01]}}`,

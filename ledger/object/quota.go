@@ -292,7 +292,7 @@ func walkSpec(s *jsonscan.Scanner, sp *quotaPodSpec) bool {
 		case "priority":
 			return readInt(s, &sp.Priority, 32)
 		case "preemptionPolicy":
-			return readValue(s, &sp.PreemptionPolicy)
+			return readPreemptionPolicy(s, &sp.PreemptionPolicy)
 		case "runtimeClassName":
 			return readValue(s, &sp.RuntimeClassName)
 		case "overhead":
@@ -412,6 +412,32 @@ func readPlainString[T ~string](s *jsonscan.Scanner, dst *T) bool {
 	s.Back(m)
 	raw, ok := s.Raw()
 	return ok && json.Unmarshal(raw, dst) == nil
+}
+
+// preemptionPolicies are the values a pod's preemptionPolicy takes,
+// which readPreemptionPolicy reads without copying the string.
+var preemptionPolicies = [...]corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}
+
+// readPreemptionPolicy reads a preemption policy or null into dst as
+// encoding/json does, a known value without copying its string (every
+// pod the API server stores has one) and anything else through
+// encoding/json.
+func readPreemptionPolicy(s *jsonscan.Scanner, dst **corev1.PreemptionPolicy) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	m := s.Mark()
+	if v, ok := s.String(); ok {
+		for _, p := range preemptionPolicies {
+			if string(v) == string(p) {
+				*dst = &p
+				return true
+			}
+		}
+	}
+	s.Back(m)
+	return readValue(s, dst)
 }
 
 // readInt reads an integer or null into dst, an integer of the given size
