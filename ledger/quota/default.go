@@ -47,18 +47,7 @@ func Default(o *object.Object, env Environment) error {
 	if err := priorityClass(pod, env.PriorityClasses); err != nil {
 		return err
 	}
-	for _, lr := range env.LimitRanges {
-		if lr == nil {
-			continue
-		}
-		requests, limits := containerDefaults(lr)
-		for i := range pod.Spec.Containers {
-			mergeDefaults(&pod.Spec.Containers[i], requests, limits)
-		}
-		for i := range pod.Spec.InitContainers {
-			mergeDefaults(&pod.Spec.InitContainers[i], requests, limits)
-		}
-	}
+	limitRangeDefaults(pod, env.LimitRanges)
 	return setOverhead(pod, env)
 }
 
@@ -193,6 +182,23 @@ func containerDefaults(lr *corev1.LimitRange) (requests, limits corev1.ResourceL
 		}
 	}
 	return requests, limits
+}
+
+// limitRangeDefaults is LimitRanger's mutation: every container and init
+// container gets each LimitRange's defaults for what it does not state.
+func limitRangeDefaults(pod *corev1.Pod, ranges []*corev1.LimitRange) {
+	for _, lr := range ranges {
+		if lr == nil {
+			continue
+		}
+		requests, limits := containerDefaults(lr)
+		for i := range pod.Spec.Containers {
+			mergeDefaults(&pod.Spec.Containers[i], requests, limits)
+		}
+		for i := range pod.Spec.InitContainers {
+			mergeDefaults(&pod.Spec.InitContainers[i], requests, limits)
+		}
+	}
 }
 
 // mergeDefaults fills in the requests and limits a container does not

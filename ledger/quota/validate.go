@@ -17,8 +17,8 @@ import (
 )
 
 // Validate applies to a manifest, after Default, what Kubernetes checks
-// between its mutating admission and quota's: the API server's check that
-// a new pod's containers request no more than their limits (an
+// between its mutating admission and quota's: the API server's validation
+// of what quota reads of a new pod (validatePodResources, an
 // InvalidError), then the validating plugins LimitRanger (minimum,
 // maximum and limit-to-request ratio for containers, pods and claims,
 // every LimitRange of the namespace in env's order) and RuntimeClass (a
@@ -69,17 +69,7 @@ func ValidateResize(o, old *object.Object, env Environment) error {
 	if !ok || old != nil && old.DeletionTimestamp != nil {
 		return nil
 	}
-	for _, lr := range env.LimitRanges {
-		if lr == nil {
-			continue
-		}
-		requests, limits := containerDefaults(lr)
-		for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for i := range cs {
-				mergeDefaults(&cs[i], requests, limits)
-			}
-		}
-	}
+	limitRangeDefaults(pod, env.LimitRanges)
 	for _, lr := range env.LimitRanges {
 		if lr == nil {
 			continue
@@ -212,16 +202,16 @@ func hugePagesAlone(r *corev1.ResourceRequirements) bool {
 
 // anyInvalid reports whether requirementErrors has something to say of r.
 func anyInvalid(r *corev1.ResourceRequirements) bool {
+	bad := func(k corev1.ResourceName, q resource.Quantity) bool {
+		return q.Sign() < 0 || fractional(k, q) || isHugePages(string(k)) && !wholePages(k, q)
+	}
 	for k, q := range r.Limits {
-		if q.Sign() < 0 || fractional(k, q) || isHugePages(string(k)) && !wholePages(k, q) {
+		if bad(k, q) {
 			return true
 		}
 	}
 	for k, q := range r.Requests {
-		if q.Sign() < 0 || fractional(k, q) || isHugePages(string(k)) && !wholePages(k, q) {
-			return true
-		}
-		if detail, _ := offLimit(r, k); detail != "" {
+		if detail, _ := offLimit(r, k); bad(k, q) || detail != "" {
 			return true
 		}
 	}
