@@ -35,8 +35,9 @@ func newAdmitCommand(g *globalFlags) *cobra.Command {
 		Short: "Ask whether an object may be created under the namespace's quotas",
 		Long: `admit asks the ledger whether the object in FILE (JSON or YAML: a Pod, PVC,
 Service or any counted kind, as a raw manifest) may be created. It prints
-'allowed', or the 403 message Kubernetes would give. FILE holds one object:
-a file of several YAML documents, or a List, is refused.
+'allowed', or the message Kubernetes would refuse it with (a 403 from quota
+or another admission plugin, or a 422 for an invalid object). FILE holds one
+object: a file of several YAML documents, or a List, is refused.
 
 Without --dry-run an allowed object's usage is reserved until its creation
 event arrives or the reservation expires.
