@@ -174,7 +174,7 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 		if size := len(encoded); size > int(in.stream.Config().MaxMsgSize) {
 			run.report.Rejected++
 			run.report.Rejections = append(run.report.Rejections, Rejection{Source: source,
-				Reason: fmt.Sprintf("%v: %d bytes, at most %d; split the list is not possible for a resync", ledger.ErrEventTooLarge, size, in.stream.Config().MaxMsgSize)})
+				Reason: fmt.Sprintf("%v: %d bytes, at most %d; a resync is one event and cannot be split: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, in.stream.Config().MaxMsgSize)})
 			report.Groups = append(report.Groups, rg)
 			continue
 		}

@@ -15,7 +15,8 @@ var ErrNoStream = errors.New("the ledger's streams do not exist on this NATS (ha
 // Attach opens the existing event and dead-letter streams without creating
 // or changing them: what a client (quota ingest, replay) does, so that its
 // defaults never overwrite the configuration the server chose. Only the
-// stream names of cfg are read.
+// stream names of cfg are read; the largest event is the event stream's
+// own (Config.MaxMsgSize of the server that opened it).
 func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, error) {
 	cfg = cfg.withDefaults()
 	events, err := js.Stream(ctx, cfg.StreamName)
@@ -24,6 +25,9 @@ func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, e
 	}
 	if err != nil {
 		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, err)
+	}
+	if n := events.CachedInfo().Config.MaxMsgSize; n > 0 {
+		cfg.MaxMsgSize = n
 	}
 	rejects, err := js.Stream(ctx, cfg.RejectStreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {

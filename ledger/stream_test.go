@@ -377,3 +377,31 @@ func TestRejectionsAreKeptWithRawSourceAndReason(t *testing.T) {
 		t.Fatalf("latest one: got %+v, %v", latest, err)
 	}
 }
+
+// TestAttachTakesTheStreamsEventSize attaches to streams a server opened
+// with a smaller largest event than the default: the client refuses what
+// the stream would refuse, with the stream's figure, whatever its own
+// configuration says.
+func TestAttachTakesTheStreamsEventSize(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	ledgertest.OpenStreamConfig(t, js, ledger.Config{MaxMsgSize: 512})
+	s, err := ledger.Attach(context.Background(), js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Config().MaxMsgSize; got != 512 {
+		t.Fatalf("attached MaxMsgSize: got %d, want the stream's 512", got)
+	}
+	ev := pod("a", "x")
+	ev.Object = []byte(`{"pad":"` + strings.Repeat("x", 600) + `"}`)
+	if _, err := s.Append(context.Background(), ev, ledger.AppendOptions{}); !errors.Is(err, ledger.ErrEventTooLarge) || !strings.Contains(err.Error(), "at most 512") {
+		t.Fatalf("got %v, want ErrEventTooLarge naming 512", err)
+	}
+}
+
+func TestAttachWithoutStreams(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	if _, err := ledger.Attach(context.Background(), js, ledger.Config{}); !errors.Is(err, ledger.ErrNoStream) {
+		t.Fatalf("got %v, want ErrNoStream", err)
+	}
+}

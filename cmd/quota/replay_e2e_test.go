@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,5 +140,40 @@ func TestLostDeleteDriftAndResyncThroughTheBinary(t *testing.T) {
 	}
 	if now := s.mustRun("replay", "-n", ns); now != after {
 		t.Errorf("replay to the end:\n%s\nwant the live describe:\n%s", now, after)
+	}
+}
+
+// TestLargeResyncNeedsALargerEvent resyncs a namespace of 6 000 pods, a
+// list whose event is over the default 1 MiB: refused with the flag to
+// raise in the reason, then taken by a server started with that flag
+// (describe prints the count as Kubernetes does, 6k).
+func TestLargeResyncNeedsALargerEvent(t *testing.T) {
+	const ns, pods = "big", 6000
+	items := make([]json.RawMessage, pods)
+	for i := range items {
+		items[i] = json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"worker-%05d","namespace":%q,"uid":"uid-%05d","resourceVersion":"%d"},`+
+			`"spec":{"containers":[{"name":"c","image":"x","resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"200m","memory":"128Mi"}}}]},"status":{"phase":"Running"}}`, i, ns, i, 100+i))
+	}
+	list, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	write := fileWriter(t, t.TempDir())
+	listFile := write("pods.json", string(list))
+	quotaFile := write("quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: compute, namespace: big}\nspec: {hard: {pods: \"10000\", requests.cpu: \"1k\"}}\n")
+
+	data := t.TempDir()
+	s := startServer(t, data)
+	s.mustRun("ingest", quotaFile)
+	out, errOut, code := s.run("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	if code != 1 || !strings.Contains(out+errOut, "exceeds the stream's maximum message size") || !strings.Contains(out+errOut, "--max-event-size") {
+		t.Fatalf("resync at the default size: exit %d\n%s%s\nwant exit 1, the event refused as too large, naming --max-event-size", code, out, errOut)
+	}
+	s.stop()
+
+	s = startServer(t, data, "--max-event-size", "4Mi")
+	s.mustRun("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	text := s.mustRun("describe", "-n", ns)
+	for _, want := range []string{"pods          6k    10k", "requests.cpu  600   1k"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("describe after the resync lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
 	"github.com/quotaledger/quota/projector/admission"
 	"github.com/quotaledger/quota/projector/server"
@@ -19,6 +21,7 @@ func newServeCommand() *cobra.Command {
 		logLevel        string
 		logJSON         bool
 		admissionConfig string
+		maxEventSize    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL]",
@@ -60,6 +63,11 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 				cfg.Admission.Limited = limited
 				cfg.Logger.Info("admission configuration read", "file", admissionConfig, "limitedResources", len(limited))
 			}
+			size, err := resource.ParseQuantity(maxEventSize)
+			if err != nil || size.Sign() <= 0 || size.Cmp(*resource.NewQuantity(ledger.MaxMsgSizeLimit, resource.BinarySI)) > 0 {
+				return withCode(exitError, errorf("--max-event-size %q: want a size from 1 to %s, such as 4Mi", maxEventSize, resource.NewQuantity(ledger.MaxMsgSizeLimit, resource.BinarySI)))
+			}
+			cfg.Stream.MaxMsgSize = int32(size.Value())
 			switch sync {
 			case "always", "":
 				cfg.SyncInterval = 0
@@ -78,6 +86,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
 	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server")
 	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
+	f.StringVar(&maxEventSize, "max-event-size", resource.NewQuantity(ledger.DefaultMaxMsgSize, resource.BinarySI).String(), "largest event the stream takes, in bytes or as a quantity such as 4Mi (a resync of a whole namespace is one event); an external NATS must take messages as large (max_payload)")
 	f.BoolVar(&cfg.Projector.NoSync, "projection-nosync", false, "do not fsync the projection file (it is rebuilt from the stream after a power loss)")
 	f.DurationVar(&cfg.Projector.CommitDelay, "projection-commit-delay", projector.DefaultCommitDelay, "how long a small batch of new events waits for more before the projection commits it, unless a query waits (negative: commit at once)")
 	f.Int64Var(&cfg.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a snapshot of the projection to the object store every N applied events (negative: never)")

@@ -32,6 +32,11 @@ const (
 	connectTimeout = 10 * time.Second
 )
 
+// ErrPayloadLimit is returned by Run when the NATS server in use takes
+// smaller messages than the largest event the stream does: an event
+// between the two would pass the ledger's own check and then fail.
+var ErrPayloadLimit = errors.New("NATS payload limit under the largest event")
+
 // Config configures a Server.
 type Config struct {
 	// DataDir holds the projection file and, when embedded, the JetStream
@@ -124,6 +129,9 @@ func Run(ctx context.Context, cfg Config) error {
 			Port:         port,
 			StoreDir:     filepath.Join(cfg.DataDir, JetStreamDir),
 			SyncInterval: cfg.SyncInterval,
+			// The embedded server takes the largest event the stream does
+			// (zero: the default of both).
+			MaxPayload: cfg.Stream.MaxMsgSize,
 		})
 		if err != nil {
 			return err
@@ -148,6 +156,9 @@ func Run(ctx context.Context, cfg Config) error {
 	stream, err := ledger.Open(ctx, js, cfg.Stream)
 	if err != nil {
 		return err
+	}
+	if limit, size := nc.MaxPayload(), int64(stream.Config().MaxMsgSize); limit < size {
+		return fmt.Errorf("%w: the NATS server at %s takes messages of at most %d bytes (max_payload), under the largest event of %d bytes: raise its max_payload or lower the largest event", ErrPayloadLimit, url, limit, size)
 	}
 
 	pcfg := cfg.Projector

@@ -2,11 +2,18 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
 )
 
 // TestConnectionLogsSlowConsumers checks that an asynchronous error of a
@@ -30,5 +37,39 @@ func TestConnectionLogsSlowConsumers(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("log %q lacks %q", got, want)
 		}
+	}
+}
+
+// TestExternalNATSMustTakeTheLargestEvent runs the ledger against an
+// external NATS whose max_payload (1 MiB) is under the largest event asked
+// for: Run refuses to start, naming both figures, rather than accept
+// events the server would then refuse. At the server's own size it runs.
+func TestExternalNATSMustTakeTheLargestEvent(t *testing.T) {
+	srv, _, _ := ledgertest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := Run(ctx, Config{DataDir: t.TempDir(), NATSURL: srv.ClientURL(), Stream: ledger.Config{MaxMsgSize: 4 << 20},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if !errors.Is(err, ErrPayloadLimit) || !strings.Contains(err.Error(), "at most 1048576 bytes") || !strings.Contains(err.Error(), "4194304") {
+		t.Fatalf("got %v, want ErrPayloadLimit naming 1048576 and 4194304", err)
+	}
+
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	go func() {
+		done <- Run(runCtx, Config{DataDir: t.TempDir(), NATSURL: srv.ClientURL(), Stream: ledger.Config{MaxMsgSize: 1 << 20},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(string) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("at the server's own size: %v", err)
+	case <-ctx.Done():
+		t.Fatal("not ready in time")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
