@@ -52,21 +52,25 @@ appended before the call.`,
 			if reply.Error != "" {
 				return withCode(exitError, errors.New(reply.Error))
 			}
-			e := reply.Explanation
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(e)
-			}
-			if len(e.Quotas) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", e.Namespace)
-				return nil
-			}
-			return projector.WriteExplain(cmd.OutOrStdout(), e)
+			return writeExplanation(cmd, reply.Explanation, output)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace (default \"default\")")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// writeExplanation prints e as text or, with output "json", as JSON.
+func writeExplanation(cmd *cobra.Command, e *projector.Explanation, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(e)
+	}
+	if len(e.Quotas) == 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "No resources found in %s namespace.\n", e.Namespace)
+		return nil
+	}
+	return projector.WriteExplain(cmd.OutOrStdout(), e)
 }

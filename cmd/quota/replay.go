@@ -24,16 +24,23 @@ func newReplayCommand(g *globalFlags) *cobra.Command {
 		noSnapshot bool
 		namespace  string
 		all        bool
+		explain    bool
 		output     string
 	)
 	cmd := &cobra.Command{
-		Use:   "replay [--db FILE] [--until-seq N | --at RFC3339] [--verify] [-o text|json]",
+		Use:   "replay [--db FILE] [--until-seq N | --at RFC3339] [--verify | --explain -n NS] [-o text|json]",
 		Short: "Rebuild usage from the stream, at any point, and compare it with the live projection",
 		Long: `replay folds the event stream into a fresh projection with the projector's own
 fold, from the newest usable snapshot (or the first event) up to the end of the
 stream, to --until-seq N, or to the last event the stream stored at or before
 --at TIME (RFC 3339). It prints the rebuilt quotas as 'quota describe' does
 (-A for every namespace, -n NS for one; default every namespace).
+
+--explain -n NS prints instead what 'quota explain' prints, at that point:
+for each quota of NS and each resource it limits, the objects whose charges
+made up Used then, largest first, each with the sequence of the event that
+last set it. With --at, this is what a namespace used at a past moment and
+why.
 
 --db FILE keeps the rebuilt bbolt file (it must not exist); by default a
 temporary file is used and removed. --no-snapshot folds from the first event.
@@ -63,6 +70,9 @@ line and exits 1 when there is any, 0 when the two are equal.`,
 			}
 			if all && namespace != "" {
 				return withCode(exitError, errors.New("-n and -A exclude each other"))
+			}
+			if explain && (verify || namespace == "") {
+				return withCode(exitError, errors.New("--explain explains one namespace's quotas: give it -n NS, and no --verify"))
 			}
 			ctx := cmd.Context()
 			nc, js, stream, err := g.attach(ctx, "quota replay")
@@ -102,6 +112,9 @@ line and exits 1 when there is any, 0 when the two are equal.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "replayed to seq %d (%s) from %s: %d events in %s\n",
 				res.Seq, formatTime(res.Time), from, res.Applied, res.Elapsed.Round(time.Millisecond))
+			if explain {
+				return printExplanation(cmd, res.Projector, namespace, output)
+			}
 			list, err := res.Projector.Quotas(namespace, "", namespace == "")
 			if err != nil {
 				return withCode(exitError, err)
@@ -126,8 +139,19 @@ line and exits 1 when there is any, 0 when the two are equal.`,
 	f.BoolVar(&noSnapshot, "no-snapshot", false, "fold from the first event even when a snapshot is usable")
 	f.StringVarP(&namespace, "namespace", "n", "", "print only this namespace's quotas")
 	f.BoolVarP(&all, "all-namespaces", "A", false, "print every namespace's quotas (the default)")
+	f.BoolVar(&explain, "explain", false, "print which objects made up each quota's usage at that point, as 'quota explain' does (needs -n)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// printExplanation prints the explanation of namespace's quotas in a
+// rebuilt projection, as 'quota explain' prints the live one.
+func printExplanation(cmd *cobra.Command, p *projector.Projector, namespace, output string) error {
+	e, err := p.Explain(namespace, "")
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	return writeExplanation(cmd, e, output)
 }
 
 // verifyReport is the -o json form of a verification.

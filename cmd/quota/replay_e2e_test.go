@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/projector"
 )
 
 // currentPods returns the pods of a watch-event file that exist at its end,
@@ -175,5 +179,75 @@ func TestLargeResyncNeedsALargerEvent(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("describe after the resync lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestReplayExplainsThePast replays a recorded namespace to every sequence
+// of its log with --explain: at each, the charges listed for a resource
+// sum to the Used that replay's describe gives at the same sequence, and
+// the pod the recording deletes is listed before its deletion and not
+// after.
+func TestReplayExplainsThePast(t *testing.T) {
+	dir := filepath.Join(samplesDir, "sample-team-a")
+	ns := namespaceOf(t, dir)
+	s := startServer(t, t.TempDir())
+	ingestSample(s, dir)
+	explainAt := func(seq uint64) projector.Explanation {
+		var e projector.Explanation
+		out := s.mustRun("replay", "--until-seq", strconv.FormatUint(seq, 10), "--explain", "-n", ns, "-o", "json")
+		if err := json.Unmarshal([]byte(out), &e); err != nil {
+			t.Fatalf("seq %d: %v\n%s", seq, err, out)
+		}
+		return e
+	}
+	var end projector.Explanation
+	if err := json.Unmarshal([]byte(s.mustRun("replay", "--explain", "-n", ns, "-o", "json")), &end); err != nil {
+		t.Fatal(err)
+	}
+	const deleted = "pods/ledger-scratch"
+	listed := func(e projector.Explanation) bool {
+		for _, q := range e.Quotas {
+			for _, r := range q.Resources {
+				for _, c := range r.Charges {
+					if c.Object == deleted {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	if listed(end) {
+		t.Fatalf("%s listed at the end of the log (seq %d)", deleted, end.Applied)
+	}
+	seen := false
+	for seq := uint64(1); seq <= end.Applied; seq++ {
+		e := explainAt(seq)
+		if e.Applied != seq {
+			t.Fatalf("explained seq %d, asked for %d", e.Applied, seq)
+		}
+		seen = seen || listed(e)
+		var list corev1.ResourceQuotaList
+		if err := json.Unmarshal([]byte(s.mustRun("replay", "--until-seq", strconv.FormatUint(seq, 10), "-n", ns, "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != len(e.Quotas) {
+			t.Fatalf("seq %d: %d quotas described, %d explained", seq, len(list.Items), len(e.Quotas))
+		}
+		for i, q := range e.Quotas {
+			for _, r := range q.Resources {
+				var sum resource.Quantity
+				for _, c := range r.Charges {
+					sum.Add(resource.MustParse(c.Charge))
+				}
+				used := list.Items[i].Status.Used[corev1.ResourceName(r.Resource)]
+				if sum.Cmp(used) != 0 || r.Used != used.String() {
+					t.Errorf("seq %d, %s %s: charges sum to %s, explain says used %s, describe %s", seq, q.Name, r.Resource, sum.String(), r.Used, used.String())
+				}
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("%s never listed before its deletion (seq 1 to %d)", deleted, end.Applied)
 	}
 }
