@@ -21,6 +21,7 @@ import (
 // Resources the admission decision reads besides quotas.
 const (
 	resourceLimitRanges     = "limitranges"
+	resourceServiceAccounts = "serviceaccounts"
 	resourceRuntimeClasses  = "runtimeclasses.node.k8s.io"
 	resourcePriorityClasses = "priorityclasses.scheduling.k8s.io"
 	resourceStorageClasses  = "storageclasses.storage.k8s.io"
@@ -43,6 +44,9 @@ type NamespaceState struct {
 	Quotas []quota.QuotaState
 	// LimitRanges are the namespace's LimitRanges.
 	LimitRanges []*corev1.LimitRange
+	// ServiceAccounts are the names of the namespace's ServiceAccounts
+	// (reservations of new ones left out), in name order.
+	ServiceAccounts []string
 	// RuntimeClasses are the cluster's RuntimeClasses by name.
 	RuntimeClasses map[string]*nodev1.RuntimeClass
 	// PriorityClasses and StorageClasses are the cluster's, for the default
@@ -303,6 +307,15 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		return nil, err
 	}
 	if st.LimitRanges, err = storedValues[*corev1.LimitRange](tx, namespace, resourceLimitRanges); err != nil {
+		return nil, err
+	}
+	err = forEachObjectOf(tx, namespace, resourceServiceAccounts, func(r *objectRecord) error {
+		if r.Reservation == "" {
+			st.ServiceAccounts = append(st.ServiceAccounts, r.Name)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	runtimeClasses, err := storedValues[*nodev1.RuntimeClass](tx, "", resourceRuntimeClasses)

@@ -268,6 +268,10 @@ var walkInputs = []string{
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":null}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":"N\u0065ver"}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"preemptionPolicy":7}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"builder","serviceAccount":"old"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccount":"old"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"b\u0075ilder"}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":null,"serviceAccount":7}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Pend\u0069ng","qosClass":7}}`,
 	// Not valid JSON, in what the walk skips or after the pod.
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"volumes":[01]}}`,

@@ -119,6 +119,10 @@ type quotaPodSpec struct {
 	RuntimeClassName      *string                      `json:"runtimeClassName"`
 	Overhead              corev1.ResourceList          `json:"overhead"`
 	Resources             *corev1.ResourceRequirements `json:"resources"`
+	// ServiceAccountName and its deprecated alias are read for the
+	// ServiceAccount admission plugin's look-up.
+	ServiceAccountName       string `json:"serviceAccountName"`
+	DeprecatedServiceAccount string `json:"serviceAccount"`
 }
 
 // quotaPodStatus is the part of a pod's status quota reads.
@@ -171,6 +175,9 @@ func (p *quotaPod) object() *Object {
 			RuntimeClassName:      p.Spec.RuntimeClassName,
 			Overhead:              p.Spec.Overhead,
 			Resources:             p.Spec.Resources,
+
+			ServiceAccountName:       p.Spec.ServiceAccountName,
+			DeprecatedServiceAccount: p.Spec.DeprecatedServiceAccount,
 		},
 		Status: corev1.PodStatus{
 			Phase:                 p.Status.Phase,
@@ -248,7 +255,8 @@ var (
 	metadataKeys = []string{"name", "generateName", "namespace", "uid", "resourceVersion",
 		"deletionTimestamp", "deletionGracePeriodSeconds"}
 	specKeys = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
-		"priorityClassName", "priority", "preemptionPolicy", "runtimeClassName", "overhead", "resources"}
+		"priorityClassName", "priority", "preemptionPolicy", "runtimeClassName", "overhead",
+		"serviceAccountName", "serviceAccount", "resources"}
 	statusKeys          = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
 	containerKeys       = []string{"name", "resources", "restartPolicy"}
 	containerStatusKeys = []string{"name", "allocatedResources", "resources"}
@@ -297,6 +305,10 @@ func walkSpec(s *jsonscan.Scanner, sp *quotaPodSpec) bool {
 			return readValue(s, &sp.RuntimeClassName)
 		case "overhead":
 			return readResourceList(s, &sp.Overhead)
+		case "serviceAccountName":
+			return readPlainString(s, &sp.ServiceAccountName)
+		case "serviceAccount":
+			return readPlainString(s, &sp.DeprecatedServiceAccount)
 		default:
 			return readValue(s, &sp.Resources)
 		}

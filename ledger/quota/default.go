@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -13,12 +14,17 @@ import (
 )
 
 // Environment is what the API server consults while admitting a raw
-// manifest: the namespace's LimitRanges and the cluster's RuntimeClasses,
-// PriorityClasses and StorageClasses.
+// manifest: the namespace's LimitRanges and ServiceAccounts, and the
+// cluster's RuntimeClasses, PriorityClasses and StorageClasses.
 type Environment struct {
 	// LimitRanges are the LimitRanges of the object's namespace; nil for
 	// none.
 	LimitRanges []*corev1.LimitRange
+	// ServiceAccounts are the names of the ServiceAccounts of the object's
+	// namespace. Nil when none is known: a pod's service account is then
+	// not looked up, as the ledger cannot tell a namespace without them
+	// from one whose ServiceAccounts were never ingested.
+	ServiceAccounts []string
 	// RuntimeClasses holds RuntimeClasses by name; nil for none.
 	RuntimeClasses map[string]*nodev1.RuntimeClass
 	// PriorityClasses are the cluster's PriorityClasses; nil for none.
@@ -29,11 +35,13 @@ type Environment struct {
 
 // Default applies to a raw manifest what the API server applies before
 // quota admission sees it: pod defaulting (requests default to limits),
-// the LimitRanger plugin's container defaults, the Priority plugin's
-// default priority class, the RuntimeClass plugin's pod overhead, and the
-// DefaultStorageClass plugin's class for a claim that names none. Other
-// objects are left unchanged. It must not be applied to objects that came
-// from the API server.
+// the LimitRanger plugin's container defaults, the ServiceAccount plugin's
+// look-up of the pod's service account, the Priority plugin's default
+// priority class, the RuntimeClass plugin's pod overhead, and the
+// DefaultStorageClass plugin's class for a claim that names none, in the
+// API server's order of those plugins (a pod refused by several is refused
+// by the first). Other objects are left unchanged. It must not be applied
+// to objects that came from the API server.
 func Default(o *object.Object, env Environment) error {
 	if pvc, ok := o.Value.(*corev1.PersistentVolumeClaim); ok {
 		defaultStorageClass(pvc, env.StorageClasses)
@@ -44,10 +52,13 @@ func Default(o *object.Object, env Environment) error {
 		return nil
 	}
 	defaultPodRequests(pod)
+	limitRangeDefaults(pod, env.LimitRanges)
+	if err := serviceAccount(pod, o.Namespace, env.ServiceAccounts); err != nil {
+		return err
+	}
 	if err := priorityClass(pod, env.PriorityClasses); err != nil {
 		return err
 	}
-	limitRangeDefaults(pod, env.LimitRanges)
 	return setOverhead(pod, env)
 }
 
@@ -241,6 +252,28 @@ func setOverhead(pod *corev1.Pod, env Environment) error {
 	}
 	pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
 	return nil
+}
+
+// defaultServiceAccount is the service account of a pod that names none;
+// Kubernetes' controller creates it in every namespace.
+const defaultServiceAccount = "default"
+
+// serviceAccount is the ServiceAccount plugin's look-up: a pod naming a
+// service account its namespace does not have is refused. accounts are the
+// namespace's; with none known nothing is refused, and the default account
+// is taken to exist. The plugin's rules for a kubelet's mirror pods are
+// not modelled.
+func serviceAccount(pod *corev1.Pod, namespace string, accounts []string) error {
+	name := pod.Spec.ServiceAccountName
+	if name == "" {
+		// The API server reads the deprecated field when the other is
+		// empty.
+		name = pod.Spec.DeprecatedServiceAccount
+	}
+	if len(accounts) == 0 || name == "" || name == defaultServiceAccount || slices.Contains(accounts, name) {
+		return nil
+	}
+	return &RefusedError{ErrServiceAccountNotFound, fmt.Sprintf("error looking up service account %s/%s: serviceaccount %q not found", namespace, name, name)}
 }
 
 // systemPriorityClasses exist in every cluster, with these values: the

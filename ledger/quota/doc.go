@@ -55,7 +55,8 @@
 //     validation of what quota reads (requests against limits, negative or
 //     fractional quantities, huge pages, pod-level resources, the active
 //     deadline), LimitRanger (minimum, maximum, limit-to-request ratio),
-//     Priority and RuntimeClass refuse them (Default, Validate).
+//     ServiceAccount (an account the namespace lacks, when its accounts are
+//     known), Priority and RuntimeClass refuse them (Default, Validate).
 //
 // # Caveats
 //

@@ -19,6 +19,9 @@ var (
 	// ErrOverheadWithoutRuntimeClass is the reason of Default's refusal of
 	// a pod stating an overhead that no RuntimeClass of its defines.
 	ErrOverheadWithoutRuntimeClass = errors.New("pod overhead without a RuntimeClass overhead")
+	// ErrServiceAccountNotFound is the reason of Default's refusal of a
+	// pod naming a ServiceAccount its namespace does not have.
+	ErrServiceAccountNotFound = errors.New("service account not found")
 	// ErrPriorityClassNotFound is the reason of Default's refusal of a pod
 	// naming a PriorityClass the environment does not hold.
 	ErrPriorityClassNotFound = errors.New("priority class not found")
@@ -32,7 +35,8 @@ var (
 )
 
 // RefusedError is a refusal by one of the admission plugins that run
-// before quota's (RuntimeClass, Priority), in that plugin's words:
+// before quota's (ServiceAccount, Priority, RuntimeClass, LimitRanger), in
+// that plugin's words:
 // Kubernetes' 403 message is the object's forbidden prefix and Error.
 // errors.Is matches it to its Reason.
 type RefusedError struct {

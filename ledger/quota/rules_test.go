@@ -693,6 +693,8 @@ func TestPluginRefusals(t *testing.T) {
 		RuntimeClasses:  map[string]*nodev1.RuntimeClass{"kata": rc, "runc": plain},
 		PriorityClasses: []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}},
 	}
+	withAccounts := env
+	withAccounts.ServiceAccounts = []string{"builder", "default"}
 	for _, tc := range []struct {
 		name, spec string
 		env        Environment
@@ -721,6 +723,17 @@ func TestPluginRefusals(t *testing.T) {
 			ErrPriorityMismatch, `the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority from the given PriorityClass name`},
 		{"the class's own preemption policy", `{"priorityClassName":"high","preemptionPolicy":"PreemptLowerPriority","containers":[{"name":"c"}]}`, env, nil, ""},
 		{"the class's own priority", `{"priorityClassName":"system-node-critical","priority":2000001000,"containers":[{"name":"c"}]}`, env, nil, ""},
+		{"unknown service account", `{"serviceAccountName":"robot","containers":[{"name":"c"}]}`, withAccounts,
+			ErrServiceAccountNotFound, `error looking up service account team/robot: serviceaccount "robot" not found`},
+		{"known service account", `{"serviceAccountName":"builder","containers":[{"name":"c"}]}`, withAccounts, nil, ""},
+		{"the default service account", `{"serviceAccountName":"default","containers":[{"name":"c"}]}`, withAccounts, nil, ""},
+		{"no service account named", `{"containers":[{"name":"c"}]}`, withAccounts, nil, ""},
+		{"the deprecated field alone", `{"serviceAccount":"robot","containers":[{"name":"c"}]}`, withAccounts,
+			ErrServiceAccountNotFound, `error looking up service account team/robot: serviceaccount "robot" not found`},
+		{"the deprecated field under the other", `{"serviceAccountName":"builder","serviceAccount":"robot","containers":[{"name":"c"}]}`, withAccounts, nil, ""},
+		{"no service account ingested", `{"serviceAccountName":"robot","containers":[{"name":"c"}]}`, env, nil, ""},
+		{"the service account looked up before the priority class", `{"serviceAccountName":"robot","priorityClassName":"urgent","containers":[{"name":"c"}]}`, withAccounts,
+			ErrServiceAccountNotFound, `error looking up service account team/robot: serviceaccount "robot" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := decode(t, pod("p", tc.spec))

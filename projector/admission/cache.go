@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -343,11 +344,12 @@ func (c *stateCache) current(ctx context.Context, namespace string) (*view, uint
 		}
 		env := &quota.Environment{
 			LimitRanges:     st.LimitRanges,
+			ServiceAccounts: st.ServiceAccounts,
 			RuntimeClasses:  st.RuntimeClasses,
 			PriorityClasses: st.PriorityClasses,
 			StorageClasses:  st.StorageClasses,
 		}
-		if ok && v.ClusterSeq == st.ClusterSeq && reflect.DeepEqual(v.env.LimitRanges, st.LimitRanges) {
+		if ok && v.ClusterSeq == st.ClusterSeq && reflect.DeepEqual(v.env.LimitRanges, st.LimitRanges) && slices.Equal(v.env.ServiceAccounts, st.ServiceAccounts) {
 			// The same defaults: keep them, so that creates prepared
 			// against them stay prepared.
 			env = v.env
