@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -309,13 +310,7 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 	if st.LimitRanges, err = storedValues[*corev1.LimitRange](tx, namespace, resourceLimitRanges); err != nil {
 		return nil, err
 	}
-	err = forEachObjectOf(tx, namespace, resourceServiceAccounts, func(r *objectRecord) error {
-		if r.Reservation == "" {
-			st.ServiceAccounts = append(st.ServiceAccounts, r.Name)
-		}
-		return nil
-	})
-	if err != nil {
+	if st.ServiceAccounts, err = storedNames(tx, namespace, resourceServiceAccounts); err != nil {
 		return nil, err
 	}
 	runtimeClasses, err := storedValues[*nodev1.RuntimeClass](tx, "", resourceRuntimeClasses)
@@ -345,6 +340,25 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
 	}
 	return q, nil
+}
+
+// storedNames returns the names of one resource's objects in a namespace,
+// reservations left out, in name order. It reads each record's charge
+// only, not its object.
+func storedNames(tx *bolt.Tx, namespace, resource string) ([]string, error) {
+	var out []string
+	prefix := objectKey(namespace, resource, "")
+	c := tx.Bucket(bucketObjects).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		r, err := decodeObjectCharge(v)
+		if err != nil {
+			return nil, fmt.Errorf("decode object %q: %w", k, err)
+		}
+		if r.Reservation == "" {
+			out = append(out, r.Name)
+		}
+	}
+	return out, nil
 }
 
 // storedValues decodes the typed values of one resource's objects in a
