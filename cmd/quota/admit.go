@@ -61,6 +61,10 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			if ns == "" {
 				ns = meta.Metadata.Namespace
 			}
+			if own := meta.Metadata.Namespace; own != "" && own != ns {
+				// kubectl refuses this before asking the API server.
+				return withCode(exitError, fmt.Errorf("%s: the namespace from the provided object %q does not match the namespace %q; give -n %s, or none", file, own, ns, own))
+			}
 			if ns == "" {
 				ns = "default"
 			}

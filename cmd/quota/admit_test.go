@@ -60,3 +60,16 @@ func TestReadManifest(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitRefusesAnotherNamespace asks about a manifest of one namespace
+// with -n naming another: refused before the ledger is asked (no server
+// runs here), as kubectl refuses it, naming both namespaces.
+func TestAdmitRefusesAnotherNamespace(t *testing.T) {
+	file := fileWriter(t, t.TempDir())("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: other}\n")
+	noServer := &ledgerProc{t: t, url: "nats://127.0.0.1:1"}
+	out, errOut, code := noServer.run("admit", "--dry-run", "-n", "team", "-f", file)
+	want := `the namespace from the provided object "other" does not match the namespace "team"; give -n other, or none`
+	if code != 2 || out != "" || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+	}
+}
