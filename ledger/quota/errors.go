@@ -36,9 +36,8 @@ var (
 
 // RefusedError is a refusal by one of the admission plugins that run
 // before quota's (ServiceAccount, Priority, RuntimeClass, LimitRanger), in
-// that plugin's words:
-// Kubernetes' 403 message is the object's forbidden prefix and Error.
-// errors.Is matches it to its Reason.
+// that plugin's words: Kubernetes' 403 message is the object's forbidden
+// prefix and Error. errors.Is matches it to its Reason.
 type RefusedError struct {
 	Reason  error
 	Message string
