@@ -306,9 +306,9 @@ func walkSpec(s *jsonscan.Scanner, sp *quotaPodSpec) bool {
 		case "overhead":
 			return readResourceList(s, &sp.Overhead)
 		case "serviceAccountName":
-			return readPlainString(s, &sp.ServiceAccountName)
+			return readAccountName(s, &sp.ServiceAccountName)
 		case "serviceAccount":
-			return readPlainString(s, &sp.DeprecatedServiceAccount)
+			return readAccountName(s, &sp.DeprecatedServiceAccount)
 		default:
 			return readValue(s, &sp.Resources)
 		}
@@ -424,6 +424,22 @@ func readPlainString[T ~string](s *jsonscan.Scanner, dst *T) bool {
 	s.Back(m)
 	raw, ok := s.Raw()
 	return ok && json.Unmarshal(raw, dst) == nil
+}
+
+// defaultAccountName is the service account the API server gives a pod
+// that names none, so the one nearly every stored pod names.
+const defaultAccountName = "default"
+
+// readAccountName is readPlainString for a service account's name, which
+// reads the default account's without copying its string.
+func readAccountName(s *jsonscan.Scanner, dst *string) bool {
+	m := s.Mark()
+	if v, ok := s.String(); ok && string(v) == defaultAccountName {
+		*dst = defaultAccountName
+		return true
+	}
+	s.Back(m)
+	return readPlainString(s, dst)
 }
 
 // preemptionPolicies are the values a pod's preemptionPolicy takes,
