@@ -89,23 +89,31 @@ type Decision struct {
 	Charge Charge
 }
 
-// handles reports whether the quota plugin evaluates this operation on this
-// resource and subresource: pods on create and on updates of their resize
-// subresource (a plain update cannot change what a pod is charged), claims
-// and services on create and update, every other counted object on create
-// only; no other request on a subresource.
-func handles(op Operation, resource, subresource string) bool {
+// handles reports whether the quota plugin evaluates req: pods on create,
+// on updates of their resize subresource, and on plain updates that move
+// them between the Terminating and NotTerminating scopes (since Kubernetes
+// v1.33; a plain update cannot change what a pod is charged, only which
+// quotas charge it); claims and services on create and update; every
+// other counted object on create only; no other request on a subresource.
+func handles(req *AdmitRequest) bool {
+	op, resource := req.Operation, req.Object.Resource
 	switch {
-	case resource == "pods" && subresource == "resize":
+	case resource == "pods" && req.Subresource == "resize":
 		return op == Update
-	case subresource != "":
+	case req.Subresource != "":
 		return false
 	case resource == "pods":
-		return op == Create
+		return op == Create || op == Update && req.OldObject != nil && isTerminating(req.OldObject) != isTerminating(req.Object)
 	case resource == "persistentvolumeclaims", resource == "services":
 		return op == Create || op == Update
 	}
 	return op == Create
+}
+
+// isTerminating reports whether o is a pod in the Terminating scope.
+func isTerminating(o *object.Object) bool {
+	pod, ok := o.Value.(*corev1.Pod)
+	return ok && terminating(pod)
 }
 
 // Admit decides a request as the ResourceQuota admission plugin's
@@ -126,7 +134,7 @@ func Admit(req AdmitRequest) Decision {
 		}
 	}
 	o := req.Object
-	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource, req.Subresource) {
+	if req.Operation == Delete || o == nil || !handles(&req) {
 		return d
 	}
 	var input Charge

@@ -34,7 +34,7 @@ func refAdmit(req AdmitRequest) Decision {
 		d.Used[s.Quota.Name] = s.Used
 	}
 	o := req.Object
-	if req.Operation == Delete || o == nil || !handles(req.Operation, o.Resource, req.Subresource) {
+	if req.Operation == Delete || o == nil || !handles(&req) {
 		return d
 	}
 	var input Charge

@@ -45,10 +45,13 @@
 //     pod-level resources), negative usage,
 //     limitedResources, and then that each matching quota's used plus the
 //     request stays within hard, naming only the exceeded resources.
-//   - An update is charged only what grows; a delete is always allowed.
-//   - Pods are evaluated on create and on updates of their resize
-//     subresource, claims and services on create and update, everything
-//     else on create; no request on another subresource is evaluated.
+//   - An update is charged only what grows, by each quota that matched the
+//     object before it; a quota that matches it only after the update is
+//     charged all of it. A delete is always allowed.
+//   - Pods are evaluated on create, on updates of their resize subresource
+//     and on plain updates that move them between the Terminating and
+//     NotTerminating scopes; claims and services on create and update;
+//     everything else on create; no request on another subresource.
 //   - Raw manifests get requests from limits, LimitRange container defaults,
 //     the default PriorityClass and RuntimeClass overhead before admission
 //     (Default), and are refused before quota as the API server's

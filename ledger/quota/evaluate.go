@@ -546,10 +546,16 @@ func (pc *podContainers) limits() ResourceList {
 	return limits
 }
 
+// terminating reports whether a pod is in the Terminating scope: its
+// activeDeadlineSeconds is set, and not negative.
+func terminating(pod *corev1.Pod) bool {
+	return pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0
+}
+
 func podScopeFacts(pod *corev1.Pod) ScopeFacts {
 	return ScopeFacts{
 		Pod:                       true,
-		Terminating:               pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds >= 0,
+		Terminating:               terminating(pod),
 		BestEffort:                podQOS(pod) == corev1.PodQOSBestEffort,
 		PriorityClass:             pod.Spec.PriorityClassName,
 		CrossNamespacePodAffinity: usesCrossNamespaceAffinity(pod),

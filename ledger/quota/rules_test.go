@@ -570,7 +570,7 @@ func TestAdmitUpdateChargesOnlyGrowth(t *testing.T) {
 
 // TestAdmitSubresources checks which requests on subresources the plugin
 // evaluates: a pod's resize (charged its growth), and no other; a plain
-// pod update is not evaluated either.
+// pod update that keeps the pod's scope is not evaluated either.
 func TestAdmitSubresources(t *testing.T) {
 	q := quotaFrom(t, `{"hard":{"requests.cpu":"2","requests.storage":"10Gi"}}`)
 	st := state(q, "requests.cpu", "1", "requests.storage", "8Gi")
@@ -602,6 +602,41 @@ func TestAdmitSubresources(t *testing.T) {
 		if got := map[bool]string{false: d.Message}[d.Allowed]; got != c.want {
 			t.Errorf("%s: got %q, want %q (empty: allowed)", c.name, got, c.want)
 		}
+	}
+}
+
+// TestAdmitPodMovedBetweenTerminatingScopes updates a stored pod to have
+// an active deadline, which moves it from the NotTerminating scope into
+// the Terminating one. Since Kubernetes v1.33 the plugin evaluates such an
+// update: a quota the pod matched before is charged only what grew
+// (nothing, here), and a quota it matches only now is charged all of it,
+// so that a quota cannot be lowered by a request that is never completed.
+// A plain update that keeps the scope is not evaluated.
+func TestAdmitPodMovedBetweenTerminatingScopes(t *testing.T) {
+	terminating := quotaFrom(t, `{"hard":{"pods":"2","requests.cpu":"2"},"scopes":["Terminating"]}`)
+	terminating.Name = "terminating"
+	notTerminating := quotaFrom(t, `{"hard":{"pods":"2","requests.cpu":"2"},"scopes":["NotTerminating"]}`)
+	notTerminating.Name = "not-terminating"
+	stored := decode(t, pod("p", `{"containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`))
+	withDeadline := decode(t, pod("p", `{"activeDeadlineSeconds":60,"containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`))
+	relabelled := decode(t, strings.Replace(pod("p", `{"containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`), `"resourceVersion"`, `"labels":{"a":"b"},"resourceVersion"`, 1))
+
+	quotas := []QuotaState{state(terminating, "pods", "1", "requests.cpu", "1"), state(notTerminating, "pods", "2", "requests.cpu", "2")}
+	d := Admit(AdmitRequest{Operation: Update, Object: withDeadline, OldObject: stored, Quotas: quotas, Now: testNow})
+	if !d.Allowed {
+		t.Fatalf("moved into a Terminating quota with room: %s", d.Message)
+	}
+	assertUsage(t, d.Used["terminating"], map[string]string{"pods": "2", "requests.cpu": "2"})
+	assertUsage(t, d.Used["not-terminating"], map[string]string{"pods": "2", "requests.cpu": "2"})
+
+	full := []QuotaState{state(terminating, "pods", "2", "requests.cpu", "1"), state(notTerminating, "pods", "2", "requests.cpu", "2")}
+	d = Admit(AdmitRequest{Operation: Update, Object: withDeadline, OldObject: stored, Quotas: full, Now: testNow})
+	want := `pods "p" is forbidden: exceeded quota: terminating, requested: pods=1, used: pods=2, limited: pods=2`
+	if d.Allowed || d.Message != want {
+		t.Errorf("moved into a full Terminating quota: got %q, want %q", d.Message, want)
+	}
+	if d = Admit(AdmitRequest{Operation: Update, Object: relabelled, OldObject: stored, Quotas: full, Now: testNow}); !d.Allowed {
+		t.Errorf("an update that keeps the scope was evaluated: %s", d.Message)
 	}
 }
 

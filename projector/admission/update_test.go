@@ -347,3 +347,51 @@ func TestUpdateOfAnObjectNotYetAppliedIsReserved(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPodMovedIntoTheTerminatingScope sends a plain update that gives a
+// stored pod an active deadline, moving it from the NotTerminating quota
+// into the Terminating one: the Terminating quota is charged the whole pod
+// and the NotTerminating one nothing, as Kubernetes' plugin charges them;
+// the update is reserved, so describe shows the charge at once; and once
+// the pod's own event reports the deadline, the NotTerminating quota lets
+// it go while the Terminating one keeps it.
+func TestPodMovedIntoTheTerminatingScope(t *testing.T) {
+	const ns = "team"
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	scoped := func(name, scope string) string {
+		return strings.Replace(quotaManifest(ns, name, map[string]string{"pods": "5", "limits.cpu": "4"}), `"spec":{`, `"spec":{"scopes":["`+scope+`"],`, 1)
+	}
+	upsert(t, stream, scoped("terminating", "Terminating"))
+	upsert(t, stream, scoped("not-terminating", "NotTerminating"))
+	stored := strings.Replace(podManifest(ns, "job", "1"), `"name":`, `"resourceVersion":"5","name":`, 1)
+	upsert(t, stream, stored)
+	r := startReplica(t, srv.ClientURL(), Config{})
+	r.catchUp(t)
+	withDeadline := strings.Replace(stored, `"spec":{`, `"spec":{"activeDeadlineSeconds":600,`, 1)
+	if !strings.Contains(withDeadline, "activeDeadlineSeconds") {
+		t.Fatal("the pod's manifest has no spec to give a deadline")
+	}
+
+	if resp := ask(t, r.client, ns, review("u1", admissionv1.Update, ns, withDeadline, stored, false)); !resp.Allowed {
+		t.Fatalf("the move refused: %+v", resp.Result)
+	}
+	for _, c := range []struct{ quota, resource, want string }{
+		{"terminating", "pods", "1"}, {"terminating", "limits.cpu", "1"},
+		{"not-terminating", "pods", "1"}, {"not-terminating", "limits.cpu", "1"},
+	} {
+		if got := r.used(t, ns, c.quota, c.resource); got != c.want {
+			t.Errorf("reserved: %s %s used %s, want %s", c.quota, c.resource, got, c.want)
+		}
+	}
+
+	upsert(t, stream, strings.Replace(withDeadline, `"resourceVersion":"5"`, `"resourceVersion":"6"`, 1))
+	r.catchUp(t)
+	for _, c := range []struct{ quota, resource, want string }{
+		{"terminating", "pods", "1"}, {"not-terminating", "pods", "0"}, {"not-terminating", "limits.cpu", "0"},
+	} {
+		if got := r.used(t, ns, c.quota, c.resource); got != c.want {
+			t.Errorf("made: %s %s used %s, want %s", c.quota, c.resource, got, c.want)
+		}
+	}
+}
