@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build run test test-short bench bench-scaling fuzz lint fmt vet clean
+.PHONY: all build run test test-short test-race bench bench-scaling fuzz lint fmt vet clean
 
 all: build
 
@@ -23,6 +23,11 @@ test: build
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
+
+# The suite under the race detector (it needs cgo and a C compiler). The
+# end-to-end tests run the binary they build, without it.
+test-race:
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # Benchmarks print each figure next to its raw ceiling measured in the same
 # run. BENCH_JSON=path also writes them as JSON. The harness reads
