@@ -434,8 +434,12 @@ const defaultAccountName = "default"
 // reads the default account's without copying its string.
 func readAccountName(s *jsonscan.Scanner, dst *string) bool {
 	m := s.Mark()
-	if v, ok := s.String(); ok && string(v) == defaultAccountName {
-		*dst = defaultAccountName
+	if v, ok := s.String(); ok {
+		if string(v) == defaultAccountName {
+			*dst = defaultAccountName
+		} else {
+			*dst = string(v)
+		}
 		return true
 	}
 	s.Back(m)
