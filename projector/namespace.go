@@ -301,7 +301,7 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		if err != nil {
 			return err
 		}
-		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used})
+		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used, Slot: r.Slot})
 		return nil
 	})
 	if err != nil {

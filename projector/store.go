@@ -13,8 +13,9 @@ import (
 )
 
 // SchemaVersion is the layout version of the projection file. Version 2
-// added the expiry bucket; Open migrates a version 1 file.
-const SchemaVersion = 2
+// added the expiry bucket, version 3 the quotas' index slots; Open
+// migrates a file of an earlier version.
+const SchemaVersion = 3
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -70,6 +71,10 @@ type quotaRecord struct {
 	// terms share one format that format is known without a rescan.
 	Terms map[string]*[formatCount]int `json:"terms,omitempty"`
 	Seq   uint64                       `json:"seq"`
+	// Slot is where Kubernetes' quota informer keeps the quota in the
+	// namespace's index (quota.NextSlot), given when the quota first
+	// reaches the log.
+	Slot int `json:"slot,omitempty"`
 }
 
 const formatCount = 3
@@ -125,6 +130,12 @@ func initBuckets(tx *bolt.Tx) error {
 			if err := indexExpiries(tx); err != nil {
 				return fmt.Errorf("migrate schema 1 to %d: %w", SchemaVersion, err)
 			}
+			got = 2
+		}
+		if got == 2 {
+			if err := slotQuotas(tx); err != nil {
+				return fmt.Errorf("migrate schema 2 to %d: %w", SchemaVersion, err)
+			}
 			return meta.Put(keySchema, seqBytes(SchemaVersion))
 		}
 		if got != SchemaVersion {
@@ -148,6 +159,38 @@ func indexExpiries(tx *bolt.Tx) error {
 		}
 		return expiry.Put(expiryKey(r.ExpiresAt, string(id)), key)
 	})
+}
+
+// slotQuotas gives the quotas of a file that kept no index slots the
+// slots of their name order, the order in which admission named them
+// before. A projection rebuilt from the log has the slots of the order in
+// which the quotas reached it.
+func slotQuotas(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketQuotas)
+	var records []*quotaRecord
+	err := b.ForEach(func(_, v []byte) error {
+		var r quotaRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		records = append(records, &r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	namespace, taken := "", []int(nil)
+	for _, r := range records {
+		if r.Namespace != namespace {
+			namespace, taken = r.Namespace, taken[:0]
+		}
+		r.Slot = quota.NextSlot(taken)
+		taken = append(taken, r.Slot)
+		if err := putQuota(tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // expiryKey orders reservations by expiry, then by id.

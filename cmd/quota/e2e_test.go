@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 }
 
 var samplesDir = filepath.Join("..", "..", "testdata", "samples")
+var recordedDir = filepath.Join("..", "..", "testdata", "recorded")
 
 // ledgerProc is a running `quota serve` subprocess.
 type ledgerProc struct {
@@ -177,6 +178,16 @@ func sampleDirs(t testing.TB) []string {
 	return dirs
 }
 
+// recordedDirs are the scenarios of testdata/recorded, recorded the way the
+// samples were, from a kube-apiserver and kube-controller-manager v1.36.3.
+func recordedDirs(t testing.TB) []string {
+	dirs, _ := filepath.Glob(filepath.Join(recordedDir, "rec-*"))
+	if len(dirs) == 0 {
+		t.Fatal("no recorded scenarios")
+	}
+	return dirs
+}
+
 func ingestSample(s *ledgerProc, dir string) {
 	s.t.Helper()
 	if _, err := os.Stat(filepath.Join(dir, "cluster.jsonl")); err == nil {
@@ -221,6 +232,24 @@ func TestSamplesEndToEnd(t *testing.T) {
 		ingestSample(s, dir)
 	}
 	for _, dir := range sampleDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ns := namespaceOf(t, dir)
+			checkDescribe(t, s, dir, ns)
+			checkProbes(t, s, dir, ns)
+		})
+	}
+}
+
+// TestRecordedEndToEnd does the same with the recorded scenarios, which
+// cover what the samples do not: quota scopes, LimitRanges, extended
+// resources, sidecars and overhead, workload counts, volume attributes
+// classes, quantity formats.
+func TestRecordedEndToEnd(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	for _, dir := range recordedDirs(t) {
+		ingestSample(s, dir)
+	}
+	for _, dir := range recordedDirs(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ns := namespaceOf(t, dir)
 			checkDescribe(t, s, dir, ns)

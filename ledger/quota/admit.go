@@ -30,6 +30,10 @@ const ReasonForbidden = "Forbidden"
 type QuotaState struct {
 	Quota *Quota
 	Used  ResourceList
+	// Slot is where Kubernetes' quota informer keeps the quota among the
+	// namespace's (see NextSlot); 0 when not known. When several quotas
+	// refuse a request, it decides which one Admit names.
+	Slot int
 }
 
 // LimitedResource is one entry of the ResourceQuota admission plugin's
@@ -161,6 +165,7 @@ func Admit(req AdmitRequest) Decision {
 	// message built from it sorts.
 	var requiredBuf [16]string
 	var interesting []int
+	var refusals []refusal
 	var restrictedScopes []ScopeRequirement
 	for i, s := range states {
 		for _, sc := range s.Quota.Scopes {
@@ -173,14 +178,17 @@ func Admit(req AdmitRequest) Decision {
 		}
 		required := producedNames(requiredBuf[:0], o.Resource, s.Quota.Hard)
 		if msg := constraints(o, required); msg != "" {
-			return forbidden(d, o, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg))
+			refusals = append(refusals, refusal{i, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg)})
+			continue
 		}
-		for _, r := range required {
-			if _, ok := s.Used[r]; !ok {
-				return forbidden(d, o, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required)))
-			}
+		if !hasUsage(s.Used, required) {
+			refusals = append(refusals, refusal{i, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required))})
+			continue
 		}
 		interesting = append(interesting, i)
+	}
+	if len(refusals) > 0 {
+		return forbidden(d, o, likeliest(states, refusals))
 	}
 
 	if neg := negativeNames(input.Usage); len(neg) > 0 {
@@ -262,9 +270,12 @@ func Admit(req AdmitRequest) Decision {
 		q := states[i].Quota
 		if exceeded := exceededNames(states[i].Used, l, q.Hard); len(exceeded) > 0 {
 			requested := q.Mask(l)
-			return forbidden(d, o, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
-				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded)))
+			refusals = append(refusals, refusal{i, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
+				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded))})
 		}
+	}
+	if len(refusals) > 0 {
+		return forbidden(d, o, likeliest(states, refusals))
 	}
 	if d.Used != nil {
 		for j, i := range interesting {
@@ -274,6 +285,16 @@ func Admit(req AdmitRequest) Decision {
 		}
 	}
 	return d
+}
+
+// hasUsage reports whether used has a figure for every required name.
+func hasUsage(used ResourceList, required []string) bool {
+	for _, r := range required {
+		if _, ok := used[r]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // producedNames appends to out the names of hard that the evaluator of

@@ -488,7 +488,7 @@ func TestAdmitRules(t *testing.T) {
 		{"landing exactly on the limit is allowed",
 			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"500m","memory":"100Mi"`, `"cpu":"500m","memory":"100Mi"`)+`]}`),
 			[]QuotaState{state(quotaFrom(t, compute), "requests.cpu", "500m")}, ""},
-		{"every matching quota must fit, first by name fails first",
+		{"every matching quota must fit; with no slots known the first by name is named",
 			pod("web-1", `{"containers":[`+ctr("c", `"cpu":"1"`, "")+`]}`),
 			[]QuotaState{state(quotaFrom(t, `{"hard":{"pods":"0"}}`)), state(&Quota{Name: "a", Hard: list("count/pods", "0")})},
 			`pods "web-1" is forbidden: exceeded quota: a, requested: count/pods=1, used: count/pods=0, limited: count/pods=0`},
@@ -529,6 +529,91 @@ func TestAdmitRules(t *testing.T) {
 				t.Errorf("got %d %q, want 403 Forbidden", d.Code, d.Reason)
 			}
 		})
+	}
+}
+
+func TestNextSlot(t *testing.T) {
+	tests := []struct {
+		taken []int
+		want  int
+	}{
+		{nil, 1},
+		{[]int{1, 2, 3}, 4},
+		{[]int{3, 1}, 2},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8}, 9},
+		{[]int{8, 7, 6, 5, 4, 3, 2, 1, 9, 11}, 12},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}[1:], 1},
+	}
+	for _, tt := range tests {
+		if got := NextSlot(tt.taken); got != tt.want {
+			t.Errorf("NextSlot(%v) = %d, want %d", tt.taken, got, tt.want)
+		}
+	}
+}
+
+// TestAdmitNamesTheLikeliestRefusal checks which quota a refusal names
+// when several refuse: the one Kubernetes' informer most likely meets
+// first, from where the quotas sit in its index (see order.go).
+func TestAdmitNamesTheLikeliestRefusal(t *testing.T) {
+	full := func(name string, slot int, hard string) QuotaState {
+		q := quotaFrom(t, `{"hard":{"`+hard+`":"1"}}`)
+		q.Name = name
+		s := state(q, hard, "1")
+		s.Slot = slot
+		return s
+	}
+	podOf := pod("web-1", `{"containers":[`+ctr("c", `"cpu":"1","memory":"1Mi"`, `"cpu":"1","memory":"1Mi"`)+`]}`)
+	exceeded := func(name, hard string) string {
+		return `pods "web-1" is forbidden: exceeded quota: ` + name + `, requested: ` + hard + `=1, used: ` + hard + `=1, limited: ` + hard + `=1`
+	}
+	tests := []struct {
+		name   string
+		states []QuotaState
+		want   string
+	}{
+		// Slots 2 and 3 of 8: slot 2 is met first from 7 of the 8
+		// starting places, slot 3 from one.
+		{"the earlier slot, whatever the names", []QuotaState{
+			full("zz", 2, "pods"), full("aa", 3, "count/pods"), full("free", 1, "services")},
+			exceeded("zz", "pods")},
+		// Slots 1 and 7: slot 7 is met first from the six places 2 to 7.
+		{"the slot after the longer run", []QuotaState{
+			full("first", 1, "pods"), full("last", 7, "count/pods")},
+			exceeded("last", "count/pods")},
+		// Slots 1, 2 and 6: runs of 3, 1 and 4.
+		{"three refusing", []QuotaState{
+			full("a", 1, "pods"), full("b", 2, "count/pods"), full("c", 6, "requests.cpu")},
+			`pods "web-1" is forbidden: exceeded quota: c, requested: requests.cpu=1, used: requests.cpu=1, limited: requests.cpu=1`},
+		// Slots 1 and 5: four places each; the lower slot is named.
+		{"a tie goes to the lower slot", []QuotaState{
+			full("b", 5, "pods"), full("a", 1, "count/pods")},
+			exceeded("a", "count/pods")},
+		{"past the first group, creation order", []QuotaState{
+			full("b", 9, "pods"), full("a", 10, "count/pods")},
+			exceeded("b", "pods")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := admitOne(t, podOf, tt.states...)
+			if d.Allowed || d.Message != tt.want {
+				t.Errorf("got  %q\nwant %q", d.Message, tt.want)
+			}
+		})
+	}
+
+	// A quota whose constraints the pod fails is named before any
+	// exceeded one, and among several such, the likeliest.
+	bare := pod("web-1", `{"containers":[{"name":"c"}]}`)
+	mustSpecify := func(name string, slot int, hard string) QuotaState {
+		q := quotaFrom(t, `{"hard":{"`+hard+`":"5"}}`)
+		q.Name = name
+		s := state(q)
+		s.Slot = slot
+		return s
+	}
+	d := admitOne(t, bare, full("a", 1, "pods"), mustSpecify("x", 2, "requests.cpu"), mustSpecify("y", 4, "limits.memory"))
+	if want := `pods "web-1" is forbidden: failed quota: x: must specify requests.cpu for: c`; d.Message != want {
+		t.Errorf("got  %q\nwant %q", d.Message, want)
 	}
 }
 
