@@ -115,6 +115,9 @@ func compareEntry(bucket string, key, lv, rv []byte) []Difference {
 		return compareObjects(bucket, key, lv, rv)
 	case string(bucketQuotas):
 		return compareQuotas(bucket, key, lv, rv)
+	case string(bucketIndexes):
+		ns, resource, _ := strings.Cut(string(key), "\x00")
+		return []Difference{{Bucket: bucket, Namespace: ns, Entry: "informer index " + resource, Field: "slots", Live: indexValue(lv), Rebuilt: indexValue(rv)}}
 	case string(bucketReserved):
 		return []Difference{{Bucket: bucket, Entry: "reservation " + string(key), Field: "object", Live: keyValue(lv), Rebuilt: keyValue(rv)}}
 	case string(bucketExpiry):
@@ -382,4 +385,27 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// indexValue prints an informer index: its objects by slot, or its count
+// once grown.
+func indexValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	x, err := decodeIndex(v)
+	if err != nil {
+		return rawValue(v)
+	}
+	if x.Grown {
+		return fmt.Sprintf("%d objects, past the slots", x.Count)
+	}
+	slots := make([]string, len(x.Slots))
+	for i, n := range x.Slots {
+		if n == "" {
+			n = "-"
+		}
+		slots[i] = n
+	}
+	return strings.Join(slots, " ")
 }

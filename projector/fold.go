@@ -287,6 +287,11 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	if err := putObject(f.tx, next); err != nil {
 		return err
 	}
+	if reservation == "" && (old == nil || old.Reservation != "") {
+		if err := f.indexed(o.Namespace, o.Resource, o.Name, true); err != nil {
+			return err
+		}
+	}
 	if err := f.recharge(o.Namespace, old, next); err != nil {
 		return err
 	}
@@ -377,6 +382,11 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 	}
 	if err := f.tx.Bucket(bucketObjects).Delete(key); err != nil {
 		return err
+	}
+	if old.Reservation == "" {
+		if err := f.indexed(namespace, resource, name, false); err != nil {
+			return err
+		}
 	}
 	if err := f.recharge(namespace, old, nil); err != nil {
 		return err
@@ -485,6 +495,9 @@ func (f *fold) resync(rec *ledger.Record) error {
 			return err
 		}
 	}
+	if err := f.reconcileIndex(ev.Namespace, ev.Resource); err != nil {
+		return err
+	}
 	for i, raw := range ev.Items {
 		if err := f.upsert(rec, raw, f.evaluated(i), "", 0); err != nil {
 			return err
@@ -559,7 +572,8 @@ func sameSpec(a, b json.RawMessage) bool {
 }
 
 // recompute sets a quota's usage from scratch: the sum, in key order, of
-// the charges of the namespace's objects that it matches.
+// the charges of the namespace's objects that it matches, each figure
+// printed in the format Kubernetes' recount most likely gives it.
 func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 	used := make(quota.ResourceList, len(q.Hard))
 	terms := make(map[string]*[formatCount]int, len(q.Hard))
@@ -567,12 +581,18 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 		used[name] = quantity.Quantity{}
 		terms[name] = new([formatCount]int)
 	}
+	var mixed map[string][]term
 	err := forEachObject(f.tx, r.Namespace, func(o *objectRecord) error {
 		for name, v := range part(q, o, nil) {
 			used[name] = used[name].Add(v)
-			if !v.IsZero() {
-				terms[name][v.Format()]++
+			if v.IsZero() {
+				continue
 			}
+			terms[name][v.Format()]++
+			if mixed == nil {
+				mixed = map[string][]term{}
+			}
+			mixed[name] = append(mixed[name], term{resource: o.Resource, name: o.Name, reserved: o.Reservation != "", format: v.Format()})
 		}
 		return nil
 	})
@@ -582,6 +602,18 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 	for name, v := range used {
 		if v.Sign() < 0 {
 			return fmt.Errorf("%w: quota %s/%s used %s=%s", ErrInvariant, r.Namespace, r.Name, name, v)
+		}
+		if _, sole := soleFormat(terms[name]); !sole {
+			// The sum above prints in the format of its first term in key
+			// order; Kubernetes' prints in that of its first term in its
+			// informer's order, which the index makes likeliest.
+			format, known, err := likeliestFormat(f.tx, r.Namespace, mixed[name])
+			if err != nil {
+				return err
+			}
+			if known {
+				v = v.WithFormat(format)
+			}
 		}
 		used[name] = settle(v)
 	}
@@ -634,7 +666,9 @@ func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 // a quota's usage rewrites every figure of it, each a fresh sum: so the
 // figures the change leaves alone are reprinted as a fresh sum prints
 // them (a figure that admissions built up from terms of several formats,
-// say 1G then 2Gi less 1G, printed 2147483648, is 2Gi once recounted).
+// say 1G then 2Gi less 1G, printed 2147483648, is 2Gi once recounted). A
+// figure whose terms mix formats takes a rescan, whose print format
+// follows the informer's likeliest order (likeliestFormat).
 func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, rescan bool, err error) {
 	if len(oldPart) == 0 && len(newPart) == 0 {
 		return false, false, nil
@@ -701,9 +735,12 @@ func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, resca
 			terms = new([formatCount]int)
 		}
 		// Terms of several formats print as the recount's order has it,
-		// which Kubernetes does not fix either: such a figure is left, as
-		// is one already in its terms' format.
-		if format, ok := soleFormat(terms); ok && used.Format() != format {
+		// which only a rescan can weigh (see likeliestFormat).
+		format, ok := soleFormat(terms)
+		if !ok {
+			return changed, true, nil
+		}
+		if used.Format() != format {
 			r.Used[name], _ = recounted(used, terms)
 		}
 	}

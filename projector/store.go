@@ -13,9 +13,10 @@ import (
 )
 
 // SchemaVersion is the layout version of the projection file. Version 2
-// added the expiry bucket, version 3 the quotas' index slots; Open
-// migrates a file of an earlier version.
-const SchemaVersion = 3
+// added the expiry bucket, version 3 the quotas' index slots, version 4
+// the informer indexes of pods and claims; Open migrates a file of an
+// earlier version.
+const SchemaVersion = 4
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -27,12 +28,13 @@ var (
 	bucketReserved = []byte("reserved") // reservation id → object key
 	bucketExpiry   = []byte("expiry")   // expiry (Unix ns, big-endian) + reservation id → object key
 	bucketSkipped  = []byte("skipped")  // seq → skippedRecord
+	bucketIndexes  = []byte("indexes")  // ns\0resource → informerIndex
 
 	keyApplied = []byte("applied")
 	keySchema  = []byte("schema")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketIndexes}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
@@ -136,6 +138,12 @@ func initBuckets(tx *bolt.Tx) error {
 			if err := slotQuotas(tx); err != nil {
 				return fmt.Errorf("migrate schema 2 to %d: %w", SchemaVersion, err)
 			}
+			got = 3
+		}
+		if got == 3 {
+			if err := indexObjects(tx); err != nil {
+				return fmt.Errorf("migrate schema 3 to %d: %w", SchemaVersion, err)
+			}
 			return meta.Put(keySchema, seqBytes(SchemaVersion))
 		}
 		if got != SchemaVersion {
@@ -187,6 +195,40 @@ func slotQuotas(tx *bolt.Tx) error {
 		r.Slot = quota.NextSlot(taken)
 		taken = append(taken, r.Slot)
 		if err := putQuota(tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexObjects builds the informer indexes of a file that kept none,
+// placing each namespace's pods and claims in name order.
+func indexObjects(tx *bolt.Tx) error {
+	indexes := map[string]*informerIndex{}
+	var keys []string
+	err := tx.Bucket(bucketObjects).ForEach(func(_, v []byte) error {
+		r, err := decodeObjectCharge(v)
+		if err != nil {
+			return err
+		}
+		if r.Reservation != "" || !indexedResources[r.Resource] {
+			return nil
+		}
+		k := string(indexKey(r.Namespace, r.Resource))
+		x := indexes[k]
+		if x == nil {
+			x = &informerIndex{}
+			indexes[k] = x
+			keys = append(keys, k)
+		}
+		x.add(r.Name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucketIndexes).Put([]byte(k), encodeIndex(indexes[k])); err != nil {
 			return err
 		}
 	}
