@@ -253,9 +253,6 @@ func compareQuotas(bucket string, key, lv, rv []byte) []Difference {
 	if l.Seq != r.Seq {
 		out = append(out, d("set by seq", fmt.Sprint(l.Seq), fmt.Sprint(r.Seq)))
 	}
-	if l.Slot != r.Slot {
-		out = append(out, d("index slot", fmt.Sprint(l.Slot), fmt.Sprint(r.Slot)))
-	}
 	if !sameTerms(l.Terms, r.Terms) {
 		out = append(out, d("term counts", termsString(l.Terms), termsString(r.Terms)))
 	}

@@ -530,15 +530,6 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 		}
 	}
 	r := &quotaRecord{Namespace: o.Namespace, Name: o.Name, Object: raw, Invalid: q.Invalid, Seq: seq}
-	if entry != nil {
-		r.Slot = entry.rec.Slot
-	} else {
-		taken := make([]int, len(entries))
-		for i, e := range entries {
-			taken[i] = e.rec.Slot
-		}
-		r.Slot = quota.NextSlot(taken)
-	}
 	if q.Invalid != "" {
 		q = nil
 	}

@@ -11,23 +11,26 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// Where Kubernetes' quota controller meets a namespace's objects.
+// Where Kubernetes meets a namespace's objects.
 //
-// The quota controller recounts a quota from its informers, listing a
-// namespace's pods (or claims) from a Go map of their keys, and a fresh sum
-// prints in the format of its first non-zero term. Which term comes first
-// is random, as where a map's iteration starts is (see ledger/quota's
-// order.go), but not evenly so: while the map has never held more than
-// quota.IndexSlots keys, each key keeps the slot it took, the first free
-// one, and each term is met first with odds proportional to the run of
-// slots before it back to the previous term. The projection keeps those
-// slots for the resources whose charges come in several formats, so a
-// recount prints its sums in the likeliest format.
+// Kubernetes reads a namespace's objects from an informer, which lists
+// them from a Go map of their keys. Where a map's iteration starts is
+// random, but not every order is equally likely: while the map has never
+// held more than quota.IndexSlots keys, each key keeps the slot it took,
+// the first free one, and iteration starts at a random slot and wraps
+// around (see ledger/quota's order.go). Two things depend on that order:
+// which quota the admission plugin names when several refuse a request,
+// and the format in which the quota controller's recount prints a sum of
+// charges in several formats, that of its first non-zero term. The
+// projection keeps the slots of quotas, pods and claims as the informers
+// place them, in the order the objects reach the log, so that admission
+// names the likeliest quota and a recount prints the likeliest format.
 
 // indexedResources are the resources whose informer slots the projection
-// keeps: those whose charges can be binary or decimal quantities. Every
-// other charge is a count, which prints the same in any order.
-var indexedResources = map[string]bool{"pods": true, "persistentvolumeclaims": true}
+// keeps: quotas, and those whose charges can be binary or decimal
+// quantities. Every other charge is a count, which prints the same in any
+// order.
+var indexedResources = map[string]bool{"resourcequotas": true, "pods": true, "persistentvolumeclaims": true}
 
 // informerIndex is a namespace's objects of one resource as Kubernetes'
 // informer keeps their keys: the object in each slot ("" for a free one)

@@ -293,7 +293,11 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		Applied:        appliedSeq(tx),
 		RuntimeClasses: map[string]*nodev1.RuntimeClass{},
 	}
-	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
+	index, err := getIndex(tx, namespace, "resourcequotas")
+	if err != nil {
+		return nil, err
+	}
+	err = forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
 		if r.Invalid != "" {
 			return nil
 		}
@@ -301,7 +305,7 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		if err != nil {
 			return err
 		}
-		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used, Slot: r.Slot})
+		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used, Slot: index.slot(r.Name)})
 		return nil
 	})
 	if err != nil {

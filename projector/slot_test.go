@@ -13,7 +13,7 @@ import (
 	"github.com/quotaledger/quota/ledger"
 )
 
-// TestQuotaSlots follows the index slots the fold gives a namespace's
+// TestQuotaSlots follows the informer slots the fold gives a namespace's
 // quotas: the first free one when a quota first reaches the log, kept
 // through updates, freed by a deletion and taken again by the next new
 // quota. A file of schema 2, which kept no slots, is given those of the
@@ -67,28 +67,14 @@ func TestQuotaSlots(t *testing.T) {
 		t.Errorf("slots in one batch: %s, want %s", got, want)
 	}
 
-	// Make the file a schema 2 file: quota records without slots.
+	// Make the file a schema 2 file: no informer indexes.
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketQuotas)
-		var rs []quotaRecord
-		err := b.ForEach(func(_, v []byte) error {
-			var r quotaRecord
-			err := json.Unmarshal(v, &r)
-			rs = append(rs, r)
+		if err := tx.DeleteBucket(bucketIndexes); err != nil {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			r.Slot = 0
-			if err := putQuota(tx, &r); err != nil {
-				return err
-			}
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(2))
 	})

@@ -13,9 +13,9 @@ import (
 )
 
 // SchemaVersion is the layout version of the projection file. Version 2
-// added the expiry bucket, version 3 the quotas' index slots, version 4
-// the informer indexes of pods and claims; Open migrates a file of an
-// earlier version.
+// added the expiry bucket, version 4 the informer indexes (version 3 kept
+// quotas' slots in their records); Open migrates a file of an earlier
+// version.
 const SchemaVersion = 4
 
 // Bucket names. Every key that names a namespace object starts with the
@@ -73,10 +73,6 @@ type quotaRecord struct {
 	// terms share one format that format is known without a rescan.
 	Terms map[string]*[formatCount]int `json:"terms,omitempty"`
 	Seq   uint64                       `json:"seq"`
-	// Slot is where Kubernetes' quota informer keeps the quota in the
-	// namespace's index (quota.NextSlot), given when the quota first
-	// reaches the log.
-	Slot int `json:"slot,omitempty"`
 }
 
 const formatCount = 3
@@ -134,15 +130,9 @@ func initBuckets(tx *bolt.Tx) error {
 			}
 			got = 2
 		}
-		if got == 2 {
-			if err := slotQuotas(tx); err != nil {
-				return fmt.Errorf("migrate schema 2 to %d: %w", SchemaVersion, err)
-			}
-			got = 3
-		}
-		if got == 3 {
+		if got == 2 || got == 3 {
 			if err := indexObjects(tx); err != nil {
-				return fmt.Errorf("migrate schema 3 to %d: %w", SchemaVersion, err)
+				return fmt.Errorf("migrate schema %d to %d: %w", got, SchemaVersion, err)
 			}
 			return meta.Put(keySchema, seqBytes(SchemaVersion))
 		}
@@ -169,40 +159,9 @@ func indexExpiries(tx *bolt.Tx) error {
 	})
 }
 
-// slotQuotas gives the quotas of a file that kept no index slots the
-// slots of their name order, the order in which admission named them
-// before. A projection rebuilt from the log has the slots of the order in
-// which the quotas reached it.
-func slotQuotas(tx *bolt.Tx) error {
-	b := tx.Bucket(bucketQuotas)
-	var records []*quotaRecord
-	err := b.ForEach(func(_, v []byte) error {
-		var r quotaRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return err
-		}
-		records = append(records, &r)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	namespace, taken := "", []int(nil)
-	for _, r := range records {
-		if r.Namespace != namespace {
-			namespace, taken = r.Namespace, taken[:0]
-		}
-		r.Slot = quota.NextSlot(taken)
-		taken = append(taken, r.Slot)
-		if err := putQuota(tx, r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // indexObjects builds the informer indexes of a file that kept none,
-// placing each namespace's pods and claims in name order.
+// placing each namespace's quotas, pods and claims in name order (the
+// order in which admission named quotas before).
 func indexObjects(tx *bolt.Tx) error {
 	indexes := map[string]*informerIndex{}
 	var keys []string

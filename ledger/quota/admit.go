@@ -31,8 +31,9 @@ type QuotaState struct {
 	Quota *Quota
 	Used  ResourceList
 	// Slot is where Kubernetes' quota informer keeps the quota among the
-	// namespace's (see NextSlot); 0 when not known. When several quotas
-	// refuse a request, it decides which one Admit names.
+	// namespace's: 1 to IndexSlots, the first free slot when the quota
+	// was added, or 0 when not known. When several quotas refuse a
+	// request, it decides which one Admit names (order.go).
 	Slot int
 }
 

@@ -24,30 +24,15 @@ import (
 // for two quotas among up to four.
 //
 // The projection keeps each quota's slot as the informer would have placed
-// it (NextSlot, in the order the quotas reached the log), and Admit names
-// the likeliest refusal. A namespace that has had more than IndexSlots
+// it, in the order the quotas reached the log (QuotaState.Slot), and Admit
+// names the likeliest refusal. A namespace that has had more than IndexSlots
 // quotas at once has grown its map beyond a single group, where the order
-// follows the keys' hashes; the ledger then names the first refusing quota
-// by slot and name, which is no likelier than another.
+// follows the keys' hashes; its quotas have no slot (0), and the ledger
+// names the first refusing quota by name, which is no likelier than
+// another.
 
 // IndexSlots is the number of keys a Go map holds in its first group.
 const IndexSlots = 8
-
-// NextSlot returns the slot a new quota takes in a namespace whose quotas
-// hold the taken slots: the first free one, or past the group when it is
-// full.
-func NextSlot(taken []int) int {
-	last := 0
-	for slot := 1; slot <= IndexSlots; slot++ {
-		if !slices.Contains(taken, slot) {
-			return slot
-		}
-	}
-	for _, s := range taken {
-		last = max(last, s)
-	}
-	return last + 1
-}
 
 // refusal is a quota that refuses a request, with the message naming it.
 type refusal struct {

@@ -532,25 +532,6 @@ func TestAdmitRules(t *testing.T) {
 	}
 }
 
-func TestNextSlot(t *testing.T) {
-	tests := []struct {
-		taken []int
-		want  int
-	}{
-		{nil, 1},
-		{[]int{1, 2, 3}, 4},
-		{[]int{3, 1}, 2},
-		{[]int{1, 2, 3, 4, 5, 6, 7, 8}, 9},
-		{[]int{8, 7, 6, 5, 4, 3, 2, 1, 9, 11}, 12},
-		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}[1:], 1},
-	}
-	for _, tt := range tests {
-		if got := NextSlot(tt.taken); got != tt.want {
-			t.Errorf("NextSlot(%v) = %d, want %d", tt.taken, got, tt.want)
-		}
-	}
-}
-
 // TestAdmitNamesTheLikeliestRefusal checks which quota a refusal names
 // when several refuse: the one Kubernetes' informer most likely meets
 // first, from where the quotas sit in its index (see order.go).
@@ -588,9 +569,9 @@ func TestAdmitNamesTheLikeliestRefusal(t *testing.T) {
 		{"a tie goes to the lower slot", []QuotaState{
 			full("b", 5, "pods"), full("a", 1, "count/pods")},
 			exceeded("a", "count/pods")},
-		{"past the first group, creation order", []QuotaState{
-			full("b", 9, "pods"), full("a", 10, "count/pods")},
-			exceeded("b", "pods")},
+		{"with no slots, the first by name", []QuotaState{
+			full("b", 0, "pods"), full("a", 0, "count/pods")},
+			exceeded("a", "count/pods")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
