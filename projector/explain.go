@@ -39,6 +39,10 @@ type ResourceExplanation struct {
 	Hard     string `json:"hard"`
 	// Charges are the non-zero charges, largest first, ties by object.
 	Charges []ObjectCharge `json:"charges"`
+	// Counted is what the charges sum to when that is less than Used: an
+	// update lowered a charge and Kubernetes has not recounted the quota
+	// since, so Used keeps the figure from before (see recharge).
+	Counted string `json:"counted,omitempty"`
 }
 
 // ObjectCharge is what one object adds to one quota resource.
@@ -129,6 +133,15 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 		}
 		for _, res := range names {
 			re := byResource[res]
+			if r.Stale {
+				var sum quantity.Quantity
+				for _, c := range re.Charges {
+					sum = sum.Add(c.amount)
+				}
+				if sum.Cmp(r.Used[res]) != 0 {
+					re.Counted = sum.String()
+				}
+			}
 			sort.SliceStable(re.Charges, func(i, j int) bool {
 				a, b := re.Charges[i], re.Charges[j]
 				if c := a.amount.Cmp(b.amount); c != 0 {
@@ -161,6 +174,9 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 		tw.Flush()
 		for _, r := range q.Resources {
 			fmt.Fprintf(&buf, "\n%s: used %s of %s\n", r.Resource, r.Used, r.Hard)
+			if r.Counted != "" {
+				fmt.Fprintf(&buf, "  (the charges below sum to %s: an update lowered one, and Kubernetes keeps the figure until it recounts)\n", r.Counted)
+			}
 			if len(r.Charges) == 0 {
 				buf.WriteString("  (no object is charged)\n")
 				continue

@@ -284,6 +284,14 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 			return err
 		}
 	}
+	// Whether Kubernetes recounts on this report is decided before the
+	// old record is replaced: it may read the old object.
+	recount := true
+	if reservation == "" && old != nil && old.Reservation == "" {
+		if recount, err = f.replenishes(old, next); err != nil {
+			return err
+		}
+	}
 	if err := putObject(f.tx, next); err != nil {
 		return err
 	}
@@ -292,7 +300,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 			return err
 		}
 	}
-	if err := f.recharge(o.Namespace, old, next); err != nil {
+	if err := f.recharge(o.Namespace, old, next, recount); err != nil {
 		return err
 	}
 	if o.Resource == "resourcequotas" && reservation == "" {
@@ -331,7 +339,7 @@ func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Durati
 	if err := putObject(f.tx, &next); err != nil {
 		return err
 	}
-	return f.recharge(o.Namespace, old, &next)
+	return f.recharge(o.Namespace, old, &next, true)
 }
 
 // reserve applies the reservations of a Reserve event in order. One that
@@ -388,7 +396,7 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 			return err
 		}
 	}
-	if err := f.recharge(namespace, old, nil); err != nil {
+	if err := f.recharge(namespace, old, nil, true); err != nil {
 		return err
 	}
 	if resource == "resourcequotas" && old.Reservation == "" {
@@ -463,7 +471,7 @@ func (f *fold) expire(reservation string) error {
 	if err := putObject(f.tx, &next); err != nil {
 		return err
 	}
-	return f.recharge(old.Namespace, old, &next)
+	return f.recharge(old.Namespace, old, &next, true)
 }
 
 func (f *fold) resync(rec *ledger.Record) error {
@@ -534,7 +542,7 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 		q = nil
 	}
 	if entry != nil && sameSpec(entry.rec.Object, raw) {
-		r.Used, r.Terms = entry.rec.Used, entry.rec.Terms
+		r.Used, r.Terms, r.Stale = entry.rec.Used, entry.rec.Terms, entry.rec.Stale
 	} else if q != nil {
 		if err := f.recompute(r, q); err != nil {
 			return err
@@ -608,7 +616,7 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 		}
 		used[name] = settle(v)
 	}
-	r.Used, r.Terms = used, terms
+	r.Used, r.Terms, r.Stale = used, terms, false
 	return nil
 }
 
@@ -616,14 +624,35 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 // its old record to what it charges in its new one (either may be nil;
 // see part). An increase is added to Used as an admission adds it; a
 // decrease is what the quota controller's recount would give.
-func (f *fold) recharge(namespace string, old, next *objectRecord) error {
+//
+// The controller recounts a quota only when an object of a kind it tracks
+// goes, or changes in a way its update filter looks for (replenishes):
+// recount is false for an update it ignores. Such an update that lowers a
+// charge leaves the quota's figure where it was, as Kubernetes leaves it,
+// and marks the quota stale; the next recount of a stale quota counts it
+// afresh. The ledger's own releases (of reservations and holds) count as
+// recounts.
+func (f *fold) recharge(namespace string, old, next *objectRecord, recount bool) error {
 	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
 	if err != nil {
 		return err
 	}
+	resource := ""
+	if old != nil {
+		resource = old.Resource
+	} else if next != nil {
+		resource = next.Resource
+	}
 	for _, e := range entries {
 		q := e.quota
 		if q == nil {
+			continue
+		}
+		if e.rec.Stale && recount && q.Tracks(resource) {
+			if err := f.recompute(e.rec, q); err != nil {
+				return err
+			}
+			e.dirty = true
 			continue
 		}
 		var oldPart, newPart quota.ResourceList
@@ -632,6 +661,10 @@ func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 		}
 		if next != nil {
 			newPart = part(q, next, nil)
+		}
+		if !recount && lowers(oldPart, newPart) {
+			newPart = atLeast(newPart, oldPart)
+			e.rec.Stale, e.dirty = true, true
 		}
 		changed, rescan, err := adjust(e.rec, oldPart, newPart)
 		if err != nil {
@@ -647,6 +680,30 @@ func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 		}
 	}
 	return nil
+}
+
+// lowers reports whether next charges less than old for some resource.
+func lowers(old, next quota.ResourceList) bool {
+	for name, v := range old {
+		if v.Cmp(next[name]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// atLeast returns next raised to old wherever old is more.
+func atLeast(next, old quota.ResourceList) quota.ResourceList {
+	out := make(quota.ResourceList, len(old)+len(next))
+	for name, v := range next {
+		out[name] = v
+	}
+	for name, v := range old {
+		if v.Cmp(out[name]) > 0 {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // adjust applies the difference between two charges to a quota's usage. It

@@ -58,13 +58,13 @@ func (f *fold) recountNamespace(namespace string) error {
 				break
 			}
 		}
-		if same && sameTerms(r.Terms, fresh.Terms) {
+		if same && sameTerms(r.Terms, fresh.Terms) && !r.Stale {
 			continue
 		}
 		if !same {
 			r.Used = fresh.Used
 		}
-		r.Terms = fresh.Terms
+		r.Terms, r.Stale = fresh.Terms, false
 		e.dirty = true
 	}
 	return nil

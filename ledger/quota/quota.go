@@ -263,6 +263,18 @@ func (q *Quota) produces(resource string) bool {
 	return false
 }
 
+// Tracks reports whether q tracks a resource that the evaluator of
+// resource (a group-qualified plural) produces: whether Kubernetes' quota
+// controller recounts q when such an object goes.
+func (q *Quota) Tracks(resource string) bool {
+	for name := range q.Hard {
+		if evaluatorProduces(resource, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // Matches reports whether an object with charge c is charged to q: q is
 // valid, tracks a resource the object's evaluator produces, and every
 // scope of q matches the object.
