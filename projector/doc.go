@@ -15,7 +15,15 @@
 //   - Applying an object's state is idempotent: an upsert replaces the
 //     object's charge, a delete removes it. Used is only ever changed by the
 //     difference between an object's old and new charge, or recomputed from
-//     the namespace's objects; it is never negative.
+//     the namespace's objects; it is never negative. It equals the sum of
+//     the charges, but while a quota is stale: an update lowered a charge
+//     and Kubernetes would not recount until a later event (replenish.go),
+//     and Used keeps the higher figure until then.
+//   - Where the order of a Go map decides what Kubernetes shows (which
+//     quota a refusal names, the format of a recounted sum), the projection
+//     keeps where each quota, pod and claim sits in its informer's map, in
+//     the order the objects reached the log (index.go), and the likeliest
+//     answer is given.
 //   - The fold reads time only from the stream's record timestamps, so a
 //     replay of the same prefix produces the same bytes.
 //   - A record that cannot be decoded or evaluated is skipped with a record
@@ -29,8 +37,9 @@
 //
 // A projection file belongs to one Projector at a time: bbolt locks it.
 // Readers outside the process use the NATS query subjects instead. The file
-// layout is versioned (SchemaVersion). A version 1 file is migrated when
-// opened (its reservations are indexed by expiry); a file of any other
-// version is refused rather than misread, and the remedy is to delete it
-// and let the projector rebuild it from the stream.
+// layout is versioned (SchemaVersion). A file of an earlier version is
+// migrated when opened (reservations indexed by expiry, informer indexes
+// built in name order); a file of a later version is refused rather than
+// misread, and the remedy is to delete it and let the projector rebuild it
+// from the stream.
 package projector
