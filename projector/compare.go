@@ -126,6 +126,13 @@ func compareEntry(bucket string, key, lv, rv []byte) []Difference {
 			entry = fmt.Sprintf("reservation %s expiring %s", key[8:], time.Unix(0, int64(binary.BigEndian.Uint64(key[:8]))).UTC().Format(time.RFC3339Nano))
 		}
 		return []Difference{{Bucket: bucket, Entry: entry, Field: "object", Live: keyValue(lv), Rebuilt: keyValue(rv)}}
+	case string(bucketDeadlines):
+		ns, name, _ := strings.Cut(string(key), "\x00")
+		entry, field := "clock", "latest deletion request"
+		if name != "" {
+			entry, field = "pod "+name, "deadline"
+		}
+		return []Difference{{Bucket: bucket, Namespace: ns, Entry: entry, Field: field, Live: timeValue(lv), Rebuilt: timeValue(rv)}}
 	case string(bucketSkipped):
 		return []Difference{{Bucket: bucket, Entry: fmt.Sprintf("skipped record seq %s", seqValue(key)), Field: "reason", Live: skippedValue(lv), Rebuilt: skippedValue(rv)}}
 	}
@@ -405,4 +412,16 @@ func indexValue(v []byte) string {
 		slots[i] = n
 	}
 	return strings.Join(slots, " ")
+}
+
+// timeValue prints a deadlines entry.
+func timeValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	t, err := bytesTime(v)
+	if err != nil {
+		return rawValue(v)
+	}
+	return t.Format(time.RFC3339Nano)
 }

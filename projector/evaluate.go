@@ -45,9 +45,8 @@ func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) evaluated {
 // API server sets deletionTimestamp to the request's time plus the grace
 // period. So the pod keeps counting, as it does in Kubernetes, however
 // late its event is ingested (a recording, a backlog); only a zero grace
-// period, or its DELETED event, releases it. Kubernetes' controller drops
-// such a pod at its next full recount once twice the grace period has
-// passed (every five minutes by default), which the ledger cannot see.
+// period, or its DELETED event, releases it, or a later recount that the
+// deletion of another pod dates past its deadline (deadline.go).
 func judgedAt(o *object.Object, at time.Time) time.Time {
 	if o.Resource != "pods" || o.DeletionTimestamp == nil || o.DeletionGracePeriodSeconds == nil {
 		return at

@@ -172,7 +172,14 @@ func (f *fold) apply(rec *ledger.Record) error {
 	case ledger.Reserve:
 		return f.reserve(rec)
 	case ledger.Delete:
-		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
+		if err := f.delete(ev.Namespace, ev.Resource, ev.Name, ""); err != nil {
+			return err
+		}
+		if ev.Resource == "pods" {
+			// Kubernetes recounts the namespace's pod quotas.
+			return f.dropOverdue(ev.Namespace, rec.Seq)
+		}
+		return nil
 	case ledger.Expire:
 		for _, id := range ev.ExpiredIDs() {
 			if err := f.expire(id); err != nil {
@@ -303,6 +310,16 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	if err := f.recharge(o.Namespace, old, next, recount); err != nil {
 		return err
 	}
+	if o.Resource == "pods" && reservation == "" {
+		if err := f.notePod(o, charge); err != nil {
+			return err
+		}
+		if old != nil && old.Reservation == "" && recount {
+			if err := f.dropOverdue(o.Namespace, rec.Seq); err != nil {
+				return err
+			}
+		}
+	}
 	if o.Resource == "resourcequotas" && reservation == "" {
 		return f.upsertQuota(o, raw, rec.Seq)
 	}
@@ -394,6 +411,11 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 	if old.Reservation == "" {
 		if err := f.indexed(namespace, resource, name, false); err != nil {
 			return err
+		}
+		if resource == "pods" {
+			if err := f.forgetPod(namespace, name); err != nil {
+				return err
+			}
 		}
 	}
 	if err := f.recharge(namespace, old, nil, true); err != nil {

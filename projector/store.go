@@ -14,27 +14,28 @@ import (
 
 // SchemaVersion is the layout version of the projection file. Version 2
 // added the expiry bucket, version 4 the informer indexes (version 3 kept
-// quotas' slots in their records); Open migrates a file of an earlier
-// version.
-const SchemaVersion = 4
+// quotas' slots in their records), version 5 the deadlines of pods being
+// deleted; Open migrates a file of an earlier version.
+const SchemaVersion = 5
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
 var (
-	bucketMeta     = []byte("meta")     // applied sequence, schema version
-	bucketSubjects = []byte("subjects") // namespace → last applied seq of its subject
-	bucketObjects  = []byte("objects")  // ns\0resource\0name → objectRecord
-	bucketQuotas   = []byte("quotas")   // ns\0name → quotaRecord
-	bucketReserved = []byte("reserved") // reservation id → object key
-	bucketExpiry   = []byte("expiry")   // expiry (Unix ns, big-endian) + reservation id → object key
-	bucketSkipped  = []byte("skipped")  // seq → skippedRecord
-	bucketIndexes  = []byte("indexes")  // ns\0resource → informerIndex
+	bucketMeta      = []byte("meta")      // applied sequence, schema version
+	bucketSubjects  = []byte("subjects")  // namespace → last applied seq of its subject
+	bucketObjects   = []byte("objects")   // ns\0resource\0name → objectRecord
+	bucketQuotas    = []byte("quotas")    // ns\0name → quotaRecord
+	bucketReserved  = []byte("reserved")  // reservation id → object key
+	bucketExpiry    = []byte("expiry")    // expiry (Unix ns, big-endian) + reservation id → object key
+	bucketSkipped   = []byte("skipped")   // seq → skippedRecord
+	bucketIndexes   = []byte("indexes")   // ns\0resource → informerIndex
+	bucketDeadlines = []byte("deadlines") // ns\0 → clock; ns\0pod → deadline (deadline.go)
 
 	keyApplied = []byte("applied")
 	keySchema  = []byte("schema")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketIndexes}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketIndexes, bucketDeadlines}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
@@ -137,6 +138,12 @@ func initBuckets(tx *bolt.Tx) error {
 		if got == 2 || got == 3 {
 			if err := indexObjects(tx); err != nil {
 				return fmt.Errorf("migrate schema %d to %d: %w", got, SchemaVersion, err)
+			}
+			got = 4
+		}
+		if got == 4 {
+			if err := noteDeletions(tx); err != nil {
+				return fmt.Errorf("migrate schema 4 to %d: %w", SchemaVersion, err)
 			}
 			return meta.Put(keySchema, seqBytes(SchemaVersion))
 		}

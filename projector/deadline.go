@@ -1,0 +1,168 @@
+package projector
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quota"
+)
+
+// Pods stuck terminating.
+//
+// A pod deleted with a grace period keeps counting until its DELETED event
+// (judgedAt). Without a kubelet to finish it, that event may never come,
+// and Kubernetes' quota controller drops the pod at its first recount after
+// deletionTimestamp plus the grace period (QuotaV1Pod reads the clock):
+// the recount that the deletion or end of another pod of the namespace
+// sets off, for one. The projection keeps, per namespace, the deadline of
+// every such pod and the latest moment the cluster is known to have
+// reached, the latest deletion request seen (deletionTimestamp less the
+// grace period; a pod deleted at once reports one). A pod event that makes
+// Kubernetes recount the namespace's quotas drops the pods whose deadline
+// that moment has passed. The moment is a lower bound of the cluster's
+// clock at the recount, read from the objects rather than from when the
+// events were ingested, so a recording ingested late gives the figures the
+// cluster gave; a pod Kubernetes dropped at a recount that no deletion
+// dates is kept until its DELETED event, as before.
+//
+// Keys of the deadlines bucket: namespace, a zero byte, and a pod's name,
+// holding its deadline; the namespace and the zero byte alone hold the
+// namespace's clock. Both are Unix nanoseconds, big-endian.
+
+func deadlineKey(namespace, name string) []byte {
+	k := make([]byte, 0, len(namespace)+1+len(name))
+	k = append(k, namespace...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+func timeBytes(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+}
+
+func bytesTime(v []byte) (time.Time, error) {
+	if len(v) != 8 {
+		return time.Time{}, fmt.Errorf("%w: deadline of %d bytes", ErrInvariant, len(v))
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), nil
+}
+
+// notePod records what a pod's reported state says of its deletion: the
+// moment the deletion was requested advances the namespace's clock, and a
+// pod that still counts while being deleted has a deadline.
+func (f *fold) notePod(o *object.Object, charge quota.Charge) error {
+	return notePodIn(f.tx.Bucket(bucketDeadlines), o, charge)
+}
+
+func notePodIn(b *bolt.Bucket, o *object.Object, charge quota.Charge) error {
+	key := deadlineKey(o.Namespace, o.Name)
+	if o.DeletionTimestamp == nil || o.DeletionGracePeriodSeconds == nil {
+		return b.Delete(key)
+	}
+	grace := time.Duration(*o.DeletionGracePeriodSeconds) * time.Second
+	requested := o.DeletionTimestamp.Add(-grace)
+	clockKey := deadlineKey(o.Namespace, "")
+	if v := b.Get(clockKey); v != nil {
+		clock, err := bytesTime(v)
+		if err != nil {
+			return err
+		}
+		if !requested.After(clock) {
+			requested = clock
+		}
+	}
+	if err := b.Put(clockKey, timeBytes(requested)); err != nil {
+		return err
+	}
+	if !counts(charge) {
+		return b.Delete(key)
+	}
+	return b.Put(key, timeBytes(o.DeletionTimestamp.Add(grace)))
+}
+
+// forgetPod drops a deleted pod's deadline.
+func (f *fold) forgetPod(namespace, name string) error {
+	return f.tx.Bucket(bucketDeadlines).Delete(deadlineKey(namespace, name))
+}
+
+// dropOverdue is the part of Kubernetes' recount of a namespace's pod
+// quotas that reads the clock: each pod whose deadline the namespace's
+// clock has passed is charged as Kubernetes charges it then (its object
+// count only), and the quotas are recounted without it.
+func (f *fold) dropOverdue(namespace string, seq uint64) error {
+	b := f.tx.Bucket(bucketDeadlines)
+	prefix := deadlineKey(namespace, "")
+	c := b.Cursor()
+	k, v := c.Seek(prefix)
+	if !bytes.Equal(k, prefix) {
+		return nil // no clock: no deletion seen
+	}
+	clock, err := bytesTime(v)
+	if err != nil {
+		return err
+	}
+	var overdue []string
+	for k, v = c.Next(); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		deadline, err := bytesTime(v)
+		if err != nil {
+			return err
+		}
+		if clock.After(deadline) {
+			overdue = append(overdue, string(k[len(prefix):]))
+		}
+	}
+	for _, name := range overdue {
+		if err := b.Delete(deadlineKey(namespace, name)); err != nil {
+			return err
+		}
+		old, err := getObject(f.tx, objectKey(namespace, "pods", name))
+		if err != nil {
+			return err
+		}
+		if old == nil || old.Reservation != "" || len(old.Object) == 0 || !counts(old.Charge) {
+			continue
+		}
+		o, err := object.Decode(old.Object)
+		if err != nil {
+			return fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
+		}
+		charge, err := quota.Evaluate(o, clock)
+		if err != nil {
+			return fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
+		}
+		next := *old
+		next.Charge, next.Seq = charge, seq
+		if err := putObject(f.tx, &next); err != nil {
+			return err
+		}
+		if err := f.recharge(namespace, old, &next, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteDeletions fills the deadlines bucket of a file that kept none, from
+// the pods it holds.
+func noteDeletions(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketDeadlines)
+	return tx.Bucket(bucketObjects).ForEach(func(_, v []byte) error {
+		r, err := decodeObjectRecord(v)
+		if err != nil {
+			return err
+		}
+		if r.Resource != "pods" || r.Reservation != "" || len(r.Object) == 0 {
+			return nil
+		}
+		o, err := object.Decode(r.Object)
+		if err != nil {
+			return fmt.Errorf("stored pod %s/%s: %w", r.Namespace, r.Name, err)
+		}
+		return notePodIn(b, o, r.Charge)
+	})
+}

@@ -1,0 +1,115 @@
+package projector
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger"
+)
+
+// deletedPod is a pod of team-a deleted at the given moment with a grace
+// period; scheduled pods keep one, and no kubelet ends them.
+func deletedPod(name, cpu string, at time.Time, grace int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"team-a",`+
+		`"deletionTimestamp":%q,"deletionGracePeriodSeconds":%d},"spec":{"nodeName":"node-a","containers":[{"name":"app",`+
+		`"resources":{"requests":{"cpu":%q}}}]}}`, name, at.Add(time.Duration(grace)*time.Second).Format(time.RFC3339), grace, cpu))
+}
+
+// TestOverduePodsDroppedAtARecount: a pod stuck terminating counts until
+// Kubernetes' next recount after its deletionTimestamp plus grace period;
+// the deletion of another pod sets one off, dated by that deletion.
+func TestOverduePodsDroppedAtARecount(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 20, 41, 44, 0, time.UTC)
+	for _, tt := range []struct {
+		name       string
+		otherAfter time.Duration
+		wantPods   string
+		wantCPU    string
+	}{
+		// stuck: deleted at t0 with 2 s of grace, so its deletionTimestamp
+		// is t0+2s and Kubernetes drops it from t0+4s.
+		{"a deletion after the deadline", 8 * time.Second, "1", "200m"},
+		{"a deletion before the deadline", 3 * time.Second, "2", "700m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var records []ledger.Record
+			// The stream times are a day later: a recording ingested late.
+			record := teamARecorder(&records, t0.Add(24*time.Hour))
+			record(upsertEvent("resourcequotas", "compute", json.RawMessage(
+				`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"5","requests.cpu":"2","count/pods":"5"}}}`)))
+			record(upsertEvent("pods", "stuck", cpuPod("stuck", "500m", false)))
+			record(upsertEvent("pods", "other", cpuPod("other", "100m", false)))
+			record(upsertEvent("pods", "keep", cpuPod("keep", "200m", false)))
+			record(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
+			record(upsertEvent("pods", "other", deletedPod("other", "100m", t0.Add(tt.otherAfter), 0)))
+			record(deleteEvent("pods", "other"))
+			p := openTemp(t)
+			applyAll(t, p, records, 1)
+			list, err := p.Quotas("team-a", "compute", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := list.Items[0].Status.Used
+			if got := used["pods"]; got.String() != tt.wantPods {
+				t.Errorf("pods %s, want %s", got.String(), tt.wantPods)
+			}
+			if got := used["requests.cpu"]; got.String() != tt.wantCPU {
+				t.Errorf("requests.cpu %s, want %s", got.String(), tt.wantCPU)
+			}
+			if got := used["count/pods"]; got.String() != "2" {
+				t.Errorf("count/pods %s, want 2 (stuck and keep are stored)", got.String())
+			}
+			q := openTemp(t)
+			applyAll(t, q, records, len(records))
+			if a, b := quotaStrings(t, p), quotaStrings(t, q); a != b {
+				t.Errorf("event by event:\n%s\nin one batch:\n%s", a, b)
+			}
+		})
+	}
+}
+
+// TestDeadlinesMigrate: a schema 4 file has the deadlines of its pods
+// being deleted noted when opened.
+func TestDeadlinesMigrate(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 20, 41, 44, 0, time.UTC)
+	var records []ledger.Record
+	record := teamARecorder(&records, t0.Add(time.Minute))
+	record(upsertEvent("resourcequotas", "compute", json.RawMessage(
+		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"5"}}}`)))
+	record(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
+	record(upsertEvent("pods", "other", cpuPod("other", "100m", false)))
+	path := filepath.Join(t.TempDir(), "projection.db")
+	p, err := Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyAll(t, p, records, 1)
+	if err := p.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketDeadlines); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(4))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if p, err = Open(Config{Path: path, NoSync: true}, nil); err != nil {
+		t.Fatalf("open a schema 4 file: %v", err)
+	}
+	defer p.Close()
+	record(upsertEvent("pods", "other", deletedPod("other", "100m", t0.Add(10*time.Second), 0)))
+	applyAll(t, p, records[len(records)-1:], 1)
+	list, err := p.Quotas("team-a", "compute", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := list.Items[0].Status.Used["pods"]; got.String() != "0" {
+		t.Errorf("pods %s, want 0: stuck is overdue, other deleted", got.String())
+	}
+	checkConsistent(t, p)
+}
