@@ -140,7 +140,7 @@ func (f *fold) dropOverdue(namespace string, seq uint64) error {
 		if err := putObject(f.tx, &next); err != nil {
 			return err
 		}
-		if err := f.recharge(namespace, old, &next, true); err != nil {
+		if err := f.recharge(namespace, old, &next, ledgerStep); err != nil {
 			return err
 		}
 	}

@@ -39,9 +39,9 @@ type ResourceExplanation struct {
 	Hard     string `json:"hard"`
 	// Charges are the non-zero charges, largest first, ties by object.
 	Charges []ObjectCharge `json:"charges"`
-	// Counted is what the charges sum to when that is less than Used: an
-	// update lowered a charge and Kubernetes has not recounted the quota
-	// since, so Used keeps the figure from before (see recharge).
+	// Counted is what the charges sum to when that is not Used: an update
+	// changed a charge that Kubernetes neither charged nor recounted, so
+	// Used keeps the figure from before (see recharge).
 	Counted string `json:"counted,omitempty"`
 }
 
@@ -175,7 +175,7 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 		for _, r := range q.Resources {
 			fmt.Fprintf(&buf, "\n%s: used %s of %s\n", r.Resource, r.Used, r.Hard)
 			if r.Counted != "" {
-				fmt.Fprintf(&buf, "  (the charges below sum to %s: an update lowered one, and Kubernetes keeps the figure until it recounts)\n", r.Counted)
+				fmt.Fprintf(&buf, "  (the charges below sum to %s: an update changed one, and Kubernetes keeps the figure until it recounts)\n", r.Counted)
 			}
 			if len(r.Charges) == 0 {
 				buf.WriteString("  (no object is charged)\n")

@@ -291,11 +291,11 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 			return err
 		}
 	}
-	// Whether Kubernetes recounts on this report is decided before the
-	// old record is replaced: it may read the old object.
-	recount := true
+	// How Kubernetes handles this report is decided before the old
+	// record is replaced: it may read the old object.
+	judged := kubeUpdate{charged: true, recount: true}
 	if reservation == "" && old != nil && old.Reservation == "" {
-		if recount, err = f.replenishes(old, next); err != nil {
+		if judged, err = f.judgeUpdate(old, next); err != nil {
 			return err
 		}
 	}
@@ -307,14 +307,14 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 			return err
 		}
 	}
-	if err := f.recharge(o.Namespace, old, next, recount); err != nil {
+	if err := f.recharge(o.Namespace, old, next, judged); err != nil {
 		return err
 	}
 	if o.Resource == "pods" && reservation == "" {
 		if err := f.notePod(o, charge); err != nil {
 			return err
 		}
-		if old != nil && old.Reservation == "" && recount {
+		if old != nil && old.Reservation == "" && judged.recount {
 			if err := f.dropOverdue(o.Namespace, rec.Seq); err != nil {
 				return err
 			}
@@ -356,7 +356,7 @@ func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Durati
 	if err := putObject(f.tx, &next); err != nil {
 		return err
 	}
-	return f.recharge(o.Namespace, old, &next, true)
+	return f.recharge(o.Namespace, old, &next, ledgerStep)
 }
 
 // reserve applies the reservations of a Reserve event in order. One that
@@ -418,7 +418,7 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 			}
 		}
 	}
-	if err := f.recharge(namespace, old, nil, true); err != nil {
+	if err := f.recharge(namespace, old, nil, ledgerStep); err != nil {
 		return err
 	}
 	if resource == "resourcequotas" && old.Reservation == "" {
@@ -493,7 +493,7 @@ func (f *fold) expire(reservation string) error {
 	if err := putObject(f.tx, &next); err != nil {
 		return err
 	}
-	return f.recharge(old.Namespace, old, &next, true)
+	return f.recharge(old.Namespace, old, &next, ledgerStep)
 }
 
 func (f *fold) resync(rec *ledger.Record) error {
@@ -648,13 +648,14 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 // decrease is what the quota controller's recount would give.
 //
 // The controller recounts a quota only when an object of a kind it tracks
-// goes, or changes in a way its update filter looks for (replenishes):
-// recount is false for an update it ignores. Such an update that lowers a
-// charge leaves the quota's figure where it was, as Kubernetes leaves it,
+// goes, or changes in a way its update filter looks for, and admission
+// charges only the updates it evaluates (judgeUpdate). An update that
+// lowers a charge without a recount, or raises one that admission did not
+// charge, leaves the quota's figure where it was, as Kubernetes leaves it,
 // and marks the quota stale; the next recount of a stale quota counts it
-// afresh. The ledger's own releases (of reservations and holds) count as
-// recounts.
-func (f *fold) recharge(namespace string, old, next *objectRecord, recount bool) error {
+// afresh. The ledger's own steps (reservations, holds and their release)
+// are charged and recounted as before.
+func (f *fold) recharge(namespace string, old, next *objectRecord, judged kubeUpdate) error {
 	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
 	if err != nil {
 		return err
@@ -670,7 +671,7 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, recount bool)
 		if q == nil {
 			continue
 		}
-		if e.rec.Stale && recount && q.Tracks(resource) {
+		if e.rec.Stale && judged.recount && q.Tracks(resource) {
 			if err := f.recompute(e.rec, q); err != nil {
 				return err
 			}
@@ -684,7 +685,14 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, recount bool)
 		if next != nil {
 			newPart = part(q, next, nil)
 		}
-		if !recount && lowers(oldPart, newPart) {
+		switch {
+		case judged.recount:
+		case !judged.charged:
+			if lowers(oldPart, newPart) || lowers(newPart, oldPart) {
+				newPart = oldPart
+				e.rec.Stale, e.dirty = true, true
+			}
+		case lowers(oldPart, newPart):
 			newPart = atLeast(newPart, oldPart)
 			e.rec.Stale, e.dirty = true, true
 		}
@@ -703,6 +711,10 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, recount bool)
 	}
 	return nil
 }
+
+// ledgerStep is how the fold applies its own steps and deletions: charged
+// and recounted.
+var ledgerStep = kubeUpdate{charged: true, recount: true}
 
 // lowers reports whether next charges less than old for some resource.
 func lowers(old, next quota.ResourceList) bool {

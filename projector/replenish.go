@@ -10,10 +10,21 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// replenishes reports whether Kubernetes' quota controller recounts the
-// namespace's quotas when the cluster reports an object going from old to
-// next. Its monitors look for these updates (the update filter of
-// pkg/quota/v1/install) and ignore every other:
+// kubeUpdate is how Kubernetes handles an update of an object that the
+// cluster then reports: whether its quota admission charged the update's
+// growth beforehand, and whether its quota controller recounts the
+// namespace's quotas on seeing it.
+type kubeUpdate struct {
+	charged, recount bool
+}
+
+// judgeUpdate tells how Kubernetes handles the update the cluster reports
+// as old going to next (old is the stored record, read before next
+// replaces it). Admission evaluates every update of a claim or a service,
+// and of a pod only through its resize subresource (its spec's resources
+// change) or when it moves between the Terminating scopes. The
+// controller's monitors recount on the updates their filter looks for
+// (pkg/quota/v1/install) and ignore every other:
 //
 //   - a pod that moves between the Terminating and NotTerminating scopes,
 //     that stops counting (Failed, Succeeded, past its grace period), or
@@ -23,25 +34,23 @@ import (
 //   - any claim update: the filter compares two pointers to fresh copies
 //     of the allocated size, which always differ.
 //
-// old is the stored record, read before next replaces it.
-func (f *fold) replenishes(old, next *objectRecord) (bool, error) {
+// Updates of other kinds change no charge.
+func (f *fold) judgeUpdate(old, next *objectRecord) (kubeUpdate, error) {
 	switch next.Resource {
 	case "persistentvolumeclaims":
-		return true, nil
+		return kubeUpdate{charged: true, recount: true}, nil
 	case "services":
-		return serviceType(old.Charge) != serviceType(next.Charge), nil
+		return kubeUpdate{charged: true, recount: serviceType(old.Charge) != serviceType(next.Charge)}, nil
 	case "pods":
 		if old.Charge.Scope.Terminating != next.Charge.Scope.Terminating || counts(old.Charge) && !counts(next.Charge) {
-			return true, nil
+			return kubeUpdate{charged: true, recount: true}, nil
 		}
 		if sameUsage(old.Charge.Usage, next.Charge.Usage) {
-			// Only a resize moves a live pod's charge, and only one the
-			// kubelet reports in the status makes Kubernetes recount.
-			return false, nil
+			return kubeUpdate{charged: true}, nil
 		}
-		return f.statusResourcesChanged(old, next)
+		return f.judgePodResize(old, next)
 	}
-	return false, nil
+	return kubeUpdate{charged: true}, nil
 }
 
 // serviceType is the service type quota tells apart, read from a service's
@@ -63,26 +72,27 @@ func counts(c quota.Charge) bool {
 	return ok
 }
 
-// statusResourcesChanged reports whether the resources of some container
-// status of the old pod differ in the new one, as the update filter's
-// hasResourcesChanged compares them (a status the new pod lacks is no
-// change).
-func (f *fold) statusResourcesChanged(old, next *objectRecord) (bool, error) {
+// judgePodResize compares a live pod's old and new objects whose charges
+// differ: admission charged the change if the spec's resources changed
+// (a resize), and the controller recounts if some container status's
+// resources changed, as its filter's hasResourcesChanged compares them (a
+// status the new pod lacks is no change).
+func (f *fold) judgePodResize(old, next *objectRecord) (kubeUpdate, error) {
 	held, err := getObject(f.tx, objectKey(old.Namespace, old.Resource, old.Name))
 	if err != nil {
-		return false, err
+		return kubeUpdate{}, err
 	}
 	if held == nil || len(held.Object) == 0 || len(next.Object) == 0 {
-		return false, nil
+		return kubeUpdate{charged: true}, nil
 	}
 	var a, b corev1.Pod
 	if err := json.Unmarshal(held.Object, &a); err != nil {
-		return false, fmt.Errorf("decode pod %s/%s: %w", old.Namespace, old.Name, err)
+		return kubeUpdate{}, fmt.Errorf("decode pod %s/%s: %w", old.Namespace, old.Name, err)
 	}
 	if err := json.Unmarshal(next.Object, &b); err != nil {
-		return false, fmt.Errorf("decode pod %s/%s: %w", next.Namespace, next.Name, err)
+		return kubeUpdate{}, fmt.Errorf("decode pod %s/%s: %w", next.Namespace, next.Name, err)
 	}
-	changed := func(olds, news []corev1.ContainerStatus) bool {
+	statusChanged := func(olds, news []corev1.ContainerStatus) bool {
 		for _, o := range olds {
 			for _, n := range news {
 				if n.Name == o.Name && !equality.Semantic.DeepEqual(o.Resources, n.Resources) {
@@ -92,8 +102,23 @@ func (f *fold) statusResourcesChanged(old, next *objectRecord) (bool, error) {
 		}
 		return false
 	}
-	return changed(a.Status.ContainerStatuses, b.Status.ContainerStatuses) ||
-		changed(a.Status.InitContainerStatuses, b.Status.InitContainerStatuses), nil
+	specChanged := func(olds, news []corev1.Container) bool {
+		if len(olds) != len(news) {
+			return true
+		}
+		for i := range olds {
+			if !equality.Semantic.DeepEqual(olds[i].Resources, news[i].Resources) {
+				return true
+			}
+		}
+		return false
+	}
+	return kubeUpdate{
+		charged: specChanged(a.Spec.Containers, b.Spec.Containers) || specChanged(a.Spec.InitContainers, b.Spec.InitContainers) ||
+			!equality.Semantic.DeepEqual(a.Spec.Resources, b.Spec.Resources),
+		recount: statusChanged(a.Status.ContainerStatuses, b.Status.ContainerStatuses) ||
+			statusChanged(a.Status.InitContainerStatuses, b.Status.InitContainerStatuses),
+	}, nil
 }
 
 // sameUsage reports whether two charges' usages are equal, name by name.

@@ -80,7 +80,7 @@ func TestStaleUntilRecount(t *testing.T) {
 	if err := WriteExplain(&buf, e); err != nil {
 		t.Fatal(err)
 	}
-	if want := "services.nodeports: used 4 of 10\n  (the charges below sum to 2: an update lowered one"; !strings.Contains(buf.String(), want) {
+	if want := "services.nodeports: used 4 of 10\n  (the charges below sum to 2: an update changed one"; !strings.Contains(buf.String(), want) {
 		t.Errorf("explain:\n%s\nwant it to contain\n%s", buf.String(), want)
 	}
 	step(upsertEvent("services", "other", nodePortService("other", 2)))
@@ -137,4 +137,42 @@ func quotaStrings(t testing.TB, p *Projector) string {
 	}
 	b, _ := json.Marshal(list.Items)
 	return string(b)
+}
+
+// TestStatusGrowthNotCharged: a pod's status reporting resources beyond
+// its spec raises its charge, but Kubernetes' admission does not see a
+// status update and its controller recounts only when a container status
+// it had already seen changes its resources.
+func TestStatusGrowthNotCharged(t *testing.T) {
+	var records []ledger.Record
+	record := teamARecorder(&records, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
+	withStatus := func(cpu string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"team-a"},` +
+			`"spec":{"nodeName":"node-a","containers":[{"name":"app","resources":{"requests":{"cpu":"500m"}}}]},` +
+			`"status":{"phase":"Running","containerStatuses":[{"name":"app","allocatedResources":{"cpu":"` + cpu + `"},` +
+			`"resources":{"requests":{"cpu":"` + cpu + `"}}}]}}`)
+	}
+	record(upsertEvent("resourcequotas", "cpu", json.RawMessage(
+		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"cpu","namespace":"team-a"},"spec":{"hard":{"requests.cpu":"10"}}}`)))
+	record(upsertEvent("pods", "web", cpuPod("web", "500m", false)))
+	record(upsertEvent("pods", "web", withStatus("1500m")))
+	p := openTemp(t)
+	applyAll(t, p, records, 1)
+	cpu := func() string {
+		t.Helper()
+		list, err := p.Quotas("team-a", "cpu", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := list.Items[0].Status.Used["requests.cpu"]
+		return v.String()
+	}
+	if got := cpu(); got != "500m" {
+		t.Errorf("after the first status: %s, want 500m (neither charged nor recounted)", got)
+	}
+	record(upsertEvent("pods", "web", withStatus("1200m")))
+	applyAll(t, p, records[len(records)-1:], 1)
+	if got := cpu(); got != "1200m" {
+		t.Errorf("after a status change: %s, want 1200m (recounted)", got)
+	}
 }

@@ -74,9 +74,10 @@ type quotaRecord struct {
 	// terms share one format that format is known without a rescan.
 	Terms map[string]*[formatCount]int `json:"terms,omitempty"`
 	Seq   uint64                       `json:"seq"`
-	// Stale is set while Used keeps a figure from before an update lowered
-	// a charge without Kubernetes recounting the quota (see recharge):
-	// Used is then more than the charges sum to, until the next recount.
+	// Stale is set while Used keeps a figure from before an update changed
+	// a charge that Kubernetes neither charged at admission nor recounted
+	// (see recharge): Used differs from what the charges sum to until the
+	// next recount.
 	Stale bool `json:"stale,omitempty"`
 }
 
