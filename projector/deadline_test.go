@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/quotaledger/quota/ledger"
 )
 
@@ -89,18 +87,7 @@ func TestDeadlinesMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyAll(t, p, records, 1)
-	if err := p.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketDeadlines); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(4))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	if p, err = Open(Config{Path: path, NoSync: true}, nil); err != nil {
-		t.Fatalf("open a schema 4 file: %v", err)
-	}
+	p = downgrade(t, p, path, bucketDeadlines, 4)
 	defer p.Close()
 	record(upsertEvent("pods", "other", deletedPod("other", "100m", t0.Add(10*time.Second), 0)))
 	applyAll(t, p, records[len(records)-1:], 1)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/quantity"
@@ -32,6 +31,45 @@ var memoryQuota = upsertEvent("resourcequotas", "compute", json.RawMessage(
 	`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},`+
 		`"spec":{"hard":{"requests.memory":"100Gi","requests.cpu":"10"}}}`))
 
+// stepper returns a function that records events of team-a, a second
+// apart from the given moment, into *records and applies them to p in
+// batches of batch (all of a call's events at once when batch is 0).
+func stepper(t testing.TB, p *Projector, records *[]ledger.Record, batch int) func(...ledger.Event) {
+	record := teamARecorder(records, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
+	return func(evs ...ledger.Event) {
+		t.Helper()
+		from := len(*records)
+		for _, ev := range evs {
+			record(ev)
+		}
+		b := batch
+		if b == 0 {
+			b = len(evs)
+		}
+		applyAll(t, p, (*records)[from:], b)
+	}
+}
+
+// downgrade closes p after making its file one of an earlier schema that
+// lacked bucket, and opens it again.
+func downgrade(t testing.TB, p *Projector, path string, bucket []byte, schema uint64) *Projector {
+	t.Helper()
+	if err := p.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucket); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(schema))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	p, err := Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatalf("open a schema %d file: %v", schema, err)
+	}
+	return p
+}
+
 // indexOf prints the informer index of team-a's pods.
 func indexOf(t testing.TB, p *Projector) string {
 	t.Helper()
@@ -51,32 +89,14 @@ func indexOf(t testing.TB, p *Projector) string {
 	return out
 }
 
-func usedOf(t testing.TB, p *Projector, resource string) string {
-	t.Helper()
-	list, err := p.Quotas("team-a", "compute", false)
-	if err != nil || len(list.Items) != 1 {
-		t.Fatalf("quotas: %v", err)
-	}
-	v := list.Items[0].Status.Used[corev1.ResourceName(resource)]
-	return v.String()
-}
-
 // TestInformerIndex follows the slots the fold gives pods: a reservation
 // takes none, the object's own event does; a deletion frees a slot for the
 // next pod; a ninth pod grows the map past its slots, until the last pod
 // goes; a resync mends an index that missed a deletion.
 func TestInformerIndex(t *testing.T) {
 	var records []ledger.Record
-	record := teamARecorder(&records, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	p := openTemp(t)
-	step := func(evs ...ledger.Event) {
-		t.Helper()
-		from := len(records)
-		for _, ev := range evs {
-			record(ev)
-		}
-		applyAll(t, p, records[from:], len(evs))
-	}
+	step := stepper(t, p, &records, 0)
 	step(memoryQuota, upsertEvent("pods", "b", memoryPod("b", "1Gi")), upsertEvent("pods", "a", memoryPod("a", "1Gi")))
 	step(ledger.Event{Type: ledger.Reserve, Resource: "pods", Namespace: "team-a", Name: "c", Object: memoryPod("c", "1Gi"),
 		Reservation: "r-c", ReservationTTL: time.Minute})
@@ -159,12 +179,12 @@ func TestRecountPrintsInTheLikeliestFormat(t *testing.T) {
 			}
 			p := openTemp(t)
 			applyAll(t, p, records, 1)
-			if got := usedOf(t, p, "requests.memory"); got != tt.want {
+			if got := usedIn(t, p, "compute", "requests.memory"); got != tt.want {
 				t.Errorf("requests.memory %s, want %s", got, tt.want)
 			}
 			q := openTemp(t)
 			applyAll(t, q, records, len(records))
-			if got := usedOf(t, q, "requests.memory"); got != tt.want {
+			if got := usedIn(t, q, "compute", "requests.memory"); got != tt.want {
 				t.Errorf("in one batch: requests.memory %s, want %s", got, tt.want)
 			}
 		})
@@ -186,7 +206,7 @@ func TestRecountRewritesFiguresItLeaves(t *testing.T) {
 	record(upsertEvent("pods", "cpu", cpuOnly))
 	p := openTemp(t)
 	applyAll(t, p, records, 1)
-	if got, want := usedOf(t, p, "requests.memory"), "4097152k"; got != want {
+	if got, want := usedIn(t, p, "compute", "requests.memory"), "4097152k"; got != want {
 		t.Fatalf("before the release: %s, want %s", got, want)
 	}
 	// Slots aa, zz, cpu; the release frees cpu's. aa is met first from
@@ -211,15 +231,15 @@ func TestRecountRewritesFiguresItLeaves(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := usedOf(t, p, "requests.memory"), "4001125Ki"; got != want {
+	if got, want := usedIn(t, p, "compute", "requests.memory"), "4001125Ki"; got != want {
 		t.Fatalf("before the release: %s, want %s", got, want)
 	}
 	record(deleteEvent("pods", "cpu"))
 	applyAll(t, p, records[len(records)-1:], 1)
-	if got, want := usedOf(t, p, "requests.memory"), "4097152k"; got != want {
+	if got, want := usedIn(t, p, "compute", "requests.memory"), "4097152k"; got != want {
 		t.Errorf("after releasing the cpu-only pod: %s, want %s", got, want)
 	}
-	if got, want := usedOf(t, p, "requests.cpu"), "200m"; got != want {
+	if got, want := usedIn(t, p, "compute", "requests.cpu"), "200m"; got != want {
 		t.Errorf("requests.cpu %s, want %s", got, want)
 	}
 }
@@ -281,19 +301,7 @@ func TestIndexesMigrate(t *testing.T) {
 	if got, want := indexOf(t, p), "c a b - - - - -"; got != want {
 		t.Errorf("index: %s, want %s", got, want)
 	}
-	if err := p.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketIndexes); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(3))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	p, err = Open(Config{Path: path, NoSync: true}, nil)
-	if err != nil {
-		t.Fatalf("open a schema 3 file: %v", err)
-	}
+	p = downgrade(t, p, path, bucketIndexes, 3)
 	defer p.Close()
 	if got, want := indexOf(t, p), "a b c - - - - -"; got != want {
 		t.Errorf("index after migrating: %s, want %s", got, want)

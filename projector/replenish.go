@@ -45,7 +45,7 @@ func (f *fold) judgeUpdate(old, next *objectRecord) (kubeUpdate, error) {
 		if old.Charge.Scope.Terminating != next.Charge.Scope.Terminating || counts(old.Charge) && !counts(next.Charge) {
 			return kubeUpdate{charged: true, recount: true}, nil
 		}
-		if sameUsage(old.Charge.Usage, next.Charge.Usage) {
+		if quota.Equal(old.Charge.Usage, next.Charge.Usage) {
 			return kubeUpdate{charged: true}, nil
 		}
 		return f.judgePodResize(old, next)
@@ -119,18 +119,4 @@ func (f *fold) judgePodResize(old, next *objectRecord) (kubeUpdate, error) {
 		recount: statusChanged(a.Status.ContainerStatuses, b.Status.ContainerStatuses) ||
 			statusChanged(a.Status.InitContainerStatuses, b.Status.InitContainerStatuses),
 	}, nil
-}
-
-// sameUsage reports whether two charges' usages are equal, name by name.
-func sameUsage(a, b quota.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, v := range a {
-		w, ok := b[name]
-		if !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
 }

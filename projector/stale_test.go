@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -37,24 +36,11 @@ func cpuPod(name, cpu string, deadline bool) json.RawMessage {
 // changing type, any claim update, a change of the quota's spec.
 func TestStaleUntilRecount(t *testing.T) {
 	var records []ledger.Record
-	record := teamARecorder(&records, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	p := openTemp(t)
-	step := func(evs ...ledger.Event) {
-		t.Helper()
-		from := len(records)
-		for _, ev := range evs {
-			record(ev)
-		}
-		applyAll(t, p, records[from:], 1)
-	}
+	step := stepper(t, p, &records, 1)
 	used := func(quotaName, resource string) string {
 		t.Helper()
-		list, err := p.Quotas("team-a", quotaName, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := list.Items[0].Status.Used[corev1.ResourceName(resource)]
-		return v.String()
+		return usedIn(t, p, quotaName, resource)
 	}
 	step(upsertEvent("resourcequotas", "svc", json.RawMessage(
 		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"svc","namespace":"team-a"},"spec":{"hard":{"services.nodeports":"10","configmaps":"5"}}}`)),
@@ -68,45 +54,38 @@ func TestStaleUntilRecount(t *testing.T) {
 		t.Fatalf("node ports %s, want 4", got)
 	}
 
-	step(upsertEvent("services", "np", nodePortService("np", 1)))
-	if got := used("svc", "services.nodeports"); got != "4" {
-		t.Errorf("after np lost two ports: %s, want 4 (no recount)", got)
+	checks := []struct {
+		ev                    ledger.Event
+		quota, resource, want string
+		why                   string
+	}{
+		{upsertEvent("services", "np", nodePortService("np", 1)), "svc", "services.nodeports", "4", "np lost two ports: no recount"},
+		{upsertEvent("services", "other", nodePortService("other", 2)), "svc", "services.nodeports", "5", "other gained a port: admission adds it"},
+		// The quota tracks configmaps: a configmap's deletion recounts it.
+		{deleteEvent("configmaps", "cm"), "svc", "services.nodeports", "3", "a configmap's deletion: recounted"},
+		{upsertEvent("pods", "web", cpuPod("web", "500m", false)), "cpu", "requests.cpu", "2", "web resized down: no recount"},
+		{deleteEvent("services", "other"), "cpu", "requests.cpu", "2", "a service's deletion does not recount a quota of pods"},
+		{upsertEvent("pods", "web", cpuPod("web", "500m", true)), "cpu", "requests.cpu", "500m", "web took a deadline: recounted"},
 	}
-	var buf bytes.Buffer
-	e, err := p.Explain("team-a", "svc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteExplain(&buf, e); err != nil {
-		t.Fatal(err)
-	}
-	if want := "services.nodeports: used 4 of 10\n  (the charges below sum to 2: an update changed one"; !strings.Contains(buf.String(), want) {
-		t.Errorf("explain:\n%s\nwant it to contain\n%s", buf.String(), want)
-	}
-	step(upsertEvent("services", "other", nodePortService("other", 2)))
-	if got := used("svc", "services.nodeports"); got != "5" {
-		t.Errorf("after other gained a port: %s, want 5 (admission adds the growth)", got)
-	}
-	// A deletion of a configmap recounts the quota: it tracks configmaps.
-	step(deleteEvent("configmaps", "cm"))
-	if got := used("svc", "services.nodeports"); got != "3" {
-		t.Errorf("after a configmap's deletion: %s, want 3 (recounted)", got)
-	}
-
-	// A pod resized down: no recount until the pod moves into the
-	// Terminating scope.
-	step(upsertEvent("pods", "web", cpuPod("web", "500m", false)))
-	if got := used("cpu", "requests.cpu"); got != "2" {
-		t.Errorf("after web was resized down: %s, want 2 (no recount)", got)
-	}
-	// A service's deletion does not recount a quota of pods.
-	step(deleteEvent("services", "other"))
-	if got := used("cpu", "requests.cpu"); got != "2" {
-		t.Errorf("after a service's deletion: %s, want 2", got)
-	}
-	step(upsertEvent("pods", "web", cpuPod("web", "500m", true)))
-	if got := used("cpu", "requests.cpu"); got != "500m" {
-		t.Errorf("after web took a deadline: %s, want 500m (recounted)", got)
+	for i, c := range checks {
+		step(c.ev)
+		if got := used(c.quota, c.resource); got != c.want {
+			t.Errorf("%s: %s %s, want %s", c.why, c.quota, got, c.want)
+		}
+		if i != 0 {
+			continue
+		}
+		var buf bytes.Buffer
+		e, err := p.Explain("team-a", "svc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteExplain(&buf, e); err != nil {
+			t.Fatal(err)
+		}
+		if want := "services.nodeports: used 4 of 10\n  (the charges below sum to 2: an update changed one"; !strings.Contains(buf.String(), want) {
+			t.Errorf("explain:\n%s\nwant it to contain\n%s", buf.String(), want)
+		}
 	}
 
 	// A service's type change recounts.
@@ -145,34 +124,37 @@ func quotaStrings(t testing.TB, p *Projector) string {
 // it had already seen changes its resources.
 func TestStatusGrowthNotCharged(t *testing.T) {
 	var records []ledger.Record
-	record := teamARecorder(&records, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
+	p := openTemp(t)
+	step := stepper(t, p, &records, 1)
 	withStatus := func(cpu string) json.RawMessage {
 		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"team-a"},` +
 			`"spec":{"nodeName":"node-a","containers":[{"name":"app","resources":{"requests":{"cpu":"500m"}}}]},` +
 			`"status":{"phase":"Running","containerStatuses":[{"name":"app","allocatedResources":{"cpu":"` + cpu + `"},` +
 			`"resources":{"requests":{"cpu":"` + cpu + `"}}}]}}`)
 	}
-	record(upsertEvent("resourcequotas", "cpu", json.RawMessage(
-		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"cpu","namespace":"team-a"},"spec":{"hard":{"requests.cpu":"10"}}}`)))
-	record(upsertEvent("pods", "web", cpuPod("web", "500m", false)))
-	record(upsertEvent("pods", "web", withStatus("1500m")))
-	p := openTemp(t)
-	applyAll(t, p, records, 1)
-	cpu := func() string {
-		t.Helper()
-		list, err := p.Quotas("team-a", "cpu", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := list.Items[0].Status.Used["requests.cpu"]
-		return v.String()
-	}
-	if got := cpu(); got != "500m" {
+	step(upsertEvent("resourcequotas", "cpu", json.RawMessage(
+		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"cpu","namespace":"team-a"},"spec":{"hard":{"requests.cpu":"10"}}}`)),
+		upsertEvent("pods", "web", cpuPod("web", "500m", false)),
+		upsertEvent("pods", "web", withStatus("1500m")))
+	if got := usedIn(t, p, "cpu", "requests.cpu"); got != "500m" {
 		t.Errorf("after the first status: %s, want 500m (neither charged nor recounted)", got)
 	}
-	record(upsertEvent("pods", "web", withStatus("1200m")))
-	applyAll(t, p, records[len(records)-1:], 1)
-	if got := cpu(); got != "1200m" {
+	step(upsertEvent("pods", "web", withStatus("1200m")))
+	if got := usedIn(t, p, "cpu", "requests.cpu"); got != "1200m" {
 		t.Errorf("after a status change: %s, want 1200m (recounted)", got)
 	}
+}
+
+// usedIn prints a figure of one of team-a's quotas.
+func usedIn(t testing.TB, p *Projector, quotaName, resource string) string {
+	t.Helper()
+	list, err := p.Quotas("team-a", quotaName, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("quota %s: %d items", quotaName, len(list.Items))
+	}
+	v := list.Items[0].Status.Used[corev1.ResourceName(resource)]
+	return v.String()
 }
