@@ -20,10 +20,11 @@
 //     and Kubernetes would not recount until a later event (replenish.go),
 //     and Used keeps the higher figure until then.
 //   - Where the order of a Go map decides what Kubernetes shows (which
-//     quota a refusal names, the format of a recounted sum), the projection
-//     keeps where each quota, pod and claim sits in its informer's map, in
-//     the order the objects reached the log (index.go), and the likeliest
-//     answer is given.
+//     quota a refusal names, which LimitRange's default applies, the format
+//     of a recounted sum), the projection keeps where each quota,
+//     LimitRange, pod and claim sits in its informer's map, in the order
+//     the objects reached the log (index.go), and the likeliest answer is
+//     given.
 //   - The fold reads time only from the stream's record timestamps, so a
 //     replay of the same prefix produces the same bytes.
 //   - A record that cannot be decoded or evaluated is skipped with a record

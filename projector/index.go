@@ -20,17 +20,20 @@ import (
 // the first free one, and iteration starts at a random slot and wraps
 // around (see ledger/quota's order.go). Two things depend on that order:
 // which quota the admission plugin names when several refuse a request,
-// and the format in which the quota controller's recount prints a sum of
-// charges in several formats, that of its first non-zero term. The
-// projection keeps the slots of quotas, pods and claims as the informers
-// place them, in the order the objects reach the log, so that admission
-// names the likeliest quota and a recount prints the likeliest format.
+// the format in which the quota controller's recount prints a sum of
+// charges in several formats, that of its first non-zero term, and which
+// of several LimitRanges sets a default that more than one of them gives
+// (LimitRanger applies them in turn, each filling only what is still
+// unset). The projection keeps the slots of quotas, LimitRanges, pods and
+// claims as the informers place them, in the order the objects reach the
+// log, so that admission names the likeliest quota and applies the
+// likeliest defaults, and a recount prints the likeliest format.
 
 // indexedResources are the resources whose informer slots the projection
-// keeps: quotas, and those whose charges can be binary or decimal
-// quantities. Every other charge is a count, which prints the same in any
-// order.
-var indexedResources = map[string]bool{"resourcequotas": true, "pods": true, "persistentvolumeclaims": true}
+// keeps: quotas, LimitRanges, and those whose charges can be binary or
+// decimal quantities. Every other charge is a count, which prints the same
+// in any order.
+var indexedResources = map[string]bool{"resourcequotas": true, "limitranges": true, "pods": true, "persistentvolumeclaims": true}
 
 // informerIndex is a namespace's objects of one resource as Kubernetes'
 // informer keeps their keys: the object in each slot ("" for a free one)
@@ -62,6 +65,34 @@ func (x *informerIndex) slot(name string) int {
 		}
 	}
 	return 0
+}
+
+// likeliestOrder returns the order in which an iteration of the map most
+// likely meets the named keys: from the slot after the longest run of
+// slots holding none of them, the lower slot on a tie (which, for keys
+// added one after another and none removed, is the order they were
+// added). It returns nil when the index does not place every name.
+func (x *informerIndex) likeliestOrder(names []string) []int {
+	slots := make([]int, len(names))
+	for i, n := range names {
+		if slots[i] = x.slot(n); slots[i] == 0 {
+			return nil
+		}
+	}
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return slots[a] - slots[b] })
+	start, best := 0, -1
+	for i, k := range order {
+		prev := slots[order[(i+len(order)-1)%len(order)]]
+		run := (slots[k]-prev+quota.IndexSlots-1)%quota.IndexSlots + 1
+		if run > best {
+			start, best = i, run
+		}
+	}
+	return append(order[start:], order[:start]...)
 }
 
 // add places a new key as Go's map does: in the first free slot, or, when

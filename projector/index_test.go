@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,4 +309,104 @@ func TestIndexesMigrate(t *testing.T) {
 		t.Errorf("index after migrating: %s, want %s", got, want)
 	}
 	checkConsistent(t, p)
+}
+
+func TestLikeliestOrder(t *testing.T) {
+	x := &informerIndex{}
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		x.add(n)
+	}
+	x.remove("b")
+	x.remove("c")
+	x.remove("d")
+	x.remove("e")
+	x.remove("f")
+	tests := []struct {
+		names []string
+		want  []int
+	}{
+		{[]string{"a"}, []int{0}},
+		// Slots 1 and 7: 7 is met first from the six places 2 to 7.
+		{[]string{"a", "g"}, []int{1, 0}},
+		{[]string{"g", "a"}, []int{0, 1}},
+		{[]string{"a", "nowhere"}, nil},
+	}
+	for _, tt := range tests {
+		if got := x.likeliestOrder(tt.names); !slices.Equal(got, tt.want) {
+			t.Errorf("likeliestOrder(%v) = %v, want %v", tt.names, got, tt.want)
+		}
+	}
+	y := &informerIndex{}
+	for _, n := range []string{"c", "a", "b"} {
+		y.add(n)
+	}
+	if got, want := y.likeliestOrder([]string{"a", "b", "c"}), []int{2, 0, 1}; !slices.Equal(got, want) {
+		t.Errorf("keys added c, a, b: %v, want %v", got, want)
+	}
+}
+
+// TestLimitRangesInInformerOrder: the namespace state lists LimitRanges in
+// the order LimitRanger most likely meets them, the order they were
+// created, not by name.
+func TestLimitRangesInInformerOrder(t *testing.T) {
+	var records []ledger.Record
+	p := openTemp(t)
+	step := stepper(t, p, &records, 0)
+	lr := func(name, cpu string) ledger.Event {
+		return upsertEvent("limitranges", name, json.RawMessage(`{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"`+name+
+			`","namespace":"team-a"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"`+cpu+`"}}]}}`))
+	}
+	step(lr("z-first", "200m"), lr("a-second", "300m"), lr("m-third", "400m"))
+	st, err := p.Namespace("team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range st.LimitRanges {
+		names = append(names, l.Name)
+	}
+	if got, want := strings.Join(names, " "), "z-first a-second m-third"; got != want {
+		t.Errorf("LimitRanges %s, want %s", got, want)
+	}
+}
+
+// TestLimitRangeIndexMigrates: a schema 5 file, whose indexes held no
+// LimitRanges, has them placed in name order, its pods left where they
+// were.
+func TestLimitRangeIndexMigrates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projection.db")
+	p, err := Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records []ledger.Record
+	step := stepper(t, p, &records, 0)
+	lr := func(name string) ledger.Event {
+		return upsertEvent("limitranges", name, json.RawMessage(`{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"`+name+
+			`","namespace":"team-a"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"100m"}}]}}`))
+	}
+	step(lr("z"), lr("a"), upsertEvent("pods", "c", memoryPod("c", "1Gi")), upsertEvent("pods", "b", memoryPod("b", "1Gi")))
+	if err := p.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketIndexes).Delete(indexKey("team-a", "limitranges")); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(5))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if p, err = Open(Config{Path: path, NoSync: true}, nil); err != nil {
+		t.Fatalf("open a schema 5 file: %v", err)
+	}
+	defer p.Close()
+	st, err := p.Namespace("team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.LimitRanges[0].Name + " " + st.LimitRanges[1].Name; got != "a z" {
+		t.Errorf("LimitRanges after migrating: %s, want a z", got)
+	}
+	if got, want := indexOf(t, p), "c b - - - - - -"; got != want {
+		t.Errorf("pods after migrating: %s, want %s", got, want)
+	}
 }

@@ -43,7 +43,9 @@ type NamespaceState struct {
 	Applied uint64
 	// Quotas are the namespace's valid quotas, sorted by name.
 	Quotas []quota.QuotaState
-	// LimitRanges are the namespace's LimitRanges.
+	// LimitRanges are the namespace's LimitRanges, in the order in which
+	// LimitRanger most likely meets them (index.go); by name when the
+	// projection cannot tell.
 	LimitRanges []*corev1.LimitRange
 	// ServiceAccounts are the names of the namespace's ServiceAccounts
 	// (reservations of new ones left out), in name order.
@@ -313,6 +315,25 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 	}
 	if st.LimitRanges, err = storedValues[*corev1.LimitRange](tx, namespace, resourceLimitRanges); err != nil {
 		return nil, err
+	}
+	if len(st.LimitRanges) > 1 {
+		// LimitRanger meets them in its informer's order, and the first
+		// to default a resource sets it.
+		x, err := getIndex(tx, namespace, resourceLimitRanges)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, len(st.LimitRanges))
+		for i, lr := range st.LimitRanges {
+			names[i] = lr.Name
+		}
+		if order := x.likeliestOrder(names); order != nil {
+			ordered := make([]*corev1.LimitRange, len(order))
+			for i, k := range order {
+				ordered[i] = st.LimitRanges[k]
+			}
+			st.LimitRanges = ordered
+		}
 	}
 	if st.ServiceAccounts, err = storedNames(tx, namespace, resourceServiceAccounts); err != nil {
 		return nil, err

@@ -15,8 +15,9 @@ import (
 // SchemaVersion is the layout version of the projection file. Version 2
 // added the expiry bucket, version 4 the informer indexes (version 3 kept
 // quotas' slots in their records), version 5 the deadlines of pods being
-// deleted; Open migrates a file of an earlier version.
-const SchemaVersion = 5
+// deleted, version 6 the informer indexes of LimitRanges; Open migrates a
+// file of an earlier version.
+const SchemaVersion = 6
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -137,7 +138,7 @@ func initBuckets(tx *bolt.Tx) error {
 			got = 2
 		}
 		if got == 2 || got == 3 {
-			if err := indexObjects(tx); err != nil {
+			if err := indexObjects(tx, indexedResources); err != nil {
 				return fmt.Errorf("migrate schema %d to %d: %w", got, SchemaVersion, err)
 			}
 			got = 4
@@ -145,6 +146,12 @@ func initBuckets(tx *bolt.Tx) error {
 		if got == 4 {
 			if err := noteDeletions(tx); err != nil {
 				return fmt.Errorf("migrate schema 4 to %d: %w", SchemaVersion, err)
+			}
+			got = 5
+		}
+		if got == 5 {
+			if err := indexObjects(tx, map[string]bool{"limitranges": true}); err != nil {
+				return fmt.Errorf("migrate schema 5 to %d: %w", SchemaVersion, err)
 			}
 			return meta.Put(keySchema, seqBytes(SchemaVersion))
 		}
@@ -171,10 +178,10 @@ func indexExpiries(tx *bolt.Tx) error {
 	})
 }
 
-// indexObjects builds the informer indexes of a file that kept none,
-// placing each namespace's quotas, pods and claims in name order (the
-// order in which admission named quotas before).
-func indexObjects(tx *bolt.Tx) error {
+// indexObjects builds the informer indexes of resources that a file did
+// not keep, placing each namespace's objects in name order (the order in
+// which admission read them before).
+func indexObjects(tx *bolt.Tx, resources map[string]bool) error {
 	indexes := map[string]*informerIndex{}
 	var keys []string
 	err := tx.Bucket(bucketObjects).ForEach(func(_, v []byte) error {
@@ -182,7 +189,7 @@ func indexObjects(tx *bolt.Tx) error {
 		if err != nil {
 			return err
 		}
-		if r.Reservation != "" || !indexedResources[r.Resource] {
+		if r.Reservation != "" || !resources[r.Resource] {
 			return nil
 		}
 		k := string(indexKey(r.Namespace, r.Resource))
