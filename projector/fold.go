@@ -292,8 +292,10 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		}
 	}
 	// How Kubernetes handles this report is decided before the old
-	// record is replaced: it may read the old object.
-	judged := kubeUpdate{charged: true, recount: true}
+	// record is replaced: it may read the old object. A create, the
+	// ledger's reservation of one or the object that confirms it is
+	// charged by admission and recounts nothing.
+	judged := kubeUpdate{charged: true}
 	if reservation == "" && old != nil && old.Reservation == "" {
 		if judged, err = f.judgeUpdate(old, next); err != nil {
 			return err
@@ -356,7 +358,7 @@ func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Durati
 	if err := putObject(f.tx, &next); err != nil {
 		return err
 	}
-	return f.recharge(o.Namespace, old, &next, ledgerStep)
+	return f.recharge(o.Namespace, old, &next, kubeUpdate{charged: true})
 }
 
 // reserve applies the reservations of a Reserve event in order. One that
@@ -653,8 +655,8 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 // lowers a charge without a recount, or raises one that admission did not
 // charge, leaves the quota's figure where it was, as Kubernetes leaves it,
 // and marks the quota stale; the next recount of a stale quota counts it
-// afresh. The ledger's own steps (reservations, holds and their release)
-// are charged and recounted as before.
+// afresh. The ledger's reservations are charged as admission charges; its
+// releases of them count as recounts.
 func (f *fold) recharge(namespace string, old, next *objectRecord, judged kubeUpdate) error {
 	entries, err := f.cache.namespaceQuotas(f.tx, namespace)
 	if err != nil {
@@ -712,8 +714,8 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, judged kubeUp
 	return nil
 }
 
-// ledgerStep is how the fold applies its own steps and deletions: charged
-// and recounted.
+// ledgerStep is how the fold applies deletions and the ledger's releases
+// of reservations and holds: as recounts.
 var ledgerStep = kubeUpdate{charged: true, recount: true}
 
 // lowers reports whether next charges less than old for some resource.

@@ -100,6 +100,15 @@ func TestStaleUntilRecount(t *testing.T) {
 		t.Errorf("after np became a ClusterIP: %s, want 0", got)
 	}
 
+	// A create is charged at admission and recounts nothing: a stale
+	// figure stays stale.
+	step(upsertEvent("services", "np", nodePortService("np", 2)))
+	step(upsertEvent("services", "np", nodePortService("np", 1)))
+	step(upsertEvent("services", "late", nodePortService("late", 1)))
+	if got := used("svc", "services.nodeports"); got != "3" {
+		t.Errorf("after np lost a port and late was created: %s, want 3 (2 kept, 1 added)", got)
+	}
+
 	// A replay of the same log in one batch ends the same.
 	q := openTemp(t)
 	applyAll(t, q, records, len(records))
