@@ -18,13 +18,13 @@ import (
 // random, but not every order is equally likely: while the map has never
 // held more than quota.IndexSlots keys, each key keeps the slot it took,
 // the first free one, and iteration starts at a random slot and wraps
-// around (see ledger/quota's order.go). Two things depend on that order:
-// which quota the admission plugin names when several refuse a request,
-// the format in which the quota controller's recount prints a sum of
-// charges in several formats, that of its first non-zero term, and which
-// of several LimitRanges sets a default that more than one of them gives
-// (LimitRanger applies them in turn, each filling only what is still
-// unset). The projection keeps the slots of quotas, LimitRanges, pods and
+// around (see ledger/quota's order.go). Three things depend on that
+// order: which quota the admission plugin names when several refuse a
+// request; the format in which the quota controller's recount prints a
+// sum of charges in several formats, that of its first non-zero term; and
+// which of several LimitRanges sets a default that more than one of them
+// gives (LimitRanger applies them in turn, each filling only what is
+// still unset). The projection keeps the slots of quotas, LimitRanges, pods and
 // claims as the informers place them, in the order the objects reach the
 // log, so that admission names the likeliest quota and applies the
 // likeliest defaults, and a recount prints the likeliest format.
