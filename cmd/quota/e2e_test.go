@@ -309,6 +309,12 @@ func checkProbes(t *testing.T, s *ledgerProc, dir, ns string) {
 			if code != 1 || strings.TrimSpace(out) != lines[1] {
 				t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
 			}
+		case "error 422":
+			// The API server's validation refused the object (recorded
+			// scenarios only): admit reports it as a refusal too.
+			if code != 1 || strings.TrimSpace(out) != lines[1] {
+				t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
+			}
 		default:
 			t.Fatalf("%s: unknown verdict %q", probe, lines[0])
 		}
