@@ -75,21 +75,21 @@ func (x *informerIndex) slot(name string) int {
 func (x *informerIndex) likeliestOrder(names []string) []int {
 	slots := make([]int, len(names))
 	for i, n := range names {
-		if slots[i] = x.slot(n); slots[i] == 0 {
-			return nil
-		}
+		slots[i] = x.slot(n)
+	}
+	runs := quota.SlotRuns(slots)
+	if runs == nil {
+		return nil
 	}
 	order := make([]int, len(names))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return slots[a] - slots[b] })
-	start, best := 0, -1
+	start := 0
 	for i, k := range order {
-		prev := slots[order[(i+len(order)-1)%len(order)]]
-		run := (slots[k]-prev+quota.IndexSlots-1)%quota.IndexSlots + 1
-		if run > best {
-			start, best = i, run
+		if runs[k] > runs[order[start]] {
+			start = i
 		}
 	}
 	return append(order[start:], order[:start]...)
@@ -270,38 +270,26 @@ func likeliestFormat(tx *bolt.Tx, namespace string, terms []term) (quantity.Form
 	if err != nil {
 		return 0, false, err
 	}
-	var at [quota.IndexSlots + 1]*term
-	for i := range terms {
-		t := &terms[i]
-		s := x.slot(t.name)
-		if t.reserved || t.resource != resource || s == 0 || at[s] != nil {
+	slots := make([]int, len(terms))
+	for i, t := range terms {
+		if t.reserved || t.resource != resource {
 			return 0, false, nil
 		}
-		at[s] = t
+		slots[i] = x.slot(t.name)
+	}
+	runs := quota.SlotRuns(slots)
+	if runs == nil {
+		return 0, false, nil
 	}
 	var odds [formatCount]int
-	prev := 0
-	for s := quota.IndexSlots; s >= 1; s-- {
-		if at[s] != nil {
-			prev = s
-			break
-		}
-	}
-	for s := 1; s <= quota.IndexSlots; s++ {
-		if at[s] == nil {
-			continue
-		}
-		odds[at[s].format] += (s-prev+quota.IndexSlots-1)%quota.IndexSlots + 1
-		prev = s
+	for i, t := range terms {
+		odds[t.format] += runs[i]
 	}
 	best, first := -1, 0
-	for s := 1; s <= quota.IndexSlots; s++ {
-		if at[s] == nil {
-			continue
-		}
-		f := int(at[s].format)
-		if best < 0 || odds[f] > odds[best] || odds[f] == odds[best] && s < first {
-			best, first = f, s
+	for i, t := range terms {
+		f := int(t.format)
+		if best < 0 || odds[f] > odds[best] || odds[f] == odds[best] && slots[i] < first {
+			best, first = f, slots[i]
 		}
 	}
 	return quantity.Format(best), true, nil

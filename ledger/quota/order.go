@@ -34,6 +34,27 @@ import (
 // IndexSlots is the number of keys a Go map holds in its first group.
 const IndexSlots = 8
 
+// SlotRuns returns, for keys held in the given slots of a map's first
+// group (1 to IndexSlots, distinct, in any order), the number of the
+// group's IndexSlots starting places from which an iteration meets each
+// key first: the run of slots after the previous key's, wrapping around,
+// up to its own. They sum to IndexSlots. It returns nil when a slot is
+// outside the group.
+func SlotRuns(slots []int) []int {
+	sorted := slices.Clone(slots)
+	slices.Sort(sorted)
+	runs := make([]int, len(slots))
+	for i, s := range slots {
+		if s < 1 || s > IndexSlots {
+			return nil
+		}
+		j, _ := slices.BinarySearch(sorted, s)
+		prev := sorted[(j+len(sorted)-1)%len(sorted)]
+		runs[i] = (s-prev+IndexSlots-1)%IndexSlots + 1
+	}
+	return runs
+}
+
 // refusal is a quota that refuses a request, with the message naming it.
 type refusal struct {
 	state   int
@@ -41,7 +62,8 @@ type refusal struct {
 }
 
 // likeliest returns the message of the refusal Kubernetes most likely
-// reports among several (see above); ties go to the lower slot.
+// reports among several (see above); ties go to the lower slot. Without
+// every slot known, it names the first by slot and name.
 func likeliest(states []QuotaState, refusals []refusal) string {
 	if len(refusals) == 1 {
 		return refusals[0].message
@@ -54,17 +76,18 @@ func likeliest(states []QuotaState, refusals []refusal) string {
 		}
 		return strings.Compare(states[a.state].Quota.Name, states[b.state].Quota.Name)
 	})
-	for _, r := range sorted {
-		if s := slot(r); s < 1 || s > IndexSlots {
-			return sorted[0].message
-		}
-	}
-	best, bestRun := 0, 0
+	slots := make([]int, len(sorted))
 	for i, r := range sorted {
-		prev := sorted[(i+len(sorted)-1)%len(sorted)]
-		run := (slot(r) - slot(prev) + IndexSlots) % IndexSlots
-		if run > bestRun {
-			best, bestRun = i, run
+		slots[i] = slot(r)
+	}
+	runs := SlotRuns(slots)
+	if runs == nil {
+		return sorted[0].message
+	}
+	best := 0
+	for i, run := range runs {
+		if run > runs[best] {
+			best = i
 		}
 	}
 	return sorted[best].message

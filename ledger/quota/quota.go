@@ -243,29 +243,19 @@ func (q *Quota) tracksAny(resource string) bool {
 			return bits&yes != 0
 		}
 		v := known
-		if q.produces(resource) {
+		if q.Tracks(resource) {
 			v |= yes
 		}
 		q.tracks.Or(v)
 		return v&yes != 0
 	}
-	return q.produces(resource)
+	return q.Tracks(resource)
 }
 
-// produces reports whether q tracks at least one resource that the
-// evaluator of resource produces, reading Hard.
-func (q *Quota) produces(resource string) bool {
-	for name := range q.Hard {
-		if evaluatorProduces(resource, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// Tracks reports whether q tracks a resource that the evaluator of
-// resource (a group-qualified plural) produces: whether Kubernetes' quota
-// controller recounts q when such an object goes.
+// Tracks reports whether q tracks at least one resource that the
+// evaluator of resource (a group-qualified plural) produces, reading Hard:
+// whether Kubernetes' quota controller recounts q when such an object
+// goes.
 func (q *Quota) Tracks(resource string) bool {
 	for name := range q.Hard {
 		if evaluatorProduces(resource, name) {

@@ -416,7 +416,7 @@ func TestTracksAnyCachedAsRead(t *testing.T) {
 			q := quotaFrom(t, spec)
 			for range 2 {
 				for _, k := range order {
-					if got, want := q.tracksAny(k), q.produces(k); got != want {
+					if got, want := q.tracksAny(k), q.Tracks(k); got != want {
 						t.Errorf("%s: tracksAny(%s) = %v, Hard says %v", spec, k, got, want)
 					}
 				}
@@ -936,5 +936,24 @@ func TestDefaultClassRules(t *testing.T) {
 				t.Errorf("priority class %q, want %q", c.Scope.PriorityClass, tt.want)
 			}
 		})
+	}
+}
+
+func TestSlotRuns(t *testing.T) {
+	tests := []struct {
+		slots, want []int
+	}{
+		{[]int{3}, []int{8}},
+		{[]int{1, 2, 3}, []int{6, 1, 1}},
+		{[]int{3, 1, 2}, []int{1, 6, 1}},
+		{[]int{1, 7}, []int{2, 6}},
+		{[]int{2, 4, 5}, []int{5, 2, 1}},
+		{[]int{1, 0}, nil},
+		{[]int{9}, nil},
+	}
+	for _, tt := range tests {
+		if got := SlotRuns(tt.slots); !slices.Equal(got, tt.want) {
+			t.Errorf("SlotRuns(%v) = %v, want %v", tt.slots, got, tt.want)
+		}
 	}
 }
