@@ -38,13 +38,8 @@ func Validate(o, old *object.Object, env Environment) error {
 		if err := validatePodResources(o.Name, v); err != nil {
 			return err
 		}
-		for _, lr := range env.LimitRanges {
-			if lr == nil {
-				continue
-			}
-			if err := limitPod(lr, v); err != nil {
-				return err
-			}
+		if err := limitPodAll(env.LimitRanges, v); err != nil {
+			return err
 		}
 		return validateOverhead(v, env)
 	case *corev1.PersistentVolumeClaim:
@@ -70,7 +65,13 @@ func ValidateResize(o, old *object.Object, env Environment) error {
 		return nil
 	}
 	limitRangeDefaults(pod, env.LimitRanges)
-	for _, lr := range env.LimitRanges {
+	return limitPodAll(env.LimitRanges, pod)
+}
+
+// limitPodAll checks a pod against each LimitRange in turn, stopping at
+// the first that refuses it.
+func limitPodAll(lrs []*corev1.LimitRange, pod *corev1.Pod) error {
+	for _, lr := range lrs {
 		if lr == nil {
 			continue
 		}
