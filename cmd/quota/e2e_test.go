@@ -315,6 +315,12 @@ func checkProbes(t *testing.T, s *ledgerProc, dir, ns string) {
 			if code != 1 || strings.TrimSpace(out) != lines[1] {
 				t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
 			}
+		case "error 400":
+			// The API server could not decode the object: admit cannot
+			// either, and says why in the API server's words.
+			if code != 2 || !strings.Contains(errOut, lines[1]) {
+				t.Errorf("%s: got exit %d\n%s%s\nwant exit 2 and\n%s", filepath.Base(probe), code, out, errOut, lines[1])
+			}
 		default:
 			t.Fatalf("%s: unknown verdict %q", probe, lines[0])
 		}

@@ -190,7 +190,11 @@ func decodeGeneral(trimmed []byte) (*Object, error) {
 	if known && info.newValue != nil {
 		v := info.newValue()
 		if err := json.Unmarshal(trimmed, v); err != nil {
-			return nil, fmt.Errorf("decode %s %q: %w: %v", h.Kind, o.displayName(), ErrMalformed, err)
+			// After the colon, the API server's own words for an object
+			// it cannot decode.
+			version := h.APIVersion[strings.LastIndexByte(h.APIVersion, '/')+1:]
+			return nil, fmt.Errorf("decode %s %q: %w: %s in version %q cannot be handled as a %s: %v",
+				h.Kind, o.displayName(), ErrMalformed, h.Kind, version, h.Kind, err)
 		}
 		o.Value = v
 		o.syncMeta()

@@ -44,6 +44,7 @@ type Environment struct {
 // to objects that came from the API server.
 func Default(o *object.Object, env Environment) error {
 	if pvc, ok := o.Value.(*corev1.PersistentVolumeClaim); ok {
+		roundClaimResources(pvc)
 		defaultStorageClass(pvc, env.StorageClasses)
 		return nil
 	}
@@ -52,6 +53,7 @@ func Default(o *object.Object, env Environment) error {
 		return nil
 	}
 	defaultPodRequests(pod)
+	roundPodResources(pod)
 	limitRangeDefaults(pod, env.LimitRanges)
 	if err := serviceAccount(pod, o.Namespace, env.ServiceAccounts); err != nil {
 		return err
@@ -60,6 +62,73 @@ func Default(o *object.Object, env Environment) error {
 		return err
 	}
 	return setOverhead(pod, env)
+}
+
+// milliScale is the scale to which the API server's defaulting rounds
+// every quantity of a resource list (SetDefaults_ResourceList in
+// Kubernetes' core/v1 defaults): up, away from zero, to a multiple of 1m.
+// A container requesting 100u of cpu is charged, and stored with, 1m.
+const milliScale = -3
+
+// roundList rounds each quantity of l up to milliScale.
+func roundList(l corev1.ResourceList) {
+	for k, v := range l {
+		v.RoundUp(milliScale)
+		l[k] = v
+	}
+}
+
+// roundPodResources applies the defaulting's rounding to every resource
+// list of a pod: its containers' of each kind, its overhead, its
+// pod-level resources, its generic ephemeral volumes' claim templates and
+// the resources its status reports.
+func roundPodResources(pod *corev1.Pod) {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			roundList(cs[i].Resources.Limits)
+			roundList(cs[i].Resources.Requests)
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		r := &pod.Spec.EphemeralContainers[i].Resources
+		roundList(r.Limits)
+		roundList(r.Requests)
+	}
+	roundList(pod.Spec.Overhead)
+	if r := pod.Spec.Resources; r != nil {
+		roundList(r.Limits)
+		roundList(r.Requests)
+	}
+	for i := range pod.Spec.Volumes {
+		if e := pod.Spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
+			r := &e.VolumeClaimTemplate.Spec.Resources
+			roundList(r.Limits)
+			roundList(r.Requests)
+		}
+	}
+	for _, ss := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for i := range ss {
+			roundList(ss[i].AllocatedResources)
+			if r := ss[i].Resources; r != nil {
+				roundList(r.Limits)
+				roundList(r.Requests)
+			}
+		}
+	}
+	if r := pod.Status.Resources; r != nil {
+		roundList(r.Limits)
+		roundList(r.Requests)
+	}
+	roundList(pod.Status.AllocatedResources)
+}
+
+// roundClaimResources applies the defaulting's rounding to a claim's
+// resource lists.
+func roundClaimResources(pvc *corev1.PersistentVolumeClaim) {
+	roundList(pvc.Spec.Resources.Limits)
+	roundList(pvc.Spec.Resources.Requests)
+	roundList(pvc.Status.Capacity)
+	roundList(pvc.Status.AllocatedResources)
 }
 
 // defaultPodRequests is the API defaulting of container requests: a

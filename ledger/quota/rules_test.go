@@ -764,6 +764,17 @@ func TestDefaultRules(t *testing.T) {
 		{"runtime class adds its overhead",
 			pod("p", `{"runtimeClassName":"kata","containers":[`+ctr("c", `"cpu":"1"`, `"cpu":"1"`)+`]}`), Environment{RuntimeClasses: env.RuntimeClasses},
 			map[string]string{"count/pods": "1", "pods": "1", "cpu": "1250m", "requests.cpu": "1250m", "limits.cpu": "1250m", "memory": "120Mi", "requests.memory": "120Mi"}},
+		// Recorded: a container asking for 0.0005 cpu is stored with 1m,
+		// and a probe with 100000n beside the LimitRange's default limit
+		// of 3 was refused for limits.cpu=3001m.
+		{"defaulting rounds every quantity up to 1m",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"0.0005","memory":"100m"`, "")+`,`+ctr("b", `"cpu":"100000n","memory":"1.5"`, `"cpu":"250000u","memory":"1e-4"`)+`]}`), Environment{},
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "2m", "requests.cpu": "2m", "limits.cpu": "250m",
+				"memory": "1600m", "requests.memory": "1600m", "limits.memory": "1e-3"}},
+		{"rounding applies to the LimitRange's defaults beside own figures",
+			pod("p", `{"containers":[`+ctr("a", `"cpu":"100000n"`, `"cpu":"100000n"`)+`,{"name":"b"}]}`), Environment{LimitRanges: []*corev1.LimitRange{{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+				Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{"cpu": resource.MustParse("3")}}}}}}},
+			map[string]string{"count/pods": "1", "pods": "1", "cpu": "3001m", "requests.cpu": "3001m", "limits.cpu": "3001m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
