@@ -565,9 +565,22 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	if q.Invalid != "" {
 		q = nil
 	}
-	if entry != nil && sameSpec(entry.rec.Object, raw) {
-		r.Used, r.Terms, r.Stale = entry.rec.Used, entry.rec.Terms, entry.rec.Stale
-	} else if q != nil {
+	switch {
+	case entry != nil && sameSpec(entry.rec.Object, raw):
+		r.Used, r.Terms, r.Stale, r.StatusHard = entry.rec.Used, entry.rec.Terms, entry.rec.Stale, entry.rec.StatusHard
+	case q == nil:
+	case entry != nil && entry.quota != nil && sameValues(entry.quota.Hard, q.Hard):
+		// The controller recounts, and writes status only if a value of
+		// used changed (a scope may have): otherwise status keeps its
+		// strings, hard's and used's.
+		if err := f.recompute(r, q); err != nil {
+			return err
+		}
+		if sameValues(r.Used, entry.rec.Used) {
+			r.Used = entry.rec.Used
+			r.StatusHard = shownHard(entry, q)
+		}
+	default:
 		if err := f.recompute(r, q); err != nil {
 			return err
 		}
@@ -580,6 +593,40 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 		f.cache.quotas[o.Namespace] = entries
 	}
 	entry.rec, entry.quota, entry.dirty = r, q, true
+	return nil
+}
+
+// sameValues reports whether two resource lists name the same resources
+// with equal values, whatever their print (Kubernetes' quota.Equals).
+func sameValues(a, b quota.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, v := range a {
+		w, ok := b[name]
+		if !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shownHard is the StatusHard of a quota whose spec.hard changed to q's
+// without a value changing: the strings status.hard showed before, or nil
+// where they are q's.
+func shownHard(old *quotaEntry, q *quota.Quota) map[string]string {
+	shown := old.rec.StatusHard
+	if shown == nil {
+		shown = make(map[string]string, len(old.quota.Hard))
+		for name, v := range old.quota.Hard {
+			shown[name] = v.String()
+		}
+	}
+	for name, v := range q.Hard {
+		if shown[name] != v.String() {
+			return shown
+		}
+	}
 	return nil
 }
 
@@ -640,7 +687,7 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 		}
 		used[name] = settle(v)
 	}
-	r.Used, r.Terms, r.Stale = used, terms, false
+	r.Used, r.Terms, r.Stale, r.StatusHard = used, terms, false, nil
 	return nil
 }
 
@@ -806,6 +853,10 @@ func adjust(r *quotaRecord, oldPart, newPart quota.ResourceList) (changed, resca
 			return false, false, fmt.Errorf("%w: quota %s/%s used %s=%s", ErrInvariant, r.Namespace, r.Name, name, used)
 		}
 		r.Used[name] = used
+	}
+	if decreased {
+		// The recount writes status, and status.hard from spec.hard.
+		r.StatusHard = nil
 	}
 	if !decreased || rescan {
 		return changed, rescan, nil

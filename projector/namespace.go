@@ -16,6 +16,7 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/ledger/quantity"
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
@@ -363,6 +364,18 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 	q, err := quota.FromObject(o)
 	if err != nil {
 		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
+	}
+	// Decisions read status.hard, as Kubernetes' admission does: the
+	// values are spec.hard's, the strings in a refusal may be older.
+	for name, s := range r.StatusHard {
+		if _, ok := q.Hard[name]; !ok {
+			continue
+		}
+		v, err := quantity.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stored quota %s/%s status.hard %s=%q: %v", ErrInvariant, r.Namespace, r.Name, name, s, err)
+		}
+		q.Hard[name] = v
 	}
 	return q, nil
 }

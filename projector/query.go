@@ -54,8 +54,8 @@ func QuotaList(tx *bolt.Tx, namespace, name string, all bool) (*corev1.ResourceQ
 }
 
 // resourceQuota renders a stored quota as the Kubernetes object: the spec as
-// recorded, status.hard as the quota controller copies it from spec.hard,
-// and status.used from the projection.
+// recorded, status.hard as the quota controller last copied it from
+// spec.hard, and status.used from the projection.
 func (r *quotaRecord) resourceQuota() (*corev1.ResourceQuota, error) {
 	var q corev1.ResourceQuota
 	if err := json.Unmarshal(r.Object, &q); err != nil {
@@ -73,6 +73,13 @@ func (r *quotaRecord) resourceQuota() (*corev1.ResourceQuota, error) {
 	}
 	q.Status.Hard = corev1.ResourceList{}
 	for k, v := range q.Spec.Hard {
+		if s, ok := r.StatusHard[string(k)]; ok {
+			shown, err := resource.ParseQuantity(s)
+			if err != nil {
+				return nil, fmt.Errorf("%w: quota %s/%s status.hard %s=%q does not parse: %v", ErrInvariant, r.Namespace, r.Name, k, s, err)
+			}
+			v = shown
+		}
 		q.Status.Hard[k] = v.DeepCopy()
 	}
 	q.Status.Used = corev1.ResourceList{}

@@ -62,7 +62,7 @@ func (f *fold) recountNamespace(namespace string) error {
 			continue
 		}
 		if !same {
-			r.Used = fresh.Used
+			r.Used, r.StatusHard = fresh.Used, nil
 		}
 		r.Terms, r.Stale = fresh.Terms, false
 		e.dirty = true
