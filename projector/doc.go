@@ -20,9 +20,9 @@
 //     and Kubernetes would not recount until a later event (replenish.go),
 //     and Used keeps the higher figure until then.
 //   - A quota's status.hard prints as its spec.hard but after a change of
-//     spec.hard that changed no value and no figure of Used: the quota
-//     controller writes nothing then, and StatusHard keeps the strings it
-//     last wrote until a recount changes Used.
+//     spec.hard that changed no value: the quota controller ignores it, so
+//     Used stays as it was and StatusHard keeps the strings it last wrote
+//     until a recount changes Used.
 //   - Where the order of a Go map decides what Kubernetes shows (which
 //     quota a refusal names, which LimitRange's default applies, the format
 //     of a recounted sum), the projection keeps where each quota,

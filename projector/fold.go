@@ -570,16 +570,12 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 		r.Used, r.Terms, r.Stale, r.StatusHard = entry.rec.Used, entry.rec.Terms, entry.rec.Stale, entry.rec.StatusHard
 	case q == nil:
 	case entry != nil && entry.quota != nil && sameValues(entry.quota.Hard, q.Hard):
-		// The controller recounts, and writes status only if a value of
-		// used changed (a scope may have): otherwise status keeps its
-		// strings, hard's and used's.
-		if err := f.recompute(r, q); err != nil {
-			return err
-		}
-		if sameValues(r.Used, entry.rec.Used) {
-			r.Used = entry.rec.Used
-			r.StatusHard = shownHard(entry, q)
-		}
+		// The quota controller ignores an update whose spec.hard has the
+		// same values (quota.Equals; the scopes cannot change): status
+		// keeps its figures and strings, hard's and used's, and a stale
+		// quota stays stale.
+		r.Used, r.Terms, r.Stale = entry.rec.Used, entry.rec.Terms, entry.rec.Stale
+		r.StatusHard = shownHard(entry, q)
 	default:
 		if err := f.recompute(r, q); err != nil {
 			return err

@@ -87,3 +87,29 @@ func TestStatusHardUntilStatusWrite(t *testing.T) {
 	}
 	t.Error("no quota storage in the namespace's state")
 }
+
+// TestSameHardDoesNotRecount: the quota controller ignores an update of a
+// quota whose spec.hard keeps its values, so a stale figure stays
+// (testdata/recorded/rec-same-hard).
+func TestSameHardDoesNotRecount(t *testing.T) {
+	var records []ledger.Record
+	p := openTemp(t)
+	step := stepper(t, p, &records, 1)
+	svcQuota := func(hard string) ledger.Event {
+		return upsertEvent("resourcequotas", "svc", json.RawMessage(
+			`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"svc","namespace":"team-a"},"spec":{"hard":{"services.nodeports":"`+hard+`"}}}`))
+	}
+	step(svcQuota("1k"), upsertEvent("services", "np", nodePortService("np", 3)),
+		upsertEvent("services", "np", nodePortService("np", 1)))
+	if got := usedIn(t, p, "svc", "services.nodeports"); got != "3" {
+		t.Fatalf("after np lost two ports: %s, want 3 (no recount)", got)
+	}
+	step(svcQuota("1e3"))
+	if got := usedIn(t, p, "svc", "services.nodeports"); got != "3" {
+		t.Errorf("after hard 1k written as 1e3: %s, want 3 (the controller ignores it)", got)
+	}
+	step(svcQuota("2k"))
+	if got := usedIn(t, p, "svc", "services.nodeports"); got != "1" {
+		t.Errorf("after hard 2k: %s, want 1 (recounted)", got)
+	}
+}

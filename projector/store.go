@@ -82,9 +82,9 @@ type quotaRecord struct {
 	Stale bool `json:"stale,omitempty"`
 	// StatusHard holds status.hard's strings while they differ from
 	// spec.hard's: the quota controller copies spec.hard into status only
-	// when it writes status, and a change of spec.hard that changes no
-	// value (10G written as 1e10), nor any figure of used, makes it write
-	// nothing. Admission, which writes status.used only, leaves them too.
+	// when it writes status, and it ignores a change of spec.hard that
+	// changes no value (10G written as 1e10). Admission, which writes
+	// status.used only, leaves them too.
 	// Nil when status.hard prints as spec.hard.
 	StatusHard map[string]string `json:"statusHard,omitempty"`
 }
