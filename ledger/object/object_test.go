@@ -111,6 +111,17 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+// TestDecodeQuantityErrorInAPIServerWords: an object whose quantity does
+// not parse is refused as the API server refuses it (400), in its words
+// after the ledger's (recorded: testdata/recorded/rec-qty-2, probe 02).
+func TestDecodeQuantityErrorInAPIServerWords(t *testing.T) {
+	_, err := Decode([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"7e2m"}}}]}}`))
+	want := `decode Pod "a": malformed object: Pod in version "v1" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+}
+
 func TestDecodeNamespaceOptional(t *testing.T) {
 	o, err := Decode([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c"}]}}`))
 	if err != nil {
