@@ -54,6 +54,9 @@ type kindInfo struct {
 	clusterScoped bool
 	// newValue, when set, makes Decode keep a typed value of the kind.
 	newValue func() runtime.Object
+	// decode, when set instead, reads the typed value itself, for a kind
+	// whose versions differ in shape.
+	decode func(raw []byte, apiVersion string) (runtime.Object, error)
 }
 
 type groupKind struct{ group, kind string }
@@ -124,7 +127,7 @@ var knownKinds = map[groupKind]kindInfo{
 	{"admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"}:   {resource: "mutatingadmissionpolicybindings", clusterScoped: true},
 	{"flowcontrol.apiserver.k8s.io", "FlowSchema"}:                       {resource: "flowschemas", clusterScoped: true},
 	{"flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"}:       {resource: "prioritylevelconfigurations", clusterScoped: true},
-	{"resource.k8s.io", "ResourceClaim"}:                                 {resource: "resourceclaims"},
+	{"resource.k8s.io", "ResourceClaim"}:                                 {resource: "resourceclaims", decode: decodeClaim},
 	{"resource.k8s.io", "ResourceClaimTemplate"}:                         {resource: "resourceclaimtemplates"},
 	{"resource.k8s.io", "DeviceClass"}:                                   {resource: "deviceclasses", clusterScoped: true},
 	{"resource.k8s.io", "ResourceSlice"}:                                 {resource: "resourceslices", clusterScoped: true},
@@ -187,18 +190,25 @@ func decodeGeneral(trimmed []byte) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if known && info.newValue != nil {
-		v := info.newValue()
-		if err := json.Unmarshal(trimmed, v); err != nil {
-			// After the colon, the API server's own words for an object
-			// it cannot decode.
-			version := h.APIVersion[strings.LastIndexByte(h.APIVersion, '/')+1:]
-			return nil, fmt.Errorf("decode %s %q: %w: %s in version %q cannot be handled as a %s: %v",
-				h.Kind, o.displayName(), ErrMalformed, h.Kind, version, h.Kind, err)
-		}
-		o.Value = v
-		o.syncMeta()
+	if !known || info.decode == nil && info.newValue == nil {
+		return o, nil
 	}
+	var v runtime.Object
+	if info.decode != nil {
+		v, err = info.decode(trimmed, h.APIVersion)
+	} else {
+		v = info.newValue()
+		err = json.Unmarshal(trimmed, v)
+	}
+	if err != nil {
+		// After the colon, the API server's own words for an object it
+		// cannot decode.
+		version := h.APIVersion[strings.LastIndexByte(h.APIVersion, '/')+1:]
+		return nil, fmt.Errorf("decode %s %q: %w: %s in version %q cannot be handled as a %s: %v",
+			h.Kind, o.displayName(), ErrMalformed, h.Kind, version, h.Kind, err)
+	}
+	o.Value = v
+	o.syncMeta()
 	return o, nil
 }
 

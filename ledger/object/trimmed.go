@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,6 +210,9 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		}
 	case *corev1.Service:
 		t.Spec = trimService(v)
+	case *resourcev1.ResourceClaim:
+		t.APIVersion = claimAPIVersion
+		t.Spec = trimClaim(v)
 	case *corev1.ResourceQuota:
 		// The status is the cluster's own count, rewritten on every
 		// admission; usage is computed from the objects, so keeping it

@@ -98,7 +98,8 @@ type Decision struct {
 // on updates of their resize subresource, and on plain updates that move
 // them between the Terminating and NotTerminating scopes (since Kubernetes
 // v1.33; a plain update cannot change what a pod is charged, only which
-// quotas charge it); claims and services on create and update; every
+// quotas charge it); claims (of storage and of devices) and services on
+// create and update; every
 // other counted object on create only; no other request on a subresource.
 func handles(req *AdmitRequest) bool {
 	op, resource := req.Operation, req.Object.Resource
@@ -109,7 +110,7 @@ func handles(req *AdmitRequest) bool {
 		return false
 	case resource == "pods":
 		return op == Create || op == Update && req.OldObject != nil && isTerminating(req.OldObject) != isTerminating(req.Object)
-	case resource == "persistentvolumeclaims", resource == "services":
+	case resource == "persistentvolumeclaims", resource == "services", resource == resourceClaims:
 		return op == Create || op == Update
 	}
 	return op == Create

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotaledger/quota/ledger/object"
@@ -73,6 +74,12 @@ func Evaluate(o *object.Object, now time.Time) (Charge, error) {
 			return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
 		}
 		c.Usage = serviceUsage(svc)
+	case resourceClaims:
+		claim, ok := o.Value.(*resourcev1.ResourceClaim)
+		if !ok {
+			return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
+		}
+		c.Usage = claimUsage(claim)
 	default:
 		c.Usage = ResourceList{countPrefix + o.Resource: quantity.NewInt(1)}
 		if legacy, ok := legacyCountNames[o.Resource]; ok {
@@ -739,4 +746,50 @@ func containerNames(set map[string]bool) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
+}
+
+// claimUsage is what a ResourceClaim charges: itself, and per DeviceClass
+// the devices its requests ask for. An exact request asks for its count
+// (every device of the class, counted as 32, the most one allocation
+// holds, for mode All); a request of alternatives asks, per class, for the
+// most any of its alternatives of that class asks. An allocation mode left
+// empty is the API server's default, ExactCount, with a count of 1.
+func claimUsage(claim *resourcev1.ResourceClaim) ResourceList {
+	devices := func(mode resourcev1.DeviceAllocationMode, count int64) int64 {
+		switch mode {
+		case resourcev1.DeviceAllocationModeAll:
+			return resourcev1.AllocationResultsMaxSize
+		case resourcev1.DeviceAllocationModeExactCount, "":
+			return max(count, 1)
+		}
+		return 0
+	}
+	out := ResourceList{countPrefix + resourceClaims: quantity.NewInt(1)}
+	add := func(class string, n int64) {
+		name := class + deviceClassSuffix
+		out[name] = out[name].Add(quantity.NewInt(n))
+	}
+	for _, r := range claim.Spec.Devices.Requests {
+		switch {
+		case len(r.FirstAvailable) > 0:
+			most := map[string]int64{}
+			var order []string
+			for _, s := range r.FirstAvailable {
+				n := devices(s.AllocationMode, s.Count)
+				if n <= most[s.DeviceClassName] {
+					continue
+				}
+				if _, seen := most[s.DeviceClassName]; !seen {
+					order = append(order, s.DeviceClassName)
+				}
+				most[s.DeviceClassName] = n
+			}
+			for _, class := range order {
+				add(class, most[class])
+			}
+		case r.Exactly != nil:
+			add(r.Exactly.DeviceClassName, devices(r.Exactly.AllocationMode, r.Exactly.Count))
+		}
+	}
+	return out
 }

@@ -35,6 +35,12 @@ const (
 	storageClassSuffix      = ".storageclass.storage.k8s.io/"
 	countPrefix             = "count/"
 	defaultNamespacePrefix  = "kubernetes.io/"
+
+	// resourceClaims is the resource of dynamic resource allocation's
+	// ResourceClaims, and deviceClassSuffix ends the name of the devices
+	// a quota allows claims of one DeviceClass to ask for.
+	resourceClaims    = "resourceclaims.resource.k8s.io"
+	deviceClassSuffix = ".deviceclass.resource.k8s.io/devices"
 )
 
 // Scope names of ResourceQuota spec.scopes and scopeSelector.
@@ -205,7 +211,7 @@ var builtinGroups = setOf("", "apps", "batch", "autoscaling", "policy", "network
 // groups, which a cluster counts only if it serves it as a custom
 // resource: the ledger reads no CustomResourceDefinitions to tell.
 func UsageTracked(name string) (tracked, known bool) {
-	for _, r := range []string{"pods", "persistentvolumeclaims", "services"} {
+	for _, r := range []string{"pods", "persistentvolumeclaims", "services", resourceClaims} {
 		if evaluatorProduces(r, name) {
 			return true, true
 		}
@@ -248,6 +254,8 @@ func evaluatorProduces(resource, name string) bool {
 	case "services":
 		return name == countPrefix+resource || name == ResourceServices ||
 			name == ResourceServicesLoadBalancers || name == ResourceServicesNodePorts
+	case resourceClaims:
+		return name == countPrefix+resource || len(name) > len(deviceClassSuffix) && strings.HasSuffix(name, deviceClassSuffix)
 	}
 	if name == countPrefix+resource {
 		return true
