@@ -569,7 +569,7 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	case entry != nil && sameSpec(entry.rec.Object, raw):
 		r.Used, r.Terms, r.Stale, r.StatusHard = entry.rec.Used, entry.rec.Terms, entry.rec.Stale, entry.rec.StatusHard
 	case q == nil:
-	case entry != nil && entry.quota != nil && sameValues(entry.quota.Hard, q.Hard):
+	case entry != nil && entry.quota != nil && quota.Equal(entry.quota.Hard, q.Hard):
 		// The quota controller ignores an update whose spec.hard has the
 		// same values (quota.Equals; the scopes cannot change): status
 		// keeps its figures and strings, hard's and used's, and a stale
@@ -590,21 +590,6 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	}
 	entry.rec, entry.quota, entry.dirty = r, q, true
 	return nil
-}
-
-// sameValues reports whether two resource lists name the same resources
-// with equal values, whatever their print (Kubernetes' quota.Equals).
-func sameValues(a, b quota.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, v := range a {
-		w, ok := b[name]
-		if !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // shownHard is the StatusHard of a quota whose spec.hard changed to q's
