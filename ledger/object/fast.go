@@ -606,7 +606,7 @@ func (d *fastDecoder) object() *Object {
 		return nil
 	}
 	if pod == nil {
-		if known && info.newValue != nil {
+		if known && (info.newValue != nil || info.decode != nil) {
 			// A kind whose value the ledger keeps, other than a pod.
 			d.fail()
 			return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // sampleObjects returns every object of every watch event in the recorded
@@ -303,4 +304,16 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("trimming is not idempotent: %v\n%s\n%s", err, b, b2)
 		}
 	})
+}
+
+// TestDecodeClaimWithoutSpec: a ResourceClaim keeps its typed value even
+// when its JSON holds nothing the fast decoder skips (no spec at all).
+func TestDecodeClaimWithoutSpec(t *testing.T) {
+	o, err := Decode([]byte(`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"team"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.Value.(*resourcev1.ResourceClaim); !ok {
+		t.Fatalf("value %T, want *v1.ResourceClaim", o.Value)
+	}
 }
