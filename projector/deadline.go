@@ -106,13 +106,18 @@ func (f *fold) dropOverdue(namespace string, seq uint64) error {
 	if err != nil {
 		return err
 	}
+	// The recount comes after the deletion request that set the clock,
+	// so the cluster's clock is then past it, if only by a moment: a pod
+	// whose deadline is the clock's very second is overdue. (Kubernetes
+	// stores timestamps in whole seconds, deadlines included.)
+	now := clock.Add(time.Nanosecond)
 	var overdue []string
 	for k, v = c.Next(); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		deadline, err := bytesTime(v)
 		if err != nil {
 			return err
 		}
-		if clock.After(deadline) {
+		if now.After(deadline) {
 			overdue = append(overdue, string(k[len(prefix):]))
 		}
 	}
@@ -131,7 +136,7 @@ func (f *fold) dropOverdue(namespace string, seq uint64) error {
 		if err != nil {
 			return fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
 		}
-		charge, err := quota.Evaluate(o, clock)
+		charge, err := quota.Evaluate(o, now)
 		if err != nil {
 			return fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
 		}

@@ -33,6 +33,10 @@ func TestOverduePodsDroppedAtARecount(t *testing.T) {
 		// is t0+2s and Kubernetes drops it from t0+4s.
 		{"a deletion after the deadline", 8 * time.Second, "1", "200m"},
 		{"a deletion before the deadline", 3 * time.Second, "2", "700m"},
+		// Recorded (rec-term-3): timestamps are whole seconds, and the
+		// recount comes after the deletion that dates it, so a deletion
+		// stamped with the deadline's second comes after the deadline.
+		{"a deletion in the deadline's second", 4 * time.Second, "1", "200m"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var records []ledger.Record
