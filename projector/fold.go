@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -569,11 +570,12 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	case entry != nil && sameSpec(entry.rec.Object, raw):
 		r.Used, r.Terms, r.Stale, r.StatusHard = entry.rec.Used, entry.rec.Terms, entry.rec.Stale, entry.rec.StatusHard
 	case q == nil:
-	case entry != nil && entry.quota != nil && quota.Equal(entry.quota.Hard, q.Hard):
+	case entry != nil && entry.quota != nil && quota.Equal(entry.quota.Hard, q.Hard) && reflect.DeepEqual(entry.quota.Scopes, q.Scopes):
 		// The quota controller ignores an update whose spec.hard has the
-		// same values (quota.Equals; the scopes cannot change): status
-		// keeps its figures and strings, hard's and used's, and a stale
-		// quota stays stale.
+		// same values (quota.Equals): status keeps its figures and
+		// strings, hard's and used's, and a stale quota stays stale. (The
+		// API server refuses a change of scopes; a log that holds one
+		// anyway is recounted, as the figures must follow what matches.)
 		r.Used, r.Terms, r.Stale = entry.rec.Used, entry.rec.Terms, entry.rec.Stale
 		r.StatusHard = shownHard(entry, q)
 	default:

@@ -113,3 +113,31 @@ func TestSameHardDoesNotRecount(t *testing.T) {
 		t.Errorf("after hard 2k: %s, want 1 (recounted)", got)
 	}
 }
+
+// TestChangedScopesRecount: the API server refuses a change of a quota's
+// scopes, but a log that holds one anyway has the quota recounted, hard
+// unchanged or not: its figures must follow what it matches, or a later
+// release would take them below zero.
+func TestChangedScopesRecount(t *testing.T) {
+	var records []ledger.Record
+	p := openTemp(t)
+	step := stepper(t, p, &records, 1)
+	scoped := func(scope string) ledger.Event {
+		return upsertEvent("resourcequotas", "scoped", json.RawMessage(
+			`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"scoped","namespace":"team-a"},`+
+				`"spec":{"hard":{"requests.cpu":"10"},"scopes":["`+scope+`"]}}`))
+	}
+	step(scoped("NotTerminating"), upsertEvent("pods", "web", cpuPod("web", "2", false)),
+		upsertEvent("pods", "batch", cpuPod("batch", "500m", true)))
+	if got := usedIn(t, p, "scoped", "requests.cpu"); got != "2" {
+		t.Fatalf("NotTerminating: %s, want 2", got)
+	}
+	step(scoped("Terminating"))
+	if got := usedIn(t, p, "scoped", "requests.cpu"); got != "500m" {
+		t.Errorf("scopes changed to Terminating: %s, want 500m", got)
+	}
+	step(deleteEvent("pods", "batch"))
+	if got := usedIn(t, p, "scoped", "requests.cpu"); got != "0" {
+		t.Errorf("after batch's deletion: %s, want 0", got)
+	}
+}
