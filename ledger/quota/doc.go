@@ -29,6 +29,10 @@
 //   - A service charges services and count/services, one load balancer if it
 //     is a LoadBalancer, and a node port per port for NodePort and
 //     LoadBalancer (only explicit node ports when allocation is off).
+//   - A ResourceClaim charges count/resourceclaims.resource.k8s.io and,
+//     per DeviceClass, <class>.deviceclass.resource.k8s.io/devices: an
+//     exact request's count (32 for mode All), and of a request's
+//     alternatives the most any asks of each class.
 //   - Every other object charges count/<resource> and, for secrets,
 //     configmaps, replicationcontrollers and resourcequotas, the legacy name;
 //     events and virtual resources (bindings, reviews) charge nothing.
@@ -52,9 +56,11 @@
 //     charged all of it. A delete is always allowed.
 //   - Pods are evaluated on create, on updates of their resize subresource
 //     and on plain updates that move them between the Terminating and
-//     NotTerminating scopes; claims and services on create and update;
+//     NotTerminating scopes; claims (of storage and of devices) and
+//     services on create and update;
 //     everything else on create; no request on another subresource.
-//   - Raw manifests get requests from limits, LimitRange container defaults,
+//   - Raw manifests get requests from limits, every quantity rounded up to
+//     a multiple of 1m, LimitRange container defaults,
 //     the default PriorityClass and RuntimeClass overhead before admission
 //     (Default), and are refused before quota as the API server's
 //     validation of what quota reads (requests against limits, negative or
