@@ -9,10 +9,13 @@ import (
 	"github.com/quotaledger/quota/ledger"
 )
 
-func storageQuota(hard string) ledger.Event {
-	return upsertEvent("resourcequotas", "storage", json.RawMessage(
-		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"storage","namespace":"team-a"},"spec":{"hard":`+hard+`}}`))
+// quotaOf is the event of a ResourceQuota of team-a with the given spec.
+func quotaOf(name, spec string) ledger.Event {
+	return upsertEvent("resourcequotas", name, json.RawMessage(
+		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"`+name+`","namespace":"team-a"},"spec":`+spec+`}`))
 }
+
+func storageQuota(hard string) ledger.Event { return quotaOf("storage", `{"hard":`+hard+`}`) }
 
 func claim(name, size string) ledger.Event {
 	return upsertEvent("persistentvolumeclaims", name, json.RawMessage(
@@ -96,8 +99,7 @@ func TestSameHardDoesNotRecount(t *testing.T) {
 	p := openTemp(t)
 	step := stepper(t, p, &records, 1)
 	svcQuota := func(hard string) ledger.Event {
-		return upsertEvent("resourcequotas", "svc", json.RawMessage(
-			`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"svc","namespace":"team-a"},"spec":{"hard":{"services.nodeports":"`+hard+`"}}}`))
+		return quotaOf("svc", `{"hard":{"services.nodeports":"`+hard+`"}}`)
 	}
 	step(svcQuota("1k"), upsertEvent("services", "np", nodePortService("np", 3)),
 		upsertEvent("services", "np", nodePortService("np", 1)))
@@ -123,9 +125,7 @@ func TestChangedScopesRecount(t *testing.T) {
 	p := openTemp(t)
 	step := stepper(t, p, &records, 1)
 	scoped := func(scope string) ledger.Event {
-		return upsertEvent("resourcequotas", "scoped", json.RawMessage(
-			`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"scoped","namespace":"team-a"},`+
-				`"spec":{"hard":{"requests.cpu":"10"},"scopes":["`+scope+`"]}}`))
+		return quotaOf("scoped", `{"hard":{"requests.cpu":"10"},"scopes":["`+scope+`"]}`)
 	}
 	step(scoped("NotTerminating"), upsertEvent("pods", "web", cpuPod("web", "2", false)),
 		upsertEvent("pods", "batch", cpuPod("batch", "500m", true)))
