@@ -8,8 +8,11 @@ var (
 	// twice): a bug, never bad input. The projector stops on it.
 	ErrInvariant = errors.New("projection invariant broken")
 	// ErrSchemaVersion is returned by Open when the projection file was
-	// written by a different layout version. Delete it to rebuild.
+	// written by a different layout version. Moving it aside rebuilds it.
 	ErrSchemaVersion = errors.New("projection file has another schema version")
+	// ErrUnreadable is returned by Open for a file bbolt cannot read (not
+	// a bbolt file, or one whose both meta pages are damaged).
+	ErrUnreadable = errors.New("projection file unreadable")
 	// ErrNotCaughtUp is returned by WaitApplied when the projection does not
 	// reach the requested sequence before the context ends.
 	ErrNotCaughtUp = errors.New("projection has not caught up with the stream")

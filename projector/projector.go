@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/quotaledger/quota/ledger"
 )
@@ -144,7 +145,7 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 		FreelistType: bolt.FreelistMapType,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
+		return nil, openError(cfg.Path, err)
 	}
 	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -156,9 +157,24 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open projection %s: %w", cfg.Path, err)
+		return nil, openError(cfg.Path, err)
 	}
 	return p, nil
+}
+
+// openError says why Open could not open the file at path, and for a file
+// this build cannot read, what to do: the projection holds nothing the
+// stream does not, so a new file rebuilds it.
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return fmt.Errorf("open projection %s: %w: the file is locked by another process", path, err)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
+		err = fmt.Errorf("%w (%w)", ErrUnreadable, err)
+	case !errors.Is(err, ErrSchemaVersion):
+		return fmt.Errorf("open projection %s: %w", path, err)
+	}
+	return fmt.Errorf("open projection %s: %w; it holds nothing the stream does not: move it aside and start again to rebuild it from the stream", path, err)
 }
 
 // Close closes the projection file.

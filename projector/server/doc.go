@@ -10,7 +10,9 @@
 // # Caveats
 //
 // One projection file serves one Server; two servers sharing a NATS must
-// each have their own --data directory. The embedded server listens on
+// each have their own --data directory. Run locks the directory (LockFile)
+// before opening anything in it, and a second server on it fails at once
+// with ErrDataDirInUse. The embedded server listens on
 // loopback by default; exposing it needs NATS authentication, which this
 // package does not configure.
 package server

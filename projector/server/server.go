@@ -112,6 +112,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	// Locked before anything in the directory is opened: bbolt locks the
+	// projection file, but the embedded server would have started on the
+	// JetStream store, which nothing else locks, by then.
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 
 	url := cfg.NATSURL
 	// The ledger's own connection: to the embedded server, a pipe within
