@@ -200,18 +200,61 @@ type expectation struct {
 	Items []corev1.ResourceQuota `json:"items"`
 }
 
-func namespaceOf(t testing.TB, dir string) string {
-	var c struct {
-		Namespaces []string `json:"namespaces"`
-	}
+// recording is a recording's case.json: its namespaces, each one's
+// expected quota list and describe text, and its probes.
+type recording struct {
+	Namespaces []string          `json:"namespaces"`
+	Expected   map[string]string `json:"expected"`
+	Describe   map[string]string `json:"describe"`
+	Probes     []struct {
+		File      string `json:"file"`
+		Namespace string `json:"namespace"`
+	} `json:"probes"`
+}
+
+func readRecording(t testing.TB, dir string) recording {
+	t.Helper()
+	var c recording
 	b, err := os.ReadFile(filepath.Join(dir, "case.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &c); err != nil || len(c.Namespaces) != 1 {
-		t.Fatalf("case.json: %v", err)
+	if err := json.Unmarshal(b, &c); err != nil || len(c.Namespaces) == 0 {
+		t.Fatalf("case.json: %v, or no namespace", err)
+	}
+	for _, ns := range c.Namespaces {
+		if c.Expected[ns] == "" || c.Describe[ns] == "" {
+			t.Fatalf("case.json: no expected quotas or describe text for namespace %s", ns)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "probes", "*.json"))
+	if len(files) == 0 || len(files) != len(c.Probes) {
+		t.Fatalf("case.json lists %d probes, probes/ holds %d", len(c.Probes), len(files))
+	}
+	return c
+}
+
+// namespaceOf is the namespace of a recording of one namespace.
+func namespaceOf(t testing.TB, dir string) string {
+	t.Helper()
+	c := readRecording(t, dir)
+	if len(c.Namespaces) != 1 {
+		t.Fatalf("%s: %d namespaces, want one", dir, len(c.Namespaces))
 	}
 	return c.Namespaces[0]
+}
+
+// checkRecording compares what the ledger reports for every namespace of
+// a recording, and its verdict on every probe, with what Kubernetes did.
+func checkRecording(t *testing.T, s *ledgerProc, dir string) {
+	t.Helper()
+	c := readRecording(t, dir)
+	for _, ns := range c.Namespaces {
+		checkDescribe(t, s, ns, filepath.Join(dir, c.Expected[ns]), filepath.Join(dir, c.Describe[ns]))
+	}
+	for _, p := range c.Probes {
+		checkProbe(t, s, filepath.Join(dir, p.File), p.Namespace)
+	}
 }
 
 func statusStrings(l corev1.ResourceList) string {
@@ -233,9 +276,7 @@ func TestSamplesEndToEnd(t *testing.T) {
 	}
 	for _, dir := range sampleDirs(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ns := namespaceOf(t, dir)
-			checkDescribe(t, s, dir, ns)
-			checkProbes(t, s, dir, ns)
+			checkRecording(t, s, dir)
 		})
 	}
 }
@@ -252,20 +293,20 @@ func TestRecordedEndToEnd(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			s := startServer(t, t.TempDir())
 			ingestSample(s, dir)
-			ns := namespaceOf(t, dir)
-			checkDescribe(t, s, dir, ns)
-			checkProbes(t, s, dir, ns)
+			checkRecording(t, s, dir)
 		})
 	}
 }
 
-func checkDescribe(t *testing.T, s *ledgerProc, dir, ns string) {
+// checkDescribe compares describe -o json's status with the quota list
+// in the file expected, and describe's text with the file text.
+func checkDescribe(t *testing.T, s *ledgerProc, ns, expected, text string) {
 	t.Helper()
 	var got, want expectation
 	if err := json.Unmarshal([]byte(s.mustRun("describe", "-n", ns, "-o", "json")), &got); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "expected.json"))
+	b, _ := os.ReadFile(expected)
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
@@ -274,56 +315,52 @@ func checkDescribe(t *testing.T, s *ledgerProc, dir, ns string) {
 	}
 	for i := range want.Items {
 		if g, w := statusStrings(got.Items[i].Status.Used), statusStrings(want.Items[i].Status.Used); g != w {
-			t.Errorf("%s status.used:\n got %s\nwant %s", want.Items[i].Name, g, w)
+			t.Errorf("%s/%s status.used:\n got %s\nwant %s", ns, want.Items[i].Name, g, w)
 		}
 		if g, w := statusStrings(got.Items[i].Status.Hard), statusStrings(want.Items[i].Status.Hard); g != w {
-			t.Errorf("%s status.hard:\n got %s\nwant %s", want.Items[i].Name, g, w)
+			t.Errorf("%s/%s status.hard:\n got %s\nwant %s", ns, want.Items[i].Name, g, w)
 		}
 	}
-	text := s.mustRun("describe", "-n", ns)
-	wantText, _ := os.ReadFile(filepath.Join(dir, "describe.txt"))
-	if text != string(wantText) {
-		t.Errorf("describe text:\n got:\n%s\nwant:\n%s", text, wantText)
+	gotText := s.mustRun("describe", "-n", ns)
+	wantText, _ := os.ReadFile(text)
+	if gotText != string(wantText) {
+		t.Errorf("describe -n %s text:\n got:\n%s\nwant:\n%s", ns, gotText, wantText)
 	}
 }
 
-func checkProbes(t *testing.T, s *ledgerProc, dir, ns string) {
+// checkProbe asks for a dry-run create of the manifest probe in
+// namespace ns and compares the verdict with the recorded one beside it.
+func checkProbe(t *testing.T, s *ledgerProc, probe, ns string) {
 	t.Helper()
-	probes, _ := filepath.Glob(filepath.Join(dir, "probes", "*.json"))
-	if len(probes) == 0 {
-		t.Fatal("no probes")
+	want, err := os.ReadFile(strings.TrimSuffix(probe, ".json") + ".expected")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, probe := range probes {
-		want, err := os.ReadFile(strings.TrimSuffix(probe, ".json") + ".expected")
-		if err != nil {
-			t.Fatal(err)
+	lines := strings.SplitN(strings.TrimSpace(string(want)), "\n", 2)
+	out, errOut, code := s.run("admit", "--dry-run", "-n", ns, "-f", probe)
+	switch lines[0] {
+	case "allowed":
+		if code != 0 || strings.TrimSpace(out) != "allowed" {
+			t.Errorf("%s: got exit %d %q %q, want allowed", filepath.Base(probe), code, out, errOut)
 		}
-		lines := strings.SplitN(strings.TrimSpace(string(want)), "\n", 2)
-		out, errOut, code := s.run("admit", "--dry-run", "-n", ns, "-f", probe)
-		switch lines[0] {
-		case "allowed":
-			if code != 0 || strings.TrimSpace(out) != "allowed" {
-				t.Errorf("%s: got exit %d %q %q, want allowed", filepath.Base(probe), code, out, errOut)
-			}
-		case "denied":
-			if code != 1 || strings.TrimSpace(out) != lines[1] {
-				t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
-			}
-		case "error 422":
-			// The API server's validation refused the object (recorded
-			// scenarios only): admit reports it as a refusal too.
-			if code != 1 || strings.TrimSpace(out) != lines[1] {
-				t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
-			}
-		case "error 400":
-			// The API server could not decode the object: admit cannot
-			// either, and says why in the API server's words.
-			if code != 2 || !strings.Contains(errOut, lines[1]) {
-				t.Errorf("%s: got exit %d\n%s%s\nwant exit 2 and\n%s", filepath.Base(probe), code, out, errOut, lines[1])
-			}
-		default:
-			t.Fatalf("%s: unknown verdict %q", probe, lines[0])
+	case "denied":
+		if code != 1 || strings.TrimSpace(out) != lines[1] {
+			t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
 		}
+	case "error 422":
+		// The API server's validation refused the object (recorded
+		// scenarios only): admit reports it as a refusal too.
+		if code != 1 || strings.TrimSpace(out) != lines[1] {
+			t.Errorf("%s: got exit %d\n%s%s\nwant exit 1\n%s", filepath.Base(probe), code, out, errOut, lines[1])
+		}
+	case "error 400":
+		// The API server could not decode the object: admit cannot
+		// either, and says why in the API server's words.
+		if code != 2 || !strings.Contains(errOut, lines[1]) {
+			t.Errorf("%s: got exit %d\n%s%s\nwant exit 2 and\n%s", filepath.Base(probe), code, out, errOut, lines[1])
+		}
+	default:
+		t.Fatalf("%s: unknown verdict %q", probe, lines[0])
 	}
 }
 
