@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,5 +86,33 @@ func TestCrashDuringIngest(t *testing.T) {
 	rebuilt := fresh.mustRun("describe", "-A", "-o", "json")
 	if live != rebuilt {
 		t.Errorf("projection after crashes differs from a fresh fold of the log:\nlive:\n%s\nfresh:\n%s", live, rebuilt)
+	}
+}
+
+// TestOneStopSignaledTwice sends SIGTERM twice, 50 ms apart, as
+// timeout(1) does (to the process, then to its process group) when the
+// first has been handled before the second arrives: the two count as one
+// request to stop, and the server stops cleanly rather than at once.
+func TestOneStopSignaledTwice(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("quota serve: %v\n%s", err, s.logs)
+		}
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Fatalf("quota serve did not stop within 30s\n%s", s.logs)
+	}
+	if logs := s.logs.String(); !strings.Contains(logs, "quota ledger stopped") || strings.Contains(logs, "second signal") {
+		t.Errorf("not a clean stop:\n%s", logs)
 	}
 }

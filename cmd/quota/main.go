@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // Exit codes shared by the subcommands.
@@ -65,16 +66,26 @@ func exitCode(err error) int {
 	return exitError
 }
 
-// signalContext is cancelled by the first SIGINT or SIGTERM; a second one
-// exits at once.
+// signalEcho is how soon after the first signal another one counts as the
+// same request: timeout(1), and supervisors that signal a process and then
+// its process group, deliver one stop as two signals.
+const signalEcho = 250 * time.Millisecond
+
+// signalContext is cancelled by the first SIGINT or SIGTERM; a second one,
+// later than signalEcho, exits at once.
 func signalContext() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ch
+		first := time.Now()
 		cancel()
-		<-ch
+		for range ch {
+			if time.Since(first) >= signalEcho {
+				break
+			}
+		}
 		fmt.Fprintln(os.Stderr, "quota: second signal, exiting at once")
 		os.Exit(130)
 	}()
