@@ -478,14 +478,16 @@ func (in *Ingester) prepare(rec Record) prepared {
 		pr.deleted = true
 		pr.digest = sha256.Sum256(rec.Object)
 	} else {
-		trimmed, err := o.Trimmed()
+		// The digest leaves out the time of the last write, new with
+		// every write, so that status churn is still skipped as unchanged.
+		trimmed, state, err := o.TrimmedState()
 		if err != nil {
 			pr.reject = err.Error()
 			return pr
 		}
 		ev.Type = ledger.Upsert
 		ev.Object = trimmed
-		pr.digest = sha256.Sum256(trimmed)
+		pr.digest = sha256.Sum256(state)
 	}
 	// Check here what AppendBatch would refuse, so that one bad record is
 	// rejected alone instead of failing the whole batch.

@@ -118,10 +118,14 @@ func TestReingestingAppendsNothingNew(t *testing.T) {
 	}
 }
 
+// TestStatusOnlyChurnIsSkipped: updates that change nothing quota reads are
+// skipped, although each write moves the time in the pod's managedFields;
+// an update that is appended keeps that time, its write's.
 func TestStatusOnlyChurnIsSkipped(t *testing.T) {
 	in, s := newIngester(t, ingest.Options{})
 	pod := func(rv, status string) string {
-		return `{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"` + rv + `"},` +
+		return `{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"` + rv + `",` +
+			`"managedFields":[{"manager":"kubectl","operation":"Update","time":"2026-01-01T00:00:00Z"},{"manager":"kubelet","operation":"Update","subresource":"status","time":"2026-01-01T00:00:0` + rv + `Z"}]},` +
 			`"spec":{"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1"}}}]},"status":` + status + `}}` + "\n"
 	}
 	text := pod("1", `{"phase":"Running","podIP":"10.0.0.1"}`) +
@@ -137,6 +141,9 @@ func TestStatusOnlyChurnIsSkipped(t *testing.T) {
 		"churn.jsonl:1 upsert pods ns/p",
 		"churn.jsonl:4 upsert pods ns/p",
 	})
+	if recs := ledgertest.ReadAll(t, s, 1); !strings.Contains(string(recs[1].Event.Object), `"managedFields":[{"time":"2026-01-01T00:00:04Z"}]`) {
+		t.Errorf("the pod's end lacks the time of its write: %s", recs[1].Event.Object)
+	}
 	// After a delete, the same state again is a new fact.
 	del := strings.Replace(pod("6", `{"phase":"Succeeded"}`), "MODIFIED", "DELETED", 1)
 	rep = ingestString(t, in, "churn2.jsonl", del+pod("7", `{"phase":"Succeeded"}`))

@@ -21,14 +21,15 @@ import (
 // the recount that the deletion or end of another pod of the namespace
 // sets off, for one. The projection keeps, per namespace, the deadline of
 // every such pod and the latest moment the cluster is known to have
-// reached, the latest deletion request seen (deletionTimestamp less the
-// grace period; a pod deleted at once reports one). A pod event that makes
-// Kubernetes recount the namespace's quotas drops the pods whose deadline
-// that moment has passed. The moment is a lower bound of the cluster's
-// clock at the recount, read from the objects rather than from when the
-// events were ingested, so a recording ingested late gives the figures the
-// cluster gave; a pod Kubernetes dropped at a recount that no deletion
-// dates is kept until its DELETED event, as before.
+// reached: the latest deletion request seen (deletionTimestamp less the
+// grace period; a pod deleted at once reports one) or write of a pod (the
+// time of its last write, Object.Written: a pod's end is such a write). A
+// pod event that makes Kubernetes recount the namespace's quotas drops the
+// pods whose deadline that moment has passed. The moment is a lower bound
+// of the cluster's clock at the recount, read from the objects rather than
+// from when the events were ingested, so a recording ingested late gives
+// the figures the cluster gave; a pod Kubernetes dropped at a recount that
+// no pod's deletion or write dates is kept until its DELETED event.
 //
 // Keys of the deadlines bucket: namespace, a zero byte, and a pod's name,
 // holding its deadline; the namespace and the zero byte alone hold the
@@ -60,29 +61,40 @@ func (f *fold) notePod(o *object.Object, charge quota.Charge) error {
 }
 
 func notePodIn(b *bolt.Bucket, o *object.Object, charge quota.Charge) error {
+	deleting := o.DeletionTimestamp != nil && o.DeletionGracePeriodSeconds != nil
+	var grace time.Duration
+	seen := o.Written
+	if deleting {
+		grace = time.Duration(*o.DeletionGracePeriodSeconds) * time.Second
+		if requested := o.DeletionTimestamp.Add(-grace); seen == nil || requested.After(*seen) {
+			seen = &requested
+		}
+	}
+	if seen != nil {
+		if err := advanceClock(b, o.Namespace, *seen); err != nil {
+			return err
+		}
+	}
 	key := deadlineKey(o.Namespace, o.Name)
-	if o.DeletionTimestamp == nil || o.DeletionGracePeriodSeconds == nil {
+	if !deleting || !counts(charge) {
 		return b.Delete(key)
 	}
-	grace := time.Duration(*o.DeletionGracePeriodSeconds) * time.Second
-	requested := o.DeletionTimestamp.Add(-grace)
-	clockKey := deadlineKey(o.Namespace, "")
+	return b.Put(key, timeBytes(o.DeletionTimestamp.Add(grace)))
+}
+
+// advanceClock moves the namespace's clock to t unless it is past t.
+func advanceClock(b *bolt.Bucket, namespace string, t time.Time) error {
+	clockKey := deadlineKey(namespace, "")
 	if v := b.Get(clockKey); v != nil {
 		clock, err := bytesTime(v)
 		if err != nil {
 			return err
 		}
-		if !requested.After(clock) {
-			requested = clock
+		if !t.After(clock) {
+			return nil
 		}
 	}
-	if err := b.Put(clockKey, timeBytes(requested)); err != nil {
-		return err
-	}
-	if !counts(charge) {
-		return b.Delete(key)
-	}
-	return b.Put(key, timeBytes(o.DeletionTimestamp.Add(grace)))
+	return b.Put(clockKey, timeBytes(t))
 }
 
 // forgetPod drops a deleted pod's deadline.

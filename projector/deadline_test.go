@@ -75,6 +75,57 @@ func TestOverduePodsDroppedAtARecount(t *testing.T) {
 	}
 }
 
+// endedPod is a pod of team-a the API server last wrote at the given
+// moment, setting its phase to Failed.
+func endedPod(name, cpu string, at time.Time) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"team-a",`+
+		`"managedFields":[{"manager":"kubectl","operation":"Update","time":%q},{"manager":"kubelet","operation":"Update","subresource":"status","time":%q}]},`+
+		`"spec":{"nodeName":"node-a","containers":[{"name":"app","resources":{"requests":{"cpu":%q}}}]},"status":{"phase":"Failed"}}`,
+		name, at.Add(-time.Minute).Format(time.RFC3339), at.Format(time.RFC3339), cpu))
+}
+
+// TestOverduePodsDroppedAtAPodsEnd: the end of another pod makes
+// Kubernetes recount too, at a moment no deletion dates; the latest time
+// in the ended pod's managedFields, its write, does (rec-term-phase).
+func TestOverduePodsDroppedAtAPodsEnd(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 0, 12, 15, 0, time.UTC)
+	for _, tt := range []struct {
+		name       string
+		endedAfter time.Duration
+		wantPods   string
+		wantCPU    string
+	}{
+		// stuck: deleted at t0 with 2 s of grace; overdue from t0+4s.
+		{"an end after the deadline", 10 * time.Second, "1", "200m"},
+		{"an end before the deadline", 3 * time.Second, "2", "700m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var records []ledger.Record
+			record := teamARecorder(&records, t0.Add(24*time.Hour))
+			record(upsertEvent("resourcequotas", "compute", json.RawMessage(
+				`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"5","requests.cpu":"2"}}}`)))
+			record(upsertEvent("pods", "stuck", cpuPod("stuck", "500m", false)))
+			record(upsertEvent("pods", "ends", cpuPod("ends", "100m", false)))
+			record(upsertEvent("pods", "keep", cpuPod("keep", "200m", false)))
+			record(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
+			record(upsertEvent("pods", "ends", endedPod("ends", "100m", t0.Add(tt.endedAfter))))
+			p := openTemp(t)
+			applyAll(t, p, records, 1)
+			list, err := p.Quotas("team-a", "compute", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := list.Items[0].Status.Used
+			if got := used["pods"]; got.String() != tt.wantPods {
+				t.Errorf("pods %s, want %s", got.String(), tt.wantPods)
+			}
+			if got := used["requests.cpu"]; got.String() != tt.wantCPU {
+				t.Errorf("requests.cpu %s, want %s", got.String(), tt.wantCPU)
+			}
+		})
+	}
+}
+
 // TestDeadlinesMigrate: a schema 4 file has the deadlines of its pods
 // being deleted noted when opened.
 func TestDeadlinesMigrate(t *testing.T) {

@@ -41,6 +41,10 @@ type Object struct {
 	DeletionTimestamp *time.Time
 	// DeletionGracePeriodSeconds accompanies DeletionTimestamp.
 	DeletionGracePeriodSeconds *int64
+	// Written is the latest time in the object's managedFields: when the
+	// API server last wrote it (to the second), or nil when no entry has
+	// a time (a manifest, an object of an old log).
+	Written *time.Time
 	// Value is the typed object (*corev1.Pod, *corev1.PersistentVolumeClaim,
 	// ...) for kinds that quota reads beyond identity; nil for the others.
 	Value runtime.Object
@@ -149,6 +153,28 @@ type headerMeta struct {
 	ResourceVersion            string       `json:"resourceVersion"`
 	DeletionTimestamp          *metav1.Time `json:"deletionTimestamp"`
 	DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
+	// ManagedFields are read for their times only (Object.Written).
+	ManagedFields []managedFieldsTime `json:"managedFields"`
+}
+
+// managedFieldsTime is the part of a managedFields entry the ledger reads:
+// when the entry's manager last wrote the object.
+type managedFieldsTime struct {
+	Time *metav1.Time `json:"time"`
+}
+
+// lastWrite is the latest time of fields, nil when none has one.
+func lastWrite(fields []managedFieldsTime) *time.Time {
+	var last *time.Time
+	for _, f := range fields {
+		if f.Time == nil || f.Time.IsZero() {
+			continue
+		}
+		if t := f.Time.UTC(); last == nil || t.After(*last) {
+			last = &t
+		}
+	}
+	return last
 }
 
 // Decode reads one Kubernetes object from JSON. A namespaced object may
@@ -243,6 +269,7 @@ func identify(h *header) (*Object, kindInfo, bool, error) {
 		t := h.Metadata.DeletionTimestamp.Time.UTC()
 		o.DeletionTimestamp = &t
 	}
+	o.Written = lastWrite(h.Metadata.ManagedFields)
 	info, known := knownKinds[groupKind{gv.Group, h.Kind}]
 	if known {
 		o.Resource = info.resource

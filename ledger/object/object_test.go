@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -315,5 +316,54 @@ func TestDecodeClaimWithoutSpec(t *testing.T) {
 	}
 	if _, ok := o.Value.(*resourcev1.ResourceClaim); !ok {
 		t.Fatalf("value %T, want *v1.ResourceClaim", o.Value)
+	}
+}
+
+// TestWrittenIsTheLatestManagedFieldsTime: every reader takes an object's
+// last write from its managedFields (the latest time, entries without one
+// left out); a pod's trimmed form keeps it as one entry, which reads back,
+// and TrimmedState leaves it out. Other kinds keep none.
+func TestWrittenIsTheLatestManagedFieldsTime(t *testing.T) {
+	const fields = `"managedFields":[{"manager":"kubectl","operation":"Update","time":"2026-11-23T00:12:11Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}},` +
+		`{"manager":"kubelet","operation":"Update","subresource":"status","time":"2026-11-23T00:12:25Z"},{"manager":"x"}]`
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"ns",` + fields + `},` +
+		`"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]},"status":{"phase":"Failed"}}`
+	want := time.Date(2026, 11, 23, 0, 12, 25, 0, time.UTC)
+	for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
+		o, err := decode([]byte(pod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Written == nil || !o.Written.Equal(want) {
+			t.Fatalf("%s: Written %v, want %v", name, o.Written, want)
+		}
+		trimmed, state, err := o.TrimmedState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(trimmed, []byte(`"managedFields":[{"time":"2026-11-23T00:12:25Z"}]`)) {
+			t.Errorf("%s: trimmed %s lacks the last write", name, trimmed)
+		}
+		if bytes.Contains(state, []byte("managedFields")) || !bytes.Equal(bytes.Replace(trimmed, []byte(`,"managedFields":[{"time":"2026-11-23T00:12:25Z"}]`), nil, 1), state) {
+			t.Errorf("%s: state %s is not trimmed %s less the last write", name, state, trimmed)
+		}
+		back, err := Decode(trimmed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Written == nil || !back.Written.Equal(want) {
+			t.Errorf("%s: trimmed reads back with Written %v", name, back.Written)
+		}
+	}
+	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns",` + fields + `},"spec":{"type":"ClusterIP"}}`
+	o, err := Decode([]byte(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Written == nil || !o.Written.Equal(want) {
+		t.Errorf("service: Written %v, want %v", o.Written, want)
+	}
+	if b, err := o.Trimmed(); err != nil || bytes.Contains(b, []byte("managedFields")) {
+		t.Errorf("service trimmed %s (%v) keeps managedFields", b, err)
 	}
 }

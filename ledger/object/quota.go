@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -253,8 +254,9 @@ func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
 var (
 	podKeys      = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 	metadataKeys = []string{"name", "generateName", "namespace", "uid", "resourceVersion",
-		"deletionTimestamp", "deletionGracePeriodSeconds"}
-	specKeys = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
+		"deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"}
+	managedFieldsKeys = []string{"time"}
+	specKeys          = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
 		"priorityClassName", "priority", "preemptionPolicy", "runtimeClassName", "overhead",
 		"serviceAccountName", "serviceAccount", "resources"}
 	statusKeys          = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
@@ -277,7 +279,13 @@ func walkMetadata(s *jsonscan.Scanner, m *headerMeta) bool {
 		case "resourceVersion":
 			return readPlainString(s, &m.ResourceVersion)
 		case "deletionTimestamp":
-			return readValue(s, &m.DeletionTimestamp)
+			return readTime(s, &m.DeletionTimestamp)
+		case "managedFields":
+			// Large in a stored object (each entry's fieldsV1); only the
+			// times are read, the rest skipped.
+			return readArray(s, &m.ManagedFields, func(s *jsonscan.Scanner, f *managedFieldsTime) bool {
+				return walkMembers(s, managedFieldsKeys, func(string) bool { return readTime(s, &f.Time) })
+			})
 		default:
 			return readInt(s, &m.DeletionGracePeriodSeconds, 64)
 		}
@@ -515,6 +523,23 @@ func isInteger(raw []byte) bool {
 func readValue[T any](s *jsonscan.Scanner, dst *T) bool {
 	raw, ok := s.Raw()
 	return ok && json.Unmarshal(raw, dst) == nil
+}
+
+// readTime reads a time as encoding/json reads a *metav1.Time: a plain
+// string is parsed as RFC 3339 (a malformed one gives up, for encoding/json
+// to report), anything else goes to encoding/json.
+func readTime(s *jsonscan.Scanner, dst **metav1.Time) bool {
+	m := s.Mark()
+	if v, ok := s.String(); ok {
+		t, err := time.Parse(time.RFC3339, string(v))
+		if err != nil {
+			return false
+		}
+		*dst = &metav1.Time{Time: t.Local()}
+		return true
+	}
+	s.Back(m)
+	return readValue(s, dst)
 }
 
 // readArray reads an array of objects into dst, each element walked by

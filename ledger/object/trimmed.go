@@ -36,6 +36,14 @@ type trimmedMeta struct {
 	// CreationTimestamp is kept for StorageClasses only: among several
 	// default classes, the newest is the default.
 	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
+	// ManagedFields is kept for pods only, as one entry holding the time
+	// of the last write (Object.Written): a lower bound of the cluster's
+	// clock when a pod ends, which dates the recount its end sets off.
+	ManagedFields []trimmedManagedFields `json:"managedFields,omitempty"`
+}
+
+type trimmedManagedFields struct {
+	Time metav1.Time `json:"time"`
 }
 
 // trimmedObject is the envelope of every trimmed object. Spec and Status
@@ -155,16 +163,38 @@ type trimmedLimitRangeSpec struct {
 
 // Trimmed returns the object's JSON reduced to the fields quota accounting
 // reads. Decode(Trimmed()) evaluates to the same charges as the original,
-// and two states that differ only in fields quota ignores give equal bytes.
-// It reads the typed value, so changes made to it (defaulting, a namespace)
-// are included. The resourceVersion is left out (an event carries it
-// beside the object): it changes on every write, and keeping it would make
-// status-only churn look like a change.
+// and two states that differ only in fields quota ignores give equal bytes,
+// but for a pod's time of its last write (Written), which dates what the
+// quota controller does at its end (see TrimmedState). It reads the typed
+// value, so changes made to it (defaulting, a namespace) are included. The
+// resourceVersion is left out (an event carries it beside the object): it
+// changes on every write, and keeping it would make status-only churn look
+// like a change.
 func (o *Object) Trimmed() ([]byte, error) {
 	t, err := o.trimmed()
 	if err != nil {
 		return nil, err
 	}
+	return o.encodeTrimmed(t)
+}
+
+// TrimmedState returns Trimmed's bytes, and the object's state: the same
+// bytes less the time of the last write that a pod's keep, which changes
+// with every write. Equal states mean nothing quota reads has changed.
+func (o *Object) TrimmedState() (trimmed, state []byte, err error) {
+	t, err := o.trimmed()
+	if err != nil {
+		return nil, nil, err
+	}
+	if trimmed, err = o.encodeTrimmed(t); err != nil || t.Metadata.ManagedFields == nil {
+		return trimmed, trimmed, err
+	}
+	t.Metadata.ManagedFields = nil
+	state, err = o.encodeTrimmed(t)
+	return trimmed, state, err
+}
+
+func (o *Object) encodeTrimmed(t *trimmedObject) ([]byte, error) {
 	if b, ok := appendTrimmedPod(make([]byte, 0, 512), t); ok {
 		return b, nil
 	}
@@ -194,6 +224,9 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	switch v := o.Value.(type) {
 	case nil:
 	case *corev1.Pod:
+		if o.Written != nil {
+			t.Metadata.ManagedFields = []trimmedManagedFields{{Time: metav1.Time{Time: *o.Written}}}
+		}
 		spec, status := trimPod(v)
 		t.Spec = spec
 		if status != nil {
