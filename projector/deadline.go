@@ -112,7 +112,7 @@ func (f *fold) dropOverdue(namespace string, seq uint64) error {
 	c := b.Cursor()
 	k, v := c.Seek(prefix)
 	if !bytes.Equal(k, prefix) {
-		return nil // no clock: no deletion seen
+		return nil // no clock: no pod deleted or written with a time
 	}
 	clock, err := bytesTime(v)
 	if err != nil {
