@@ -178,9 +178,9 @@ func (o *Object) Trimmed() ([]byte, error) {
 	return o.encodeTrimmed(t)
 }
 
-// TrimmedState returns Trimmed's bytes, and the object's state: the same
-// bytes less the time of the last write that a pod's keep, which changes
-// with every write. Equal states mean nothing quota reads has changed.
+// TrimmedState returns Trimmed's bytes and the object's state: the same
+// bytes without the time of a pod's last write, which changes with every
+// write. Equal states mean that nothing quota reads has changed.
 func (o *Object) TrimmedState() (trimmed, state []byte, err error) {
 	t, err := o.trimmed()
 	if err != nil {
