@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/quotaledger/quota/ledger"
 )
 
@@ -50,19 +52,7 @@ func TestOverduePodsDroppedAtARecount(t *testing.T) {
 			record(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
 			record(upsertEvent("pods", "other", deletedPod("other", "100m", t0.Add(tt.otherAfter), 0)))
 			record(deleteEvent("pods", "other"))
-			p := openTemp(t)
-			applyAll(t, p, records, 1)
-			list, err := p.Quotas("team-a", "compute", false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			used := list.Items[0].Status.Used
-			if got := used["pods"]; got.String() != tt.wantPods {
-				t.Errorf("pods %s, want %s", got.String(), tt.wantPods)
-			}
-			if got := used["requests.cpu"]; got.String() != tt.wantCPU {
-				t.Errorf("requests.cpu %s, want %s", got.String(), tt.wantCPU)
-			}
+			p, used := computeUsed(t, records, tt.wantPods, tt.wantCPU)
 			if got := used["count/pods"]; got.String() != "2" {
 				t.Errorf("count/pods %s, want 2 (stuck and keep are stored)", got.String())
 			}
@@ -109,21 +99,30 @@ func TestOverduePodsDroppedAtAPodsEnd(t *testing.T) {
 			record(upsertEvent("pods", "keep", cpuPod("keep", "200m", false)))
 			record(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
 			record(upsertEvent("pods", "ends", endedPod("ends", "100m", t0.Add(tt.endedAfter))))
-			p := openTemp(t)
-			applyAll(t, p, records, 1)
-			list, err := p.Quotas("team-a", "compute", false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			used := list.Items[0].Status.Used
-			if got := used["pods"]; got.String() != tt.wantPods {
-				t.Errorf("pods %s, want %s", got.String(), tt.wantPods)
-			}
-			if got := used["requests.cpu"]; got.String() != tt.wantCPU {
-				t.Errorf("requests.cpu %s, want %s", got.String(), tt.wantCPU)
-			}
+			computeUsed(t, records, tt.wantPods, tt.wantCPU)
 		})
 	}
+}
+
+// computeUsed applies records one at a time to a new projection and
+// checks the pods and requests.cpu its quota compute uses; it returns the
+// projection and the whole of compute's usage.
+func computeUsed(t *testing.T, records []ledger.Record, wantPods, wantCPU string) (*Projector, corev1.ResourceList) {
+	t.Helper()
+	p := openTemp(t)
+	applyAll(t, p, records, 1)
+	list, err := p.Quotas("team-a", "compute", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := list.Items[0].Status.Used
+	if got := used["pods"]; got.String() != wantPods {
+		t.Errorf("pods %s, want %s", got.String(), wantPods)
+	}
+	if got := used["requests.cpu"]; got.String() != wantCPU {
+		t.Errorf("requests.cpu %s, want %s", got.String(), wantCPU)
+	}
+	return p, used
 }
 
 // TestDeadlinesMigrate: a schema 4 file has the deadlines of its pods
