@@ -78,6 +78,12 @@ func roundList(l corev1.ResourceList) {
 	}
 }
 
+// roundRequirements rounds a requirements' limits and requests.
+func roundRequirements(r *corev1.ResourceRequirements) {
+	roundList(r.Limits)
+	roundList(r.Requests)
+}
+
 // roundPodResources applies the defaulting's rounding to every resource
 // list of a pod: its containers' of each kind, its overhead, its
 // pod-level resources, its generic ephemeral volumes' claim templates and
@@ -85,19 +91,15 @@ func roundList(l corev1.ResourceList) {
 func roundPodResources(pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
-			roundList(cs[i].Resources.Limits)
-			roundList(cs[i].Resources.Requests)
+			roundRequirements(&cs[i].Resources)
 		}
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		r := &pod.Spec.EphemeralContainers[i].Resources
-		roundList(r.Limits)
-		roundList(r.Requests)
+		roundRequirements(&pod.Spec.EphemeralContainers[i].Resources)
 	}
 	roundList(pod.Spec.Overhead)
 	if r := pod.Spec.Resources; r != nil {
-		roundList(r.Limits)
-		roundList(r.Requests)
+		roundRequirements(r)
 	}
 	for i := range pod.Spec.Volumes {
 		if e := pod.Spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
@@ -110,14 +112,12 @@ func roundPodResources(pod *corev1.Pod) {
 		for i := range ss {
 			roundList(ss[i].AllocatedResources)
 			if r := ss[i].Resources; r != nil {
-				roundList(r.Limits)
-				roundList(r.Requests)
+				roundRequirements(r)
 			}
 		}
 	}
 	if r := pod.Status.Resources; r != nil {
-		roundList(r.Limits)
-		roundList(r.Requests)
+		roundRequirements(r)
 	}
 	roundList(pod.Status.AllocatedResources)
 }
