@@ -22,14 +22,21 @@ import (
 // sets off, for one. The projection keeps, per namespace, the deadline of
 // every such pod and the latest moment the cluster is known to have
 // reached: the latest deletion request seen (deletionTimestamp less the
-// grace period; a pod deleted at once reports one) or write of a pod (the
-// time of its last write, Object.Written: a pod's end is such a write). A
-// pod event that makes Kubernetes recount the namespace's quotas drops the
-// pods whose deadline that moment has passed. The moment is a lower bound
-// of the cluster's clock at the recount, read from the objects rather than
-// from when the events were ingested, so a recording ingested late gives
-// the figures the cluster gave; a pod Kubernetes dropped at a recount that
-// no pod's deletion or write dates is kept until its DELETED event.
+// grace period; a pod deleted at once reports one) or write of a pod or a
+// quota (the time of its last write, Object.Written: a pod's end and a
+// quota's change are such writes). The moment is a lower bound of the
+// cluster's clock at a recount, read from the objects rather than from
+// when the events were ingested, so a recording ingested late gives the
+// figures the cluster gave; a pod Kubernetes dropped at a recount that
+// nothing dates is kept until its DELETED event.
+//
+// Kubernetes recounts a quota whole, so every recount drops the pods whose
+// deadline that moment has passed, but only from the quotas it recounts.
+// A pod event that sets one off recounts every quota of the namespace's
+// pods: the pods are dropped for good (dropOverdue). The change of a quota
+// recounts that quota alone, and the deletion of a service, say, the
+// quotas tracking services: those leave the pods out of the quotas they
+// recount (fold.recompute) and keep their charges for the others.
 //
 // Keys of the deadlines bucket: namespace, a zero byte, and a pod's name,
 // holding its deadline; the namespace and the zero byte alone hold the
@@ -102,62 +109,122 @@ func (f *fold) forgetPod(namespace, name string) error {
 	return f.tx.Bucket(bucketDeadlines).Delete(deadlineKey(namespace, name))
 }
 
+// overdue lists the namespace's pods whose deadline its clock has passed,
+// and the moment of a recount that comes then. The recount comes after
+// the deletion request or write that set the clock, so the cluster's clock
+// is then past it, if only by a moment: a pod whose deadline is the
+// clock's very second is overdue. (Kubernetes stores timestamps in whole
+// seconds, deadlines included.)
+func overdue(b *bolt.Bucket, namespace string) (now time.Time, names []string, err error) {
+	prefix := deadlineKey(namespace, "")
+	c := b.Cursor()
+	k, v := c.Seek(prefix)
+	if !bytes.Equal(k, prefix) {
+		return time.Time{}, nil, nil // no clock: no pod deleted or written with a time
+	}
+	clock, err := bytesTime(v)
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	now = clock.Add(time.Nanosecond)
+	for k, v = c.Next(); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		deadline, err := bytesTime(v)
+		if err != nil {
+			return time.Time{}, nil, err
+		}
+		if now.After(deadline) {
+			names = append(names, string(k[len(prefix):]))
+		}
+	}
+	return now, names, nil
+}
+
+// overduePod is a pod past its deadline: its stored record, and the same
+// record charged as a recount at the namespace's clock charges it (its
+// object count only).
+type overduePod struct {
+	stored, recounted *objectRecord
+}
+
+// recountedAt reads a stored pod that a recount at now finds past its
+// deadline; ok is false when there is no charge to lower (the pod is gone,
+// reserved only, or no longer counting).
+func recountedAt(tx *bolt.Tx, namespace, name string, now time.Time) (p overduePod, ok bool, err error) {
+	old, err := getObject(tx, objectKey(namespace, "pods", name))
+	if err != nil {
+		return overduePod{}, false, err
+	}
+	if old == nil || old.Reservation != "" || len(old.Object) == 0 || !counts(old.Charge) {
+		return overduePod{}, false, nil
+	}
+	o, err := object.Decode(old.Object)
+	if err != nil {
+		return overduePod{}, false, fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
+	}
+	charge, err := quota.Evaluate(o, now)
+	if err != nil {
+		return overduePod{}, false, fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
+	}
+	next := *old
+	next.Charge = charge
+	return overduePod{stored: old, recounted: &next}, true, nil
+}
+
+// overduePods returns the namespace's pods that a recount now would find
+// past their deadline, by name; nil when there are none.
+func (f *fold) overduePods(namespace string) (map[string]overduePod, error) {
+	now, names, err := overdue(f.tx.Bucket(bucketDeadlines), namespace)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	var pods map[string]overduePod
+	for _, name := range names {
+		p, ok, err := recountedAt(f.tx, namespace, name, now)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if pods == nil {
+				pods = make(map[string]overduePod, len(names))
+			}
+			pods[name] = p
+		}
+	}
+	return pods, nil
+}
+
+// lowers reports whether a recount of q charges the pod less than its
+// stored record does.
+func (p overduePod) lowers(q *quota.Quota) bool {
+	return !quota.Equal(part(q, p.stored, nil), part(q, p.recounted, nil))
+}
+
 // dropOverdue is the part of Kubernetes' recount of a namespace's pod
 // quotas that reads the clock: each pod whose deadline the namespace's
 // clock has passed is charged as Kubernetes charges it then (its object
 // count only), and the quotas are recounted without it.
 func (f *fold) dropOverdue(namespace string, seq uint64) error {
 	b := f.tx.Bucket(bucketDeadlines)
-	prefix := deadlineKey(namespace, "")
-	c := b.Cursor()
-	k, v := c.Seek(prefix)
-	if !bytes.Equal(k, prefix) {
-		return nil // no clock: no pod deleted or written with a time
-	}
-	clock, err := bytesTime(v)
+	now, names, err := overdue(b, namespace)
 	if err != nil {
 		return err
 	}
-	// The recount comes after the deletion request that set the clock,
-	// so the cluster's clock is then past it, if only by a moment: a pod
-	// whose deadline is the clock's very second is overdue. (Kubernetes
-	// stores timestamps in whole seconds, deadlines included.)
-	now := clock.Add(time.Nanosecond)
-	var overdue []string
-	for k, v = c.Next(); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		deadline, err := bytesTime(v)
-		if err != nil {
-			return err
-		}
-		if now.After(deadline) {
-			overdue = append(overdue, string(k[len(prefix):]))
-		}
-	}
-	for _, name := range overdue {
+	for _, name := range names {
 		if err := b.Delete(deadlineKey(namespace, name)); err != nil {
 			return err
 		}
-		old, err := getObject(f.tx, objectKey(namespace, "pods", name))
+		p, ok, err := recountedAt(f.tx, namespace, name, now)
 		if err != nil {
 			return err
 		}
-		if old == nil || old.Reservation != "" || len(old.Object) == 0 || !counts(old.Charge) {
+		if !ok {
 			continue
 		}
-		o, err := object.Decode(old.Object)
-		if err != nil {
-			return fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
-		}
-		charge, err := quota.Evaluate(o, now)
-		if err != nil {
-			return fmt.Errorf("%w: stored pod %s/%s: %v", ErrInvariant, namespace, name, err)
-		}
-		next := *old
-		next.Charge, next.Seq = charge, seq
-		if err := putObject(f.tx, &next); err != nil {
+		p.recounted.Seq = seq
+		if err := putObject(f.tx, p.recounted); err != nil {
 			return err
 		}
-		if err := f.recharge(namespace, old, &next, ledgerStep); err != nil {
+		if err := f.recharge(namespace, p.stored, p.recounted, ledgerStep); err != nil {
 			return err
 		}
 	}

@@ -154,3 +154,117 @@ func TestDeadlinesMigrate(t *testing.T) {
 	}
 	checkConsistent(t, p)
 }
+
+// writtenQuota is a quota of team-a last written at the given moment.
+func writtenQuota(name, hard string, at time.Time) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":%q,"namespace":"team-a",`+
+		`"managedFields":[{"manager":"kubectl","operation":"Update","time":%q}]},"spec":{"hard":%s}}`,
+		name, at.Format(time.RFC3339), hard))
+}
+
+// quotaUsed returns the pods and requests.cpu a quota of team-a uses, as
+// "pods/cpu".
+func quotaUsed(t *testing.T, p *Projector, name string) string {
+	t.Helper()
+	list, err := p.Quotas("team-a", name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := list.Items[0].Status.Used
+	pods, cpu := used["pods"], used["requests.cpu"]
+	return pods.String() + "/" + cpu.String()
+}
+
+// TestQuotaChangeRecountsItAlone: a change of a quota's hard makes
+// Kubernetes recount that quota alone, so a pod stuck terminating past its
+// deadline leaves it and still counts in the others, until a recount of
+// theirs; the quota's own write dates the recount (rec-quota-recount). A
+// quota created then counts without the pod from the start.
+func TestQuotaChangeRecountsItAlone(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 1, 38, 10, 0, time.UTC)
+	for _, tt := range []struct {
+		name      string
+		changedAt time.Duration
+		want      string // compute's usage after its change
+	}{
+		// stuck: deleted at t0 with 2 s of grace; overdue from t0+4s.
+		{"a change after the deadline", 6 * time.Second, "1/200m"},
+		{"a change before the deadline", 3 * time.Second, "2/700m"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var records []ledger.Record
+			p := openTemp(t)
+			step := stepper(t, p, &records, 1)
+			step(upsertEvent("resourcequotas", "compute", writtenQuota("compute", `{"pods":"5","requests.cpu":"3"}`, t0.Add(-time.Minute))))
+			step(upsertEvent("resourcequotas", "other", writtenQuota("other", `{"pods":"5","requests.cpu":"3"}`, t0.Add(-time.Minute))))
+			step(upsertEvent("pods", "stuck", cpuPod("stuck", "500m", false)))
+			step(upsertEvent("pods", "keep", cpuPod("keep", "200m", false)))
+			step(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
+			step(upsertEvent("resourcequotas", "compute", writtenQuota("compute", `{"pods":"5","requests.cpu":"4"}`, t0.Add(tt.changedAt))))
+			if got := quotaUsed(t, p, "compute"); got != tt.want {
+				t.Errorf("compute after its change: %s, want %s", got, tt.want)
+			}
+			if got := quotaUsed(t, p, "other"); got != "2/700m" {
+				t.Errorf("other after compute's change: %s, want 2/700m (not recounted)", got)
+			}
+			step(upsertEvent("resourcequotas", "late", writtenQuota("late", `{"pods":"5","requests.cpu":"3"}`, t0.Add(tt.changedAt))))
+			if got := quotaUsed(t, p, "late"); got != tt.want {
+				t.Errorf("a quota created then: %s, want %s", got, tt.want)
+			}
+			// Another pod's end recounts them all, at a moment past the
+			// deadline in either case; the changed quota is not lowered
+			// a second time.
+			step(upsertEvent("pods", "ends", cpuPod("ends", "100m", false)))
+			step(upsertEvent("pods", "ends", endedPod("ends", "100m", t0.Add(10*time.Second))))
+			for _, name := range []string{"compute", "other", "late"} {
+				if got := quotaUsed(t, p, name); got != "1/200m" {
+					t.Errorf("%s after a pod's end: %s, want 1/200m", name, got)
+				}
+			}
+			step(deleteEvent("pods", "stuck"))
+			for _, name := range []string{"compute", "other", "late"} {
+				if got := quotaUsed(t, p, name); got != "1/200m" {
+					t.Errorf("%s after the stuck pod's deletion: %s, want 1/200m", name, got)
+				}
+			}
+			q := openTemp(t)
+			applyAll(t, q, records, len(records))
+			if a, b := quotaStrings(t, p), quotaStrings(t, q); a != b {
+				t.Errorf("event by event:\n%s\nin one batch:\n%s", a, b)
+			}
+		})
+	}
+}
+
+// TestOtherKindsRecountPods: the deletion of a service makes Kubernetes
+// recount the quotas that track services, every resource of them, so a
+// pod stuck terminating past its deadline leaves those and still counts in
+// a quota of pods alone (rec-kind-recount).
+func TestOtherKindsRecountPods(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 1, 38, 10, 0, time.UTC)
+	var records []ledger.Record
+	p := openTemp(t)
+	step := stepper(t, p, &records, 1)
+	step(upsertEvent("resourcequotas", "mixed", writtenQuota("mixed", `{"pods":"5","requests.cpu":"3","services":"3"}`, t0.Add(-time.Minute))))
+	step(upsertEvent("resourcequotas", "podsonly", writtenQuota("podsonly", `{"pods":"5","requests.cpu":"3"}`, t0.Add(-time.Minute))))
+	step(upsertEvent("services", "s1", json.RawMessage(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s1","namespace":"team-a"},"spec":{"type":"ClusterIP"}}`)))
+	step(upsertEvent("pods", "stuck", cpuPod("stuck", "500m", false)))
+	step(upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)))
+	// A pod written after the deadline dates what follows; its create
+	// recounts nothing.
+	later := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"later","namespace":"team-a","managedFields":[{"manager":"kubectl","operation":"Update","time":%q}]},`+
+		`"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m"}}}]}}`, t0.Add(6*time.Second).Format(time.RFC3339))
+	step(upsertEvent("pods", "later", json.RawMessage(later)))
+	for _, name := range []string{"mixed", "podsonly"} {
+		if got := quotaUsed(t, p, name); got != "2/700m" {
+			t.Errorf("%s before any recount: %s, want 2/700m", name, got)
+		}
+	}
+	step(deleteEvent("services", "s1"))
+	if got := quotaUsed(t, p, "mixed"); got != "1/200m" {
+		t.Errorf("mixed after the service's deletion: %s, want 1/200m", got)
+	}
+	if got := quotaUsed(t, p, "podsonly"); got != "2/700m" {
+		t.Errorf("podsonly after the service's deletion: %s, want 2/700m (not recounted)", got)
+	}
+}

@@ -546,6 +546,12 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	if err != nil {
 		return skipf("read quota %s/%s: %v", o.Namespace, o.Name, err)
 	}
+	if o.Written != nil {
+		// The recount a change of the quota sets off comes after its write.
+		if err := advanceClock(f.tx.Bucket(bucketDeadlines), o.Namespace, *o.Written); err != nil {
+			return err
+		}
+	}
 	entries, err := f.cache.namespaceQuotas(f.tx, o.Namespace)
 	if err != nil {
 		return err
@@ -624,9 +630,14 @@ func sameSpec(a, b json.RawMessage) bool {
 	return string(x.Spec) == string(y.Spec)
 }
 
-// recompute sets a quota's usage from scratch: the sum, in key order, of
-// the charges of the namespace's objects that it matches, each figure
-// printed in the format Kubernetes' recount most likely gives it.
+// recompute sets a quota's usage from scratch, as Kubernetes' recount of
+// that quota does: the sum, in key order, of the charges of the
+// namespace's objects that it matches, each figure printed in the format
+// Kubernetes' recount most likely gives it. A pod past its deadline is
+// summed as the recount charges it (see overdue); while its record keeps
+// the charge it had, the quota is marked stale, so that the next recount
+// of it, by then the pod's drop or deletion, counts it afresh rather than
+// lowering it a second time.
 func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 	used := make(quota.ResourceList, len(q.Hard))
 	terms := make(map[string]*[formatCount]int, len(q.Hard))
@@ -634,8 +645,22 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 		used[name] = quantity.Quantity{}
 		terms[name] = new([formatCount]int)
 	}
+	var late map[string]overduePod
+	if q.Tracks("pods") {
+		var err error
+		if late, err = f.overduePods(r.Namespace); err != nil {
+			return err
+		}
+	}
 	var mixed map[string][]term
+	stale := false
 	err := forEachObject(f.tx, r.Namespace, func(o *objectRecord) error {
+		if p, ok := late[o.Name]; ok && o.Resource == "pods" {
+			if p.lowers(q) {
+				stale = true
+			}
+			o = p.recounted
+		}
 		for name, v := range part(q, o, nil) {
 			used[name] = used[name].Add(v)
 			if v.IsZero() {
@@ -670,7 +695,7 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 		}
 		used[name] = settle(v)
 	}
-	r.Used, r.Terms, r.Stale, r.StatusHard = used, terms, false, nil
+	r.Used, r.Terms, r.Stale, r.StatusHard = used, terms, stale, nil
 	return nil
 }
 
@@ -698,12 +723,22 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, judged kubeUp
 	} else if next != nil {
 		resource = next.Resource
 	}
+	// Kubernetes recounts every resource of a quota it recounts, its pods
+	// included, whatever kind set the recount off: pods past their
+	// deadline drop out of a quota that a service's deletion recounts.
+	// (A pod's own recounts drop them from every quota: dropOverdue.)
+	var late map[string]overduePod
+	if judged.recount && resource != "pods" {
+		if late, err = f.overduePods(namespace); err != nil {
+			return err
+		}
+	}
 	for _, e := range entries {
 		q := e.quota
 		if q == nil {
 			continue
 		}
-		if e.rec.Stale && judged.recount && q.Tracks(resource) {
+		if judged.recount && q.Tracks(resource) && (e.rec.Stale || lowersAny(late, q)) {
 			if err := f.recompute(e.rec, q); err != nil {
 				return err
 			}
@@ -742,6 +777,17 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, judged kubeUp
 		}
 	}
 	return nil
+}
+
+// lowersAny reports whether a recount of q charges one of the overdue pods
+// less than its record does.
+func lowersAny(pods map[string]overduePod, q *quota.Quota) bool {
+	for _, p := range pods {
+		if p.lowers(q) {
+			return true
+		}
+	}
+	return false
 }
 
 // ledgerStep is how the fold applies deletions and the ledger's releases

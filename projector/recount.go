@@ -58,13 +58,15 @@ func (f *fold) recountNamespace(namespace string) error {
 				break
 			}
 		}
-		if same && sameTerms(r.Terms, fresh.Terms) && !r.Stale {
+		if same && sameTerms(r.Terms, fresh.Terms) && r.Stale == fresh.Stale {
 			continue
 		}
 		if !same {
 			r.Used, r.StatusHard = fresh.Used, nil
 		}
-		r.Terms, r.Stale = fresh.Terms, false
+		// Stale still when the recount left out a pod past its deadline
+		// that its record charges in full (see recompute).
+		r.Terms, r.Stale = fresh.Terms, fresh.Stale
 		e.dirty = true
 	}
 	return nil

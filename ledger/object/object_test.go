@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -328,9 +329,18 @@ func TestWrittenIsTheLatestManagedFieldsTime(t *testing.T) {
 		`{"manager":"kubelet","operation":"Update","subresource":"status","time":"2026-11-23T00:12:25Z"},{"manager":"x"}]`
 	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"ns",` + fields + `},` +
 		`"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]},"status":{"phase":"Failed"}}`
+	quota := `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns",` + fields + `},` +
+		`"spec":{"hard":{"pods":"4"}},"status":{"hard":{"pods":"4"},"used":{"pods":"1"}}}`
 	want := time.Date(2026, 11, 23, 0, 12, 25, 0, time.UTC)
-	for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
-		o, err := decode([]byte(pod))
+	for name, decode := range map[string]func([]byte) (*Object, error){
+		"pod, Decode": Decode, "pod, DecodeForQuota": DecodeForQuota,
+		"quota, Decode": Decode, "quota, DecodeForQuota": DecodeForQuota,
+	} {
+		text := pod
+		if strings.HasPrefix(name, "quota") {
+			text = quota
+		}
+		o, err := decode([]byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package object
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -36,9 +37,10 @@ type trimmedMeta struct {
 	// CreationTimestamp is kept for StorageClasses only: among several
 	// default classes, the newest is the default.
 	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
-	// ManagedFields is kept for pods only, as one entry holding the time
-	// of the last write (Object.Written): a lower bound of the cluster's
-	// clock when a pod ends, which dates the recount its end sets off.
+	// ManagedFields is kept for pods and quotas only, as one entry holding
+	// the time of the last write (Object.Written): a lower bound of the
+	// cluster's clock when a pod ends or a quota changes, which dates the
+	// recount the end or the change sets off.
 	ManagedFields []trimmedManagedFields `json:"managedFields,omitempty"`
 }
 
@@ -164,12 +166,12 @@ type trimmedLimitRangeSpec struct {
 // Trimmed returns the object's JSON reduced to the fields quota accounting
 // reads. Decode(Trimmed()) evaluates to the same charges as the original,
 // and two states that differ only in fields quota ignores give equal bytes,
-// but for a pod's time of its last write (Written), which dates what the
-// quota controller does at its end (see TrimmedState). It reads the typed
-// value, so changes made to it (defaulting, a namespace) are included. The
-// resourceVersion is left out (an event carries it beside the object): it
-// changes on every write, and keeping it would make status-only churn look
-// like a change.
+// but for the time of a pod's or a quota's last write (Written), which
+// dates what the quota controller does then (see TrimmedState). It reads
+// the typed value, so changes made to it (defaulting, a namespace) are
+// included. The resourceVersion is left out (an event carries it beside
+// the object): it changes on every write, and keeping it would make
+// status-only churn look like a change.
 func (o *Object) Trimmed() ([]byte, error) {
 	t, err := o.trimmed()
 	if err != nil {
@@ -179,7 +181,7 @@ func (o *Object) Trimmed() ([]byte, error) {
 }
 
 // TrimmedState returns Trimmed's bytes and the object's state: the same
-// bytes without the time of a pod's last write, which changes with every
+// bytes without the time of the last write, which changes with every
 // write. Equal states mean that nothing quota reads has changed.
 func (o *Object) TrimmedState() (trimmed, state []byte, err error) {
 	t, err := o.trimmed()
@@ -224,9 +226,7 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	switch v := o.Value.(type) {
 	case nil:
 	case *corev1.Pod:
-		if o.Written != nil {
-			t.Metadata.ManagedFields = []trimmedManagedFields{{Time: metav1.Time{Time: *o.Written}}}
-		}
+		t.Metadata.ManagedFields = written(o.Written)
 		spec, status := trimPod(v)
 		t.Spec = spec
 		if status != nil {
@@ -247,6 +247,7 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		t.APIVersion = claimAPIVersion
 		t.Spec = trimClaim(v)
 	case *corev1.ResourceQuota:
+		t.Metadata.ManagedFields = written(o.Written)
 		// The status is the cluster's own count, rewritten on every
 		// admission; usage is computed from the objects, so keeping it
 		// would only grow the log.
@@ -278,6 +279,15 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		return nil, fmt.Errorf("trim %s: unexpected value type %T", o.Kind, o.Value)
 	}
 	return &t, nil
+}
+
+// written is the managedFields a trimmed object keeps: one entry holding
+// the time of its last write, or none.
+func written(t *time.Time) []trimmedManagedFields {
+	if t == nil {
+		return nil
+	}
+	return []trimmedManagedFields{{Time: metav1.Time{Time: *t}}}
 }
 
 func trimResources(r corev1.ResourceRequirements) *trimmedResources {
