@@ -4,8 +4,9 @@
 //
 // Every record read ends in exactly one of: appended, duplicate (already in
 // the stream), unchanged (the same trimmed state as the last one appended in
-// this session, the time of a pod's last write aside: see
-// object.TrimmedState), bookmark (skipped, counted), or rejected. A rejection is
+// this session, the time of the last write aside: see object.TrimmedState;
+// never an update of a claim, at which Kubernetes recounts however little
+// changed), bookmark (skipped, counted), or rejected. A rejection is
 // reported as "FILE:LINE: reason" and kept, with its raw text, in the
 // ledger's dead-letter stream; the records around it are still ingested.
 //

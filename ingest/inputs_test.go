@@ -152,6 +152,26 @@ func TestStatusOnlyChurnIsSkipped(t *testing.T) {
 	}
 }
 
+// TestClaimUpdatesAreKept: Kubernetes recounts at every update of a claim,
+// so one that changes nothing quota reads (a label) is appended all the
+// same; a claim listed again as ADDED is still skipped as unchanged.
+func TestClaimUpdatesAreKept(t *testing.T) {
+	in, s := newIngester(t, ingest.Options{})
+	claim := func(typ, rv, labels string) string {
+		return `{"type":"` + typ + `","object":{"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"c","namespace":"ns","uid":"u","resourceVersion":"` + rv + `","labels":` + labels + `},` +
+			`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}}` + "\n"
+	}
+	text := claim("ADDED", "1", `{}`) + claim("MODIFIED", "2", `{"touched":"yes"}`) + claim("ADDED", "2", `{"touched":"yes"}`)
+	rep := ingestString(t, in, "claims.jsonl", text)
+	if rep.Appended != 2 || rep.Unchanged != 1 {
+		t.Fatalf("got %+v, want 2 appended (the create, the label's update) and 1 unchanged", rep)
+	}
+	checkStream(t, s, []string{
+		"claims.jsonl:1 upsert persistentvolumeclaims ns/c",
+		"claims.jsonl:2 upsert persistentvolumeclaims ns/c",
+	})
+}
+
 func TestUnchangedMemoryIsBounded(t *testing.T) {
 	in, _ := newIngester(t, ingest.Options{UnchangedKeysMax: 1})
 	cm := func(name string) string {
