@@ -173,13 +173,17 @@ func recountedAt(tx *bolt.Tx, namespace, name string, now time.Time) (p overdueP
 // overduePods returns the namespace's pods that a recount now would find
 // past their deadline, by name; nil when there are none.
 func (f *fold) overduePods(namespace string) (map[string]overduePod, error) {
-	now, names, err := overdue(f.tx.Bucket(bucketDeadlines), namespace)
+	return overduePodsTx(f.tx, namespace)
+}
+
+func overduePodsTx(tx *bolt.Tx, namespace string) (map[string]overduePod, error) {
+	now, names, err := overdue(tx.Bucket(bucketDeadlines), namespace)
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
 	var pods map[string]overduePod
 	for _, name := range names {
-		p, ok, err := recountedAt(f.tx, namespace, name, now)
+		p, ok, err := recountedAt(tx, namespace, name, now)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,6 +208,13 @@ func TestQuotaChangeRecountsItAlone(t *testing.T) {
 			if got := quotaUsed(t, p, "other"); got != "2/700m" {
 				t.Errorf("other after compute's change: %s, want 2/700m (not recounted)", got)
 			}
+			wantLeftOut := tt.want == "1/200m"
+			if got := leftOut(t, p, "compute"); got != map[bool]string{true: "pods/stuck pods/stuck", false: ""}[wantLeftOut] {
+				t.Errorf("explain compute: charges left out %q (want the stuck pod's: %v)", got, wantLeftOut)
+			}
+			if got := leftOut(t, p, "other"); got != "" {
+				t.Errorf("explain other: charges left out %q, want none", got)
+			}
 			step(upsertEvent("resourcequotas", "late", writtenQuota("late", `{"pods":"5","requests.cpu":"3"}`, t0.Add(tt.changedAt))))
 			if got := quotaUsed(t, p, "late"); got != tt.want {
 				t.Errorf("a quota created then: %s, want %s", got, tt.want)
@@ -234,6 +242,29 @@ func TestQuotaChangeRecountsItAlone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leftOut lists, from the explanation of a quota of team-a, the charges
+// marked left out, and fails if a resource's charges do not sum to its
+// usage either way.
+func leftOut(t *testing.T, p *Projector, name string) string {
+	t.Helper()
+	e, err := p.Explain("team-a", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range e.Quotas[0].Resources {
+		if r.Counted != "" {
+			t.Errorf("explain %s %s: counted %s, used %s", name, r.Resource, r.Counted, r.Used)
+		}
+		for _, c := range r.Charges {
+			if c.LeftOut {
+				out = append(out, c.Object)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // TestOtherKindsRecountPods: the deletion of a service makes Kubernetes

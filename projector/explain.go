@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger/quantity"
+	"github.com/quotaledger/quota/ledger/quota"
 )
 
 // Explanation says, for each quota of a namespace and each resource it
@@ -59,8 +60,16 @@ type ObjectCharge struct {
 	Reservation string    `json:"reservation,omitempty"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
 	Update      bool      `json:"update,omitempty"`
+	// LeftOut marks the charge of a pod stuck terminating that the
+	// quota's last recount left out, being past the pod's deletion
+	// deadline: Used does not include it, while the pod's record, and the
+	// quotas not recounted since, still do (see projector/deadline.go).
+	LeftOut bool `json:"leftOut,omitempty"`
 
 	amount quantity.Quantity
+	// recounted is what a recount charges the pod now, for a pod past
+	// its deadline.
+	recounted *quantity.Quantity
 }
 
 // Explain returns the explanation of namespace's quotas (only the one
@@ -109,9 +118,20 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 			byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
 		}
 		sort.Strings(names)
+		// A stale quota may have left out pods past their deadline.
+		var late map[string]overduePod
+		if r.Stale && q.Tracks("pods") {
+			if late, err = overduePodsTx(tx, namespace); err != nil {
+				return nil, err
+			}
+		}
 		by := map[string]*hold{}
 		err = forEachObject(tx, namespace, func(o *objectRecord) error {
 			clear(by)
+			var recounted quota.ResourceList
+			if p, ok := late[o.Name]; ok && o.Resource == "pods" {
+				recounted = part(q, p.recounted, nil)
+			}
 			for res, v := range part(q, o, by) {
 				re := byResource[res]
 				if re == nil || v.IsZero() {
@@ -124,6 +144,10 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 				if h := by[res]; h != nil {
 					c.Reservation, c.ExpiresAt, c.Update = h.ID, h.ExpiresAt, true
 				}
+				if recounted != nil {
+					lower := recounted[res]
+					c.recounted = &lower
+				}
 				re.Charges = append(re.Charges, c)
 			}
 			return nil
@@ -134,11 +158,29 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 		for _, res := range names {
 			re := byResource[res]
 			if r.Stale {
-				var sum quantity.Quantity
+				// The charges sum to Used either as recorded, or with the
+				// pods past their deadline as a recount charges them
+				// (the quota's last recount left them out); else an
+				// update changed a charge that Kubernetes has not
+				// recounted.
+				var sum, recounted quantity.Quantity
 				for _, c := range re.Charges {
 					sum = sum.Add(c.amount)
+					if c.recounted != nil {
+						recounted = recounted.Add(*c.recounted)
+					} else {
+						recounted = recounted.Add(c.amount)
+					}
 				}
-				if sum.Cmp(r.Used[res]) != 0 {
+				switch used := r.Used[res]; {
+				case sum.Cmp(used) == 0:
+				case recounted.Cmp(used) == 0:
+					for i := range re.Charges {
+						if c := &re.Charges[i]; c.recounted != nil && c.recounted.Cmp(c.amount) != 0 {
+							c.LeftOut = true
+						}
+					}
+				default:
 					re.Counted = sum.String()
 				}
 			}
@@ -186,6 +228,8 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 			for _, c := range r.Charges {
 				note := ""
 				switch {
+				case c.LeftOut:
+					note = "left out: deleted, past its grace period at the quota's last recount"
 				case c.Update:
 					note = fmt.Sprintf("update reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
 				case c.Reservation != "":
