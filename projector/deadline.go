@@ -36,7 +36,9 @@ import (
 // pods: the pods are dropped for good (dropOverdue). The change of a quota
 // recounts that quota alone, and the deletion of a service, say, the
 // quotas tracking services: those leave the pods out of the quotas they
-// recount (fold.recompute) and keep their charges for the others.
+// recount (fold.recompute) and keep their charges for the others. So
+// does a recount the fold learns of from the quota controller's write of
+// a quota's status (Object.Recounted), such as its periodic full one.
 //
 // Keys of the deadlines bucket: namespace, a zero byte, and a pod's name,
 // holding its deadline; the namespace and the zero byte alone hold the

@@ -299,3 +299,66 @@ func TestOtherKindsRecountPods(t *testing.T) {
 		t.Errorf("podsonly after the service's deletion: %s, want 2/700m (not recounted)", got)
 	}
 }
+
+// statusWrittenQuota is a quota of team-a whose status a manager last
+// wrote at the given moment: the quota controller after a recount, or the
+// API server's admission (kube-apiserver) charging a create.
+func statusWrittenQuota(name, hard, manager string, at time.Time) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":%q,"namespace":"team-a",`+
+		`"managedFields":[{"manager":"kubectl","operation":"Update","time":"2026-11-23T00:00:00Z"},`+
+		`{"manager":%q,"operation":"Update","subresource":"status","time":%q}]},"spec":{"hard":%s}}`,
+		name, manager, at.Format(time.RFC3339), hard))
+}
+
+// TestControllerWriteRecounts: the quota controller writes a quota's
+// status only after a recount that changed it, so such a write, in a
+// second the stored quota had not told of, is a recount of that quota,
+// even one no event of the log sets off (the controller's periodic full
+// recount, in rec-recount-8): the pods past their deadline leave it, and a
+// figure an update left stale is counted afresh. An admission's write is
+// no recount.
+func TestControllerWriteRecounts(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 1, 28, 53, 0, time.UTC)
+	const hard = `{"pods":"5","requests.cpu":"3","services.nodeports":"4"}`
+	var records []ledger.Record
+	p := openTemp(t)
+	step := stepper(t, p, &records, 1)
+	step(upsertEvent("resourcequotas", "compute", statusWrittenQuota("compute", hard, "kube-controller-manager", t0)),
+		upsertEvent("resourcequotas", "other", statusWrittenQuota("other", hard, "kube-controller-manager", t0)),
+		upsertEvent("pods", "stuck", cpuPod("stuck", "500m", false)),
+		upsertEvent("pods", "keep", cpuPod("keep", "200m", false)),
+		upsertEvent("services", "np", nodePortService("np", 2)),
+		upsertEvent("pods", "stuck", deletedPod("stuck", "500m", t0, 2)),
+		// A port lost, the type kept: no recount, both keep 2.
+		upsertEvent("services", "np", nodePortService("np", 1)))
+	nodePorts := func(name string) string {
+		list, err := p.Quotas("team-a", name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := list.Items[0].Status.Used["services.nodeports"]
+		return v.String()
+	}
+	// The API server's admission writes status at t0+20s: no recount,
+	// though it dates the clock past the deadline.
+	step(upsertEvent("resourcequotas", "compute", statusWrittenQuota("compute", hard, "kube-apiserver", t0.Add(20*time.Second))))
+	if got, ports := quotaUsed(t, p, "compute"), nodePorts("compute"); got != "2/700m" || ports != "2" {
+		t.Errorf("compute after an admission's write: %s and %s node ports, want 2/700m and 2", got, ports)
+	}
+	step(upsertEvent("resourcequotas", "compute", statusWrittenQuota("compute", hard, "kube-controller-manager", t0.Add(28*time.Second))))
+	if got, ports := quotaUsed(t, p, "compute"), nodePorts("compute"); got != "1/200m" || ports != "1" {
+		t.Errorf("compute after the controller's write: %s and %s node ports, want 1/200m and 1", got, ports)
+	}
+	if got, ports := quotaUsed(t, p, "other"), nodePorts("other"); got != "2/700m" || ports != "2" {
+		t.Errorf("other, not written: %s and %s node ports, want 2/700m and 2", got, ports)
+	}
+	// The same write again (an event of the same second) recounts nothing
+	// more; the deletion recounts both.
+	step(upsertEvent("resourcequotas", "compute", statusWrittenQuota("compute", hard, "kube-controller-manager", t0.Add(28*time.Second))),
+		deleteEvent("pods", "stuck"))
+	for _, name := range []string{"compute", "other"} {
+		if got := quotaUsed(t, p, name); got != "1/200m" {
+			t.Errorf("%s after the deletion: %s, want 1/200m", name, got)
+		}
+	}
+}

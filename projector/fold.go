@@ -572,6 +572,12 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 	if q.Invalid != "" {
 		q = nil
 	}
+	recounted := false
+	if entry != nil && q != nil {
+		if recounted, err = newerRecount(entry.rec.Object, o); err != nil {
+			return err
+		}
+	}
 	switch {
 	case entry != nil && sameSpec(entry.rec.Object, raw):
 		r.Used, r.Terms, r.Stale, r.StatusHard = entry.rec.Used, entry.rec.Terms, entry.rec.Stale, entry.rec.StatusHard
@@ -588,6 +594,7 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 		if err := f.recompute(r, q); err != nil {
 			return err
 		}
+		recounted = false
 	}
 	if entry == nil {
 		entry = &quotaEntry{}
@@ -597,7 +604,30 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 		f.cache.quotas[o.Namespace] = entries
 	}
 	entry.rec, entry.quota, entry.dirty = r, q, true
+	if recounted {
+		// The quota controller wrote this quota's status: it recounted
+		// the quota then, whatever set the recount off (a change the
+		// fold has seen, or one it cannot see, such as the controller's
+		// periodic full recount), and wrote status.hard from spec.hard.
+		// Where the recount gives other figures than the fold kept (a
+		// stale quota, a pod past its deadline), they are the recount's.
+		r.StatusHard = nil
+		return f.recountQuota(entry)
+	}
 	return nil
+}
+
+// newerRecount reports whether quota o tells of a recount by the quota
+// controller after the last one its stored object stored told of.
+func newerRecount(stored json.RawMessage, o *object.Object) (bool, error) {
+	if o.Recounted == nil {
+		return false, nil
+	}
+	old, err := object.Decode(stored)
+	if err != nil {
+		return false, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, o.Namespace, o.Name, err)
+	}
+	return old.Recounted == nil || o.Recounted.After(*old.Recounted), nil
 }
 
 // shownHard is the StatusHard of a quota whose spec.hard changed to q's

@@ -45,30 +45,41 @@ func (f *fold) recountNamespace(namespace string) error {
 		if e.quota == nil {
 			continue
 		}
-		r := e.rec
-		fresh := &quotaRecord{Namespace: r.Namespace, Name: r.Name}
-		if err := f.recompute(fresh, e.quota); err != nil {
+		if err := f.recountQuota(e); err != nil {
 			return err
 		}
-		same := len(fresh.Used) == len(r.Used)
-		for name, v := range fresh.Used {
-			old, ok := r.Used[name]
-			if !ok || old.Cmp(v) != 0 {
-				same = false
-				break
-			}
-		}
-		if same && sameTerms(r.Terms, fresh.Terms) && r.Stale == fresh.Stale {
-			continue
-		}
-		if !same {
-			r.Used, r.StatusHard = fresh.Used, nil
-		}
-		// Stale still when the recount left out a pod past its deadline
-		// that its record charges in full (see recompute).
-		r.Terms, r.Stale = fresh.Terms, fresh.Stale
-		e.dirty = true
 	}
+	return nil
+}
+
+// recountQuota recomputes one valid quota's usage from the objects. As in
+// the controller, a recount that gives the same values leaves the stored
+// figures (and their print format) alone; one that differs replaces Used
+// whole.
+func (f *fold) recountQuota(e *quotaEntry) error {
+	r := e.rec
+	fresh := &quotaRecord{Namespace: r.Namespace, Name: r.Name}
+	if err := f.recompute(fresh, e.quota); err != nil {
+		return err
+	}
+	same := len(fresh.Used) == len(r.Used)
+	for name, v := range fresh.Used {
+		old, ok := r.Used[name]
+		if !ok || old.Cmp(v) != 0 {
+			same = false
+			break
+		}
+	}
+	if same && sameTerms(r.Terms, fresh.Terms) && r.Stale == fresh.Stale {
+		return nil
+	}
+	if !same {
+		r.Used, r.StatusHard = fresh.Used, nil
+	}
+	// Stale still when the recount left out a pod past its deadline that
+	// its record charges in full (see recompute).
+	r.Terms, r.Stale = fresh.Terms, fresh.Stale
+	e.dirty = true
 	return nil
 }
 

@@ -45,6 +45,13 @@ type Object struct {
 	// API server last wrote it (to the second), or nil when no entry has
 	// a time (a manifest, an object of an old log).
 	Written *time.Time
+	// Recounted is, for a ResourceQuota, when the quota controller last
+	// wrote its status (its managedFields entry for the status
+	// subresource, by a manager other than the API server's own quota
+	// admission): the controller writes status only after a recount that
+	// changed it, so a recount happened then. Nil for other kinds, or when
+	// no such entry has a time.
+	Recounted *time.Time
 	// Value is the typed object (*corev1.Pod, *corev1.PersistentVolumeClaim,
 	// ...) for kinds that quota reads beyond identity; nil for the others.
 	Value runtime.Object
@@ -177,6 +184,34 @@ func lastWrite(fields []managedFieldsTime) *time.Time {
 	return last
 }
 
+// admissionManager is the field manager of the API server's own writes
+// of a quota's status: its quota admission charging what it admits.
+const admissionManager = "kube-apiserver"
+
+// statusRecount is the latest time a manager other than the API server's
+// admission wrote the status of a quota: a recount by the quota
+// controller (see Object.Recounted). The trimmed form writes that entry
+// with no manager.
+func statusRecount(fields []metav1.ManagedFieldsEntry) *time.Time {
+	var last *time.Time
+	for _, f := range fields {
+		if f.Subresource != "status" || f.Manager == admissionManager || f.Time == nil || f.Time.IsZero() {
+			continue
+		}
+		if t := f.Time.UTC(); last == nil || t.After(*last) {
+			last = &t
+		}
+	}
+	return last
+}
+
+// noteValue takes what Object keeps besides Value from the typed value.
+func (o *Object) noteValue() {
+	if q, ok := o.Value.(*corev1.ResourceQuota); ok {
+		o.Recounted = statusRecount(q.ManagedFields)
+	}
+}
+
 // Decode reads one Kubernetes object from JSON. A namespaced object may
 // come without a namespace (a manifest); SetNamespace supplies it.
 func Decode(raw []byte) (*Object, error) {
@@ -235,6 +270,7 @@ func decodeGeneral(trimmed []byte) (*Object, error) {
 	}
 	o.Value = v
 	o.syncMeta()
+	o.noteValue()
 	return o, nil
 }
 

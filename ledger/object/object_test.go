@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -329,18 +328,9 @@ func TestWrittenIsTheLatestManagedFieldsTime(t *testing.T) {
 		`{"manager":"kubelet","operation":"Update","subresource":"status","time":"2026-11-23T00:12:25Z"},{"manager":"x"}]`
 	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"ns",` + fields + `},` +
 		`"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]},"status":{"phase":"Failed"}}`
-	quota := `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns",` + fields + `},` +
-		`"spec":{"hard":{"pods":"4"}},"status":{"hard":{"pods":"4"},"used":{"pods":"1"}}}`
 	want := time.Date(2026, 11, 23, 0, 12, 25, 0, time.UTC)
-	for name, decode := range map[string]func([]byte) (*Object, error){
-		"pod, Decode": Decode, "pod, DecodeForQuota": DecodeForQuota,
-		"quota, Decode": Decode, "quota, DecodeForQuota": DecodeForQuota,
-	} {
-		text := pod
-		if strings.HasPrefix(name, "quota") {
-			text = quota
-		}
-		o, err := decode([]byte(text))
+	for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
+		o, err := decode([]byte(pod))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,6 +355,9 @@ func TestWrittenIsTheLatestManagedFieldsTime(t *testing.T) {
 			t.Errorf("%s: trimmed reads back with Written %v", name, back.Written)
 		}
 	}
+	if o, err := Decode([]byte(pod)); err != nil || o.Recounted != nil {
+		t.Errorf("pod: Recounted %v (%v), want none: a kubelet's status write recounts nothing", o.Recounted, err)
+	}
 	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns",` + fields + `},"spec":{"type":"ClusterIP"}}`
 	o, err := Decode([]byte(svc))
 	if err != nil {
@@ -375,5 +368,57 @@ func TestWrittenIsTheLatestManagedFieldsTime(t *testing.T) {
 	}
 	if b, err := o.Trimmed(); err != nil || bytes.Contains(b, []byte("managedFields")) {
 		t.Errorf("service trimmed %s (%v) keeps managedFields", b, err)
+	}
+}
+
+// TestQuotaRecountedIsTheControllersStatusWrite: a quota keeps the time
+// its status was last written by another manager than the API server's
+// admission (the quota controller's recount) beside its last write, and
+// that time is part of its state, so such a write is not skipped as
+// unchanged while an admission's is.
+func TestQuotaRecountedIsTheControllersStatusWrite(t *testing.T) {
+	quota := func(admitted string) string {
+		return `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns","managedFields":[` +
+			`{"manager":"kubectl","operation":"Update","time":"2026-11-23T00:12:11Z"},` +
+			`{"manager":"kube-controller-manager","operation":"Update","subresource":"status","time":"2026-11-23T00:12:20Z"},` +
+			`{"manager":"kube-apiserver","operation":"Update","subresource":"status","time":"` + admitted + `"}]},` +
+			`"spec":{"hard":{"pods":"4"}},"status":{"hard":{"pods":"4"},"used":{"pods":"1"}}}`
+	}
+	written := time.Date(2026, 11, 23, 0, 12, 25, 0, time.UTC)
+	recount := time.Date(2026, 11, 23, 0, 12, 20, 0, time.UTC)
+	var states [][]byte
+	for _, admitted := range []string{"2026-11-23T00:12:25Z", "2026-11-23T00:12:24Z"} {
+		for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
+			o, err := decode([]byte(quota(admitted)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Recounted == nil || !o.Recounted.Equal(recount) {
+				t.Fatalf("%s: Recounted %v, want %v", name, o.Recounted, recount)
+			}
+			trimmed, state, err := o.TrimmedState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Decode(trimmed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Recounted == nil || !back.Recounted.Equal(recount) || back.Written == nil || !back.Written.Equal(*o.Written) {
+				t.Errorf("%s: trimmed %s reads back with Written %v and Recounted %v", name, trimmed, back.Written, back.Recounted)
+			}
+			if !bytes.Contains(state, []byte(`"managedFields":[{"subresource":"status","time":"2026-11-23T00:12:20Z"}]`)) {
+				t.Errorf("%s: state %s lacks the recount", name, state)
+			}
+			states = append(states, state)
+		}
+	}
+	if o, _ := Decode([]byte(quota("2026-11-23T00:12:25Z"))); o.Written == nil || !o.Written.Equal(written) {
+		t.Errorf("Written %v, want %v", o.Written, written)
+	}
+	for _, s := range states[1:] {
+		if !bytes.Equal(s, states[0]) {
+			t.Errorf("an admission's write changed the state: %s, then %s", states[0], s)
+		}
 	}
 }

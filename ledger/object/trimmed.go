@@ -40,12 +40,16 @@ type trimmedMeta struct {
 	// ManagedFields is kept for pods and quotas only, as one entry holding
 	// the time of the last write (Object.Written): a lower bound of the
 	// cluster's clock when a pod ends or a quota changes, which dates the
-	// recount the end or the change sets off.
+	// recount the end or the change sets off. A quota the quota
+	// controller has written keeps a second entry, for the status
+	// subresource and with no manager, holding the time of that write
+	// (Object.Recounted).
 	ManagedFields []trimmedManagedFields `json:"managedFields,omitempty"`
 }
 
 type trimmedManagedFields struct {
-	Time metav1.Time `json:"time"`
+	Subresource string      `json:"subresource,omitempty"`
+	Time        metav1.Time `json:"time"`
 }
 
 // trimmedObject is the envelope of every trimmed object. Spec and Status
@@ -182,7 +186,8 @@ func (o *Object) Trimmed() ([]byte, error) {
 
 // TrimmedState returns Trimmed's bytes and the object's state: the same
 // bytes without the time of the last write, which changes with every
-// write. Equal states mean that nothing quota reads has changed.
+// write. Equal states mean that nothing quota reads has changed; a quota
+// controller's recount (Recounted) is a change.
 func (o *Object) TrimmedState() (trimmed, state []byte, err error) {
 	t, err := o.trimmed()
 	if err != nil {
@@ -191,7 +196,7 @@ func (o *Object) TrimmedState() (trimmed, state []byte, err error) {
 	if trimmed, err = o.encodeTrimmed(t); err != nil || t.Metadata.ManagedFields == nil {
 		return trimmed, trimmed, err
 	}
-	t.Metadata.ManagedFields = nil
+	t.Metadata.ManagedFields = recounted(o.Recounted)
 	state, err = o.encodeTrimmed(t)
 	return trimmed, state, err
 }
@@ -247,7 +252,7 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		t.APIVersion = claimAPIVersion
 		t.Spec = trimClaim(v)
 	case *corev1.ResourceQuota:
-		t.Metadata.ManagedFields = written(o.Written)
+		t.Metadata.ManagedFields = append(written(o.Written), recounted(o.Recounted)...)
 		// The status is the cluster's own count, rewritten on every
 		// admission; usage is computed from the objects, so keeping it
 		// would only grow the log.
@@ -288,6 +293,15 @@ func written(t *time.Time) []trimmedManagedFields {
 		return nil
 	}
 	return []trimmedManagedFields{{Time: metav1.Time{Time: *t}}}
+}
+
+// recounted is the managedFields entry a trimmed quota keeps for the quota
+// controller's last write of its status, or none.
+func recounted(t *time.Time) []trimmedManagedFields {
+	if t == nil {
+		return nil
+	}
+	return []trimmedManagedFields{{Subresource: "status", Time: metav1.Time{Time: *t}}}
 }
 
 func trimResources(r corev1.ResourceRequirements) *trimmedResources {

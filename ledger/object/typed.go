@@ -67,6 +67,7 @@ func decodeTypedAs(trimmed []byte, apiVersion, kind string) *Object {
 	}
 	o.Value = v
 	o.syncMeta()
+	o.noteValue()
 	return o
 }
 
