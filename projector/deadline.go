@@ -174,11 +174,7 @@ func recountedAt(tx *bolt.Tx, namespace, name string, now time.Time) (p overdueP
 
 // overduePods returns the namespace's pods that a recount now would find
 // past their deadline, by name; nil when there are none.
-func (f *fold) overduePods(namespace string) (map[string]overduePod, error) {
-	return overduePodsTx(f.tx, namespace)
-}
-
-func overduePodsTx(tx *bolt.Tx, namespace string) (map[string]overduePod, error) {
+func overduePods(tx *bolt.Tx, namespace string) (map[string]overduePod, error) {
 	now, names, err := overdue(tx.Bucket(bucketDeadlines), namespace)
 	if err != nil || len(names) == 0 {
 		return nil, err

@@ -121,7 +121,7 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 		// A stale quota may have left out pods past their deadline.
 		var late map[string]overduePod
 		if r.Stale && q.Tracks("pods") {
-			if late, err = overduePodsTx(tx, namespace); err != nil {
+			if late, err = overduePods(tx, namespace); err != nil {
 				return nil, err
 			}
 		}

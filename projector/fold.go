@@ -678,7 +678,7 @@ func (f *fold) recompute(r *quotaRecord, q *quota.Quota) error {
 	var late map[string]overduePod
 	if q.Tracks("pods") {
 		var err error
-		if late, err = f.overduePods(r.Namespace); err != nil {
+		if late, err = overduePods(f.tx, r.Namespace); err != nil {
 			return err
 		}
 	}
@@ -759,7 +759,7 @@ func (f *fold) recharge(namespace string, old, next *objectRecord, judged kubeUp
 	// (A pod's own recounts drop them from every quota: dropOverdue.)
 	var late map[string]overduePod
 	if judged.recount && resource != "pods" {
-		if late, err = f.overduePods(namespace); err != nil {
+		if late, err = overduePods(f.tx, namespace); err != nil {
 			return err
 		}
 	}
