@@ -618,7 +618,7 @@ func (f *fold) upsertQuota(o *object.Object, raw json.RawMessage, seq uint64) er
 }
 
 // newerRecount reports whether quota o tells of a recount by the quota
-// controller after the last one its stored object stored told of.
+// controller after the last one its stored object told of.
 func newerRecount(stored json.RawMessage, o *object.Object) (bool, error) {
 	if o.Recounted == nil {
 		return false, nil
