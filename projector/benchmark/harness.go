@@ -96,6 +96,9 @@ type run struct {
 	namespaces []string
 	// echo is the request-reply ceiling's spec while its responder is up.
 	echo *requestSpec
+	// mem samples the memory of the phase under way, labelled with the
+	// figure being measured.
+	mem *memSampler
 }
 
 // Run measures every figure on the stream cfg.Workload describes and
@@ -148,13 +151,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.nc, r.js, r.stream = nc, js, stream
 
 	resetPeakRSS()
+	r.mem = startMemSampler(FigureRawPublish)
 	r.phase(FigureRawPublish, UnitEventsPerSecond, r.rawPublish)
 	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
-	r.add(peakFigure(FigurePeakRSSIngest, ""))
+	r.add(peakFigure(FigurePeakRSSIngest, "", r.mem.end()))
 	if err := r.dropRawStream(ctx); err != nil {
 		return nil, fmt.Errorf("benchmark: delete the raw publish stream: %w", err)
 	}
 	resetPeakRSS()
+	r.mem = startMemSampler(FigureRawRead)
 	r.phase(FigureRawRead, UnitEventsPerSecond, r.rawRead)
 
 	p, stop, err := r.projection()
@@ -166,8 +171,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.add(Figure{Name: FigureProjectionFile, Unit: UnitBytes, Value: float64(fi.Size()), Status: Measured,
 				Note: fmt.Sprintf("%.0f bytes per live object at the end of the stream, before the queries", float64(fi.Size())/float64(max(1, rep.Stats.Live)))})
 		}
+		r.mem.at("the request-reply ceiling")
 		stopEcho := r.requests()
+		r.mem.at("the describe queries")
 		r.describe(p)
+		r.mem.at("the admissions")
 		r.admission(env)
 		stopEcho()
 		r.replay()
@@ -178,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.add(Figure{Name: name, Status: Failed, Note: "no projection: " + err.Error()})
 		}
 	}
-	rss := peakFigure(FigurePeakRSSProjection, "")
+	rss := peakFigure(FigurePeakRSSProjection, "", r.mem.end())
 	rss.Target = fmt.Sprintf("< %d MiB at %d events, %d live", PeakRSSMax>>20, RSSTargetEvents, RSSTargetLiveObjects)
 	if rep.Workload.Events >= RSSTargetEvents && rep.Workload.LiveObjectsMax >= RSSTargetLiveObjects && rss.Status == Measured {
 		met := rss.Value < PeakRSSMax
@@ -219,6 +227,9 @@ func (r *run) phase(name, unit string, measure func(context.Context) (float64, s
 	f := Figure{Name: name, Unit: unit}
 	for _, o := range opts {
 		o(&f)
+	}
+	if r.mem != nil {
+		r.mem.at(name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), PhaseTimeout)
 	defer cancel()

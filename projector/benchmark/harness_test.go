@@ -3,8 +3,10 @@ package benchmark
 import (
 	"bytes"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quotaledger/quota/ledger/ledgertest/workload"
 )
@@ -55,6 +57,11 @@ func TestHarnessSmoke(t *testing.T) {
 		}
 		if !strings.Contains(f.Note, "ceiling right before each") {
 			t.Errorf("%s: note %q lists no ceiling runs", name, f.Note)
+		}
+	}
+	for _, name := range []string{FigurePeakRSSIngest, FigurePeakRSSProjection} {
+		if f := rep.Figure(name); f != nil && !strings.Contains(f.Note, "largest sample") {
+			t.Errorf("%s: note %q has no breakdown of the peak", name, f.Note)
 		}
 	}
 	if got, want := rep.Stats.Events, 3000; got != want {
@@ -110,5 +117,30 @@ func BenchmarkHarness(b *testing.B) {
 		if err := rep.WriteJSON(f); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMemSamplerKeepsTheLargestSample: memory allocated and touched while
+// a part runs shows in the sample the sampler keeps, labelled with that
+// part, in the Go heap's objects and the anonymous resident set.
+func TestMemSamplerKeepsTheLargestSample(t *testing.T) {
+	m := startMemSampler("before")
+	time.Sleep(2 * memSampleInterval)
+	m.at("allocating")
+	big := make([]byte, 64<<20)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	time.Sleep(3 * memSampleInterval)
+	peak := m.end()
+	runtime.KeepAlive(big)
+	if peak.part != "allocating" {
+		t.Errorf("peak sampled during %q, want allocating", peak.part)
+	}
+	if peak.heapObjects < 64<<20 || peak.anon < 64<<20 || peak.rss < peak.anon {
+		t.Errorf("peak %+v: want at least 64 MiB of heap objects and anonymous memory", peak)
+	}
+	if note := peak.note(); !strings.Contains(note, "during allocating") {
+		t.Errorf("note %q", note)
 	}
 }

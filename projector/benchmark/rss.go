@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 )
 
 // peakRSS reads the process's peak resident set size (VmHWM) in bytes.
@@ -46,7 +49,9 @@ func resetPeakRSS() {
 	peakReset = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
-func peakFigure(name, targetText string) Figure {
+// peakFigure reports VmHWM as the figure name, with the breakdown of the
+// largest of the phase's samples in its note.
+func peakFigure(name, targetText string, sampled memSample) Figure {
 	v, err := peakRSS()
 	if err != nil {
 		return Figure{Name: name, Unit: UnitBytes, Status: Failed, Note: err.Error()}
@@ -55,7 +60,116 @@ func peakFigure(name, targetText string) Figure {
 	if !peakReset {
 		note += "; the peak could not be reset, so it is the peak since the process started"
 	}
+	if s := sampled.note(); s != "" {
+		note += "; " + s
+	}
 	return Figure{Name: name, Unit: UnitBytes, Value: float64(v), Status: Measured, Target: targetText, Note: note}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// memSampler samples the process's memory while a phase runs and keeps
+// the sample with the largest resident set, so that the phase's peak can
+// be broken down: which part of the phase it came in, how much of it is
+// the Go runtime's heap and stacks, and how much mapped files (the
+// projection's bbolt files; JetStream's file store reads into the heap).
+// VmHWM itself is read by peakFigure; the samples can miss a peak shorter
+// than their interval.
+type memSampler struct {
+	part atomic.Pointer[string]
+	stop chan struct{}
+	done chan struct{}
+	peak memSample
+}
+
+// memSampleInterval is how often memSampler samples.
+const memSampleInterval = 100 * time.Millisecond
+
+type memSample struct {
+	part            string
+	rss, anon, file int64 // VmRSS, RssAnon, RssFile
+	// The Go runtime's view (runtime/metrics): live and dead objects,
+	// heap memory free or unused within spans, goroutine stacks.
+	heapObjects, heapSpare, stacks uint64
+}
+
+// startMemSampler starts sampling, the samples labelled part until at
+// names another part.
+func startMemSampler(part string) *memSampler {
+	m := &memSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	m.at(part)
+	go m.run()
+	return m
+}
+
+// at labels the samples that follow.
+func (m *memSampler) at(part string) { m.part.Store(&part) }
+
+func (m *memSampler) run() {
+	defer close(m.done)
+	t := time.NewTicker(memSampleInterval)
+	defer t.Stop()
+	for {
+		if s, err := sampleMem(*m.part.Load()); err == nil && s.rss > m.peak.rss {
+			m.peak = s
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// end stops sampling and returns the sample with the largest resident set.
+func (m *memSampler) end() memSample {
+	close(m.stop)
+	<-m.done
+	return m.peak
+}
+
+func sampleMem(part string) (memSample, error) {
+	s := memSample{part: part}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return s, err
+	}
+	fields := map[string]*int64{"VmRSS:": &s.rss, "RssAnon:": &s.anon, "RssFile:": &s.file}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[2] != "kB" || fields[f[0]] == nil {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("%s line %q: %w", f[0], sc.Text(), err)
+		}
+		*fields[f[0]] = kb << 10
+	}
+	ms := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+	}
+	metrics.Read(ms)
+	value := func(i int) uint64 {
+		if ms[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return ms[i].Value.Uint64()
+	}
+	s.heapObjects, s.heapSpare, s.stacks = value(0), value(1)+value(2), value(3)
+	return s, nil
+}
+
+// note describes a sample for a peak figure's note.
+func (s memSample) note() string {
+	if s.rss == 0 {
+		return ""
+	}
+	mib := func(v int64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
+	return fmt.Sprintf("largest sample (every %v), during %s: RSS %s, of it anonymous %s (the Go heap's objects %s, its free and unused memory %s, stacks %s) and mapped files %s",
+		memSampleInterval, s.part, mib(s.rss), mib(s.anon), mib(int64(s.heapObjects)), mib(int64(s.heapSpare)), mib(int64(s.stacks)), mib(s.file))
+}
