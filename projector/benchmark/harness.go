@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -150,17 +151,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.nc, r.js, r.stream = nc, js, stream
 
-	resetPeakRSS()
-	r.mem = startMemSampler(FigureRawPublish)
 	r.phase(FigureRawPublish, UnitEventsPerSecond, r.rawPublish)
-	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
-	r.add(peakFigure(FigurePeakRSSIngest, "", r.mem.end()))
 	if err := r.dropRawStream(ctx); err != nil {
 		return nil, fmt.Errorf("benchmark: delete the raw publish stream: %w", err)
 	}
-	resetPeakRSS()
-	r.mem = startMemSampler(FigureRawRead)
+	// Each peak RSS covers what the ledger does, not the ceilings
+	// measured before it: their garbage is returned to the system first.
+	startPeak := func(part string) {
+		debug.FreeOSMemory()
+		resetPeakRSS()
+		r.mem = startMemSampler(part)
+	}
+	startPeak(FigureIngest)
+	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
+	r.add(peakFigure(FigurePeakRSSIngest, "", r.mem.end()))
 	r.phase(FigureRawRead, UnitEventsPerSecond, r.rawRead)
+	startPeak(FigureProjection)
 
 	p, stop, err := r.projection()
 	if err == nil {
@@ -312,7 +318,7 @@ func convert(line []byte) (ledger.BatchEntry, error) {
 }
 
 // rawStreamName names the stream of the raw publish ceiling. It is
-// deleted once ingest has been compared with it (dropRawStream), and
+// deleted once measured, before ingest (dropRawStream), and
 // rawCASStreamName, the stream of the raw compare-and-swap append, lives
 // only for that measurement: a server running the ledger carries neither,
 // nor their duplicate tables, which the later phases would otherwise hold
