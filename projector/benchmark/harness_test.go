@@ -33,7 +33,7 @@ func TestHarnessSmoke(t *testing.T) {
 		FigureAdmitDry1, FigureAdmitDry1P50, FigureAdmitDry1P99, FigureAdmitDry16,
 		FigureRawAppend1, FigureRawAppend1P50, FigureRawAppend1P99,
 		FigureAdmitReserve1, FigureAdmitReserve1P50, FigureAdmitReserve1P99, FigureAdmitReserve16,
-		FigureReplay, FigurePeakRSSIngest, FigurePeakRSSProjection, FigureProjectionFile,
+		FigureReplay, FigurePeakRSSIngest, FigurePeakRSSProjection, FigurePeakRSSReplay, FigureProjectionFile,
 	} {
 		f := rep.Figure(name)
 		switch {
@@ -59,7 +59,7 @@ func TestHarnessSmoke(t *testing.T) {
 			t.Errorf("%s: note %q lists no ceiling runs", name, f.Note)
 		}
 	}
-	for _, name := range []string{FigurePeakRSSIngest, FigurePeakRSSProjection} {
+	for _, name := range []string{FigurePeakRSSIngest, FigurePeakRSSProjection, FigurePeakRSSReplay} {
 		if f := rep.Figure(name); f != nil && !strings.Contains(f.Note, "largest sample") {
 			t.Errorf("%s: note %q has no breakdown of the peak", name, f.Note)
 		}
