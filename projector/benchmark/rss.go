@@ -16,27 +16,41 @@ import (
 
 // peakRSS reads the process's peak resident set size (VmHWM) in bytes.
 func peakRSS() (int64, error) {
+	var hwm int64 = -1
+	if err := readStatus(map[string]*int64{"VmHWM": &hwm}); err != nil {
+		return 0, err
+	}
+	if hwm < 0 {
+		return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+	}
+	return hwm, nil
+}
+
+// readStatus reads the named kB fields of /proc/self/status into fields,
+// in bytes; a name the file lacks leaves its value alone.
+func readStatus(fields map[string]*int64) error {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
-		if !ok {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		v := fields[name]
+		if !ok || v == nil {
 			continue
 		}
-		fields := strings.Fields(rest)
-		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("VmHWM line %q", sc.Text())
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return fmt.Errorf("%s line %q", name, sc.Text())
 		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmHWM line %q: %w", sc.Text(), err)
+			return fmt.Errorf("%s line %q: %w", name, sc.Text(), err)
 		}
-		return kb << 10, nil
+		*v = kb << 10
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+	return nil
 }
 
 // peakReset is whether the last resetPeakRSS worked; without it a phase's
@@ -130,22 +144,8 @@ func (m *memSampler) end() memSample {
 
 func sampleMem(part string) (memSample, error) {
 	s := memSample{part: part}
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	if err := readStatus(map[string]*int64{"VmRSS": &s.rss, "RssAnon": &s.anon, "RssFile": &s.file}); err != nil {
 		return s, err
-	}
-	fields := map[string]*int64{"VmRSS:": &s.rss, "RssAnon:": &s.anon, "RssFile:": &s.file}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[2] != "kB" || fields[f[0]] == nil {
-			continue
-		}
-		kb, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("%s line %q: %w", f[0], sc.Text(), err)
-		}
-		*fields[f[0]] = kb << 10
 	}
 	ms := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
