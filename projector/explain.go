@@ -101,6 +101,10 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 	if name != "" && len(records) == 0 {
 		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
 	}
+	// The namespace's pods past their deadline, read once, for the first
+	// stale quota: such a quota may have left them out.
+	var late map[string]overduePod
+	lateRead := false
 	for _, r := range records {
 		qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
 		if r.Invalid != "" {
@@ -118,18 +122,18 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 			byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
 		}
 		sort.Strings(names)
-		// A stale quota may have left out pods past their deadline.
-		var late map[string]overduePod
-		if r.Stale && q.Tracks("pods") {
+		leftOut := r.Stale && q.Tracks("pods")
+		if leftOut && !lateRead {
 			if late, err = overduePods(tx, namespace); err != nil {
 				return nil, err
 			}
+			lateRead = true
 		}
 		by := map[string]*hold{}
 		err = forEachObject(tx, namespace, func(o *objectRecord) error {
 			clear(by)
 			var recounted quota.ResourceList
-			if p, ok := late[o.Name]; ok && o.Resource == "pods" {
+			if p, ok := late[o.Name]; ok && leftOut && o.Resource == "pods" {
 				recounted = part(q, p.recounted, nil)
 			}
 			for res, v := range part(q, o, by) {
