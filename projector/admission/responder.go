@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,11 @@ type Config struct {
 	Limited []quota.LimitedResource
 	// Metrics, when set, counts the responder's answers (NewMetrics).
 	Metrics *Metrics
+	// Subscribers is how many subscriptions of the queue group take
+	// requests, each delivering on a goroutine of its own, so that
+	// decisions that wait for nothing are made on as many cores. Zero:
+	// GOMAXPROCS.
+	Subscribers int
 }
 
 // Validate reports every problem of c in one error.
@@ -83,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SweepInterval < 0 {
 		problems = append(problems, "SweepInterval is negative")
+	}
+	if c.Subscribers < 0 {
+		problems = append(problems, "Subscribers is negative")
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("invalid admission config: %s", strings.Join(problems, "; "))
@@ -114,6 +123,9 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = DefaultSweepInterval
 	}
+	if cfg.Subscribers == 0 {
+		cfg.Subscribers = runtime.GOMAXPROCS(0)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -126,10 +138,12 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 // Run serves admission requests and sweeps expired reservations until ctx
 // ends.
 //
-// The subscription's goroutine decodes every request and decides those
-// that wait for nothing (dry runs, updates) itself, as the requests
+// Config.Subscribers subscriptions of the queue group share the requests.
+// Each subscription's goroutine decodes the requests it is given and
+// decides those that wait for nothing (dry runs, updates) itself, as they
 // arrive: replies written one after the other leave the connection
-// together, and a request costs no hand-off between goroutines. A
+// together, and a request costs no hand-off between goroutines, while the
+// subscriptions together keep every core busy. A
 // reserving create waits for its namespace's round (see commit.go), and
 // a decision in a namespace whose view waits for the projection (see
 // stateCache.get) would hold up every request behind it, so these go to
@@ -175,7 +189,7 @@ func (r *Responder) Run(ctx context.Context) error {
 		close(stop)
 		workers.Wait()
 	}()
-	sub, err := r.nc.QueueSubscribe(SubjectPrefix+"*", QueueGroup, func(m *nats.Msg) {
+	handle := func(m *nats.Msg) {
 		d := r.decode(m)
 		if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) {
 			r.answer(handleCtx, d)
@@ -191,23 +205,39 @@ func (r *Responder) Run(ctx context.Context) error {
 		// A request still in hand after the drain, the workers leaving:
 		// it is answered here.
 		r.answer(handleCtx, d)
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
 	}
-	if err := sub.SetPendingLimits(PendingMax, PendingBytesMax); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
+	subs := make([]*nats.Subscription, 0, r.cfg.Subscribers)
+	defer func() {
+		for _, sub := range subs {
+			if sub.IsValid() {
+				_ = sub.Unsubscribe()
+			}
+		}
+	}()
+	for range r.cfg.Subscribers {
+		sub, err := r.nc.QueueSubscribe(SubjectPrefix+"*", QueueGroup, handle)
+		if err == nil {
+			subs = append(subs, sub)
+			err = sub.SetPendingLimits(PendingMax, PendingBytesMax)
+		}
+		if err != nil {
+			return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
+		}
 	}
 	ticker := time.NewTicker(r.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				r.cfg.Logger.Warn("drain admission subscription", "err", err)
+			for _, sub := range subs {
+				if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+					r.cfg.Logger.Warn("drain admission subscription", "err", err)
+				}
 			}
-			projector.WaitDrained(sub, RequestTimeout)
+			deadline := time.Now().Add(RequestTimeout)
+			for _, sub := range subs {
+				projector.WaitDrained(sub, time.Until(deadline))
+			}
 			return nil
 		case <-ticker.C:
 			if err := r.sweep(ctx); err != nil && ctx.Err() == nil {

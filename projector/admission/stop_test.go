@@ -19,7 +19,8 @@ import (
 // burst of requests, reserving creates and dry runs, has reached it: Run
 // returns only once each of them has its reply, and each is decided as it
 // would have been without the stop (allowed, under a quota none of them
-// exhausts), not failed by the stop.
+// exhausts), not failed by the stop, and answered once, whichever of the
+// responder's three subscriptions took it.
 func TestStopAnswersEveryRequestReceived(t *testing.T) {
 	const (
 		ns       = "team"
@@ -49,7 +50,7 @@ func TestStopAnswersEveryRequestReceived(t *testing.T) {
 		return nc
 	}
 	respConn, client := connect(), connect()
-	resp, err := NewResponder(respConn, stream, proj, Config{Logger: discardLogger()})
+	resp, err := NewResponder(respConn, stream, proj, Config{Logger: discardLogger(), Subscribers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestStopAnswersEveryRequestReceived(t *testing.T) {
 	defer stop()
 	runDone := make(chan error, 1)
 	go func() { runDone <- resp.Run(ctx) }()
-	poll(t, "responder subscribed", func() bool { return respConn.NumSubscriptions() > 0 })
+	poll(t, "responder subscribed", func() bool { return respConn.NumSubscriptions() == 3 })
 	if err := respConn.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +99,9 @@ func TestStopAnswersEveryRequestReceived(t *testing.T) {
 			}
 			if !out.Response.Allowed {
 				t.Errorf("reply to %s: not allowed: %+v", m.Subject, out.Response.Result)
+			}
+			if seen[m.Subject] {
+				t.Errorf("reply to %s: answered twice", m.Subject)
 			}
 			seen[m.Subject] = true
 		case <-timeout:
