@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -524,11 +525,17 @@ func (in *Ingester) remember(key string, digest [sha256.Size]byte) {
 	in.last[key] = digest
 }
 
-// msgID is the deduplication ID of an event:
+// msgID is the deduplication ID of an event: a digest of
 // <uid, or resource/namespace/name>/<resourceVersion>/<watch type>, so that
 // re-sending the same watch event is a no-op. Without a resourceVersion
 // (plain manifests) a digest of the object stands in for it, so that
 // re-ingesting the same manifest is a no-op and a changed one is not.
+//
+// The server remembers every ID it has seen within the stream's duplicate
+// window, a day by default: a million events a day are a million IDs
+// held in memory. The first 128 bits of the name's SHA-256, 22 characters
+// of base64url, take a 24-byte allocation each where the name itself, 50
+// to 60 characters, takes 64: about 40 bytes less per event remembered.
 func msgID(o *object.Object, watchType string, digest [sha256.Size]byte) string {
 	who := o.UID
 	if who == "" {
@@ -538,8 +545,13 @@ func msgID(o *object.Object, watchType string, digest [sha256.Size]byte) string 
 	if version == "" {
 		version = "sha256:" + hex.EncodeToString(digest[:16])
 	}
-	return who + "/" + version + "/" + watchType
+	sum := sha256.Sum256([]byte(who + "/" + version + "/" + watchType))
+	return base64.RawURLEncoding.EncodeToString(sum[:msgIDBytes])
 }
+
+// msgIDBytes is how much of a digest a message ID keeps: 128 bits, so
+// that two events of one duplicate window are never taken for each other.
+const msgIDBytes = 16
 
 func (r *run) reject(rec Record, reason string) error {
 	r.report.Rejected++

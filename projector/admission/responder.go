@@ -44,7 +44,7 @@ const (
 	// for the projection (see Run).
 	InFlightMax = 256
 	// PendingMax and PendingBytesMax bound the requests received and not
-	// yet handled; past them the connection drops requests as a slow
+	// yet handled, per subscription; past them the connection drops requests as a slow
 	// consumer's and reports it to its error handler (`quota serve`
 	// logs it).
 	PendingMax      = 65536
