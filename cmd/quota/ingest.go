@@ -32,7 +32,8 @@ dead-letter stream (list them with 'quota rejects'); valid records around it
 are still ingested, and the exit status is 1.
 
 Re-ingesting the same watch events appends nothing new: events are
-deduplicated by object uid, resourceVersion and event type.`,
+deduplicated by object uid, resourceVersion and event type, within the
+stream's duplicate window (a day by default).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"-"}
