@@ -68,6 +68,9 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 				return withCode(exitError, errorf("--max-event-size %q: want a size from 1 to %s, such as 4Mi", maxEventSize, resource.NewQuantity(ledger.MaxMsgSizeLimit, resource.BinarySI)))
 			}
 			cfg.Stream.MaxMsgSize = int32(size.Value())
+			if cfg.Stream.DuplicateWindow <= 0 {
+				return withCode(exitError, errorf("--duplicate-window %s: want a positive duration such as 24h", cfg.Stream.DuplicateWindow))
+			}
 			switch sync {
 			case "always", "":
 				cfg.SyncInterval = 0
@@ -87,6 +90,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server")
 	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
 	f.StringVar(&maxEventSize, "max-event-size", resource.NewQuantity(ledger.DefaultMaxMsgSize, resource.BinarySI).String(), "largest event the stream takes, in bytes or as a quantity such as 4Mi (a resync of a whole namespace is one event); an external NATS must take messages as large (max_payload)")
+	f.DurationVar(&cfg.Stream.DuplicateWindow, "duplicate-window", ledger.DefaultDuplicateWindow, "how long the stream remembers each event's message ID, within which a re-sent event is a no-op; the NATS server holds about 100 bytes of memory for each ID it remembers")
 	f.BoolVar(&cfg.Projector.NoSync, "projection-nosync", false, "do not fsync the projection file (it is rebuilt from the stream after a power loss)")
 	f.DurationVar(&cfg.Projector.CommitDelay, "projection-commit-delay", projector.DefaultCommitDelay, "how long a small batch of new events waits for more before the projection commits it, unless a query waits (negative: commit at once)")
 	f.Int64Var(&cfg.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a snapshot of the projection to the object store every N applied events (negative: never)")
