@@ -13,6 +13,9 @@ var (
 	// ErrUnreadable is returned by Open for a file bbolt cannot read (not
 	// a bbolt file, or one whose both meta pages are damaged).
 	ErrUnreadable = errors.New("projection file unreadable")
+	// ErrDamaged is returned by Open for a file whose meta pages bbolt
+	// reads but whose consistency check finds a page damaged further in.
+	ErrDamaged = errors.New("projection file damaged")
 	// ErrNotCaughtUp is returned by WaitApplied when the projection does not
 	// reach the requested sequence before the context ends.
 	ErrNotCaughtUp = errors.New("projection has not caught up with the stream")

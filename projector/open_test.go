@@ -3,12 +3,15 @@ package projector
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/projector/projectortest"
 )
 
 // TestOpenRefusesUnreadableFile opens a file that is not a bbolt file: the
@@ -62,4 +65,87 @@ func TestOpenRefusesAnotherSchema(t *testing.T) {
 	if !strings.Contains(err.Error(), "move it aside") {
 		t.Errorf("error %q does not say how to rebuild", err)
 	}
+}
+
+// TestOpenRefusesDamagedFile damages one page in the middle of a
+// projection file, its header or its contents, as a bad sector would.
+// bbolt opens such a file and would panic at the first read reaching the
+// page; Open's check refuses it instead, naming the file, the damage and
+// how to rebuild, and leaves the file as it was.
+func TestOpenRefusesDamagedFile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(page []byte)
+	}{
+		{"header", func(page []byte) {
+			for i := range 8 {
+				page[i] = 0xff // the page's own id
+			}
+		}},
+		{"contents", func(page []byte) {
+			for i := 16; i < len(page); i++ {
+				page[i] = byte(i*7 + 3)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "projection.db")
+			p, err := Open(Config{Path: path, NoSync: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			offset, size := fillLeafPages(t, path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.damage(b[offset : offset+int64(size)])
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Open(Config{Path: path, NoSync: true}, nil)
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("got %v, want ErrDamaged", err)
+			}
+			for _, want := range []string{path, "consistency check", "move it aside"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+				t.Error("Open changed the damaged file")
+			}
+		})
+	}
+}
+
+// fillLeafPages adds a bucket of many keys to the bbolt file at path, so
+// that it holds leaf pages below the bucket's root, and returns where one
+// of them is.
+func fillLeafPages(t *testing.T, path string) (offset int64, size int) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("filler"))
+		if err != nil {
+			return err
+		}
+		for i := range 400 {
+			if err := b.Put(fmt.Appendf(nil, "key-%04d", i), bytes.Repeat([]byte{'v'}, 300)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return projectortest.LeafPage(t, db, true)
 }

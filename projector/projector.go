@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,13 +133,17 @@ type Projector struct {
 	subjects subjectSeqs
 }
 
-// Open opens (or creates) the projection file. stream may be nil for a
-// projection that is only read or folded by hand (replay).
+// Open opens (or creates) the projection file and checks every page of
+// an existing one (Check), refusing a damaged file with ErrDamaged. stream
+// may be nil for a projection that is only read or folded by hand
+// (replay).
 func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	st, statErr := os.Stat(cfg.Path)
+	existed := statErr == nil && st.Size() > 0
 	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{
 		Timeout:      openTimeout,
 		NoSync:       cfg.NoSync,
@@ -146,6 +151,14 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	})
 	if err != nil {
 		return nil, openError(cfg.Path, err)
+	}
+	started := time.Now()
+	if err := Check(db); err != nil {
+		db.Close()
+		return nil, openError(cfg.Path, err)
+	}
+	if existed {
+		cfg.Logger.Info("projection file checked", "path", cfg.Path, "bytes", st.Size(), "took", time.Since(started).Round(time.Millisecond))
 	}
 	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -171,10 +184,48 @@ func openError(path string, err error) error {
 		return fmt.Errorf("open projection %s: %w: the file is locked by another process", path, err)
 	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
 		err = fmt.Errorf("%w (%w)", ErrUnreadable, err)
-	case !errors.Is(err, ErrSchemaVersion):
+	case !errors.Is(err, ErrSchemaVersion) && !errors.Is(err, ErrDamaged):
 		return fmt.Errorf("open projection %s: %w", path, err)
 	}
 	return fmt.Errorf("open projection %s: %w; it holds nothing the stream does not: move it aside and start again to rebuild it from the stream", path, err)
+}
+
+// checkProblemsMax bounds the problems a damaged file's error names.
+const checkProblemsMax = 3
+
+// Check runs bbolt's consistency check over the whole file, returning an
+// error wrapping ErrDamaged for what it finds. bbolt's open
+// reads the meta pages only: a page damaged further in (a bad sector, a
+// stray write) would make the first read or write reaching it panic, at
+// every start. The check reads every page reachable from the root and
+// reports what it finds, panics included, so the server refuses the file
+// with an error instead.
+func Check(db *bolt.DB) error {
+	var problems []string
+	more := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			if len(problems) < checkProblemsMax {
+				// A panic the check recovered from is still only what it
+				// found: the server is not panicking.
+				problems = append(problems, strings.TrimPrefix(err.Error(), "panic: "))
+			} else {
+				more++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	msg := strings.Join(problems, "; ")
+	if more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	return fmt.Errorf("%w: consistency check: %s", ErrDamaged, msg)
 }
 
 // Close closes the projection file.

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -229,6 +230,15 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	}
 
 	p, err := projector.Open(projector.Config{Path: path, NoSync: true, BatchSizeMax: opts.BatchSizeMax, Logger: opts.Logger}, nil)
+	if err != nil && res.Snapshot != nil {
+		// The file is the snapshot's copy, not one to move aside: the
+		// error says what is wrong with it without Open's advice.
+		cause := errors.Unwrap(err)
+		if cause == nil {
+			cause = err
+		}
+		return fail(fmt.Errorf("rebuild: %w: snapshot %s: %w (--no-snapshot folds from the first event)", projector.ErrSnapshotUnusable, res.Snapshot.Name, cause))
+	}
 	if err != nil {
 		return fail(fmt.Errorf("rebuild: %w", err))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotaledger/quota/projector/projectortest"
 )
 
 // binary is the quota binary built once for the end-to-end tests.
@@ -364,23 +368,73 @@ func checkProbe(t *testing.T, s *ledgerProc, probe, ns string) {
 	}
 }
 
-// TestRebuildAfterDeletingProjection deletes the projection file while the
-// server is stopped; the restarted server rebuilds the same usage from the
-// stream.
-func TestRebuildAfterDeletingProjection(t *testing.T) {
-	data := t.TempDir()
+// serveSamplesAndStop runs a server on data, ingests the samples, and
+// returns what `describe -A -o json` printed before stopping it.
+func serveSamplesAndStop(t *testing.T, data string) string {
+	t.Helper()
 	s := startServer(t, data)
 	for _, dir := range sampleDirs(t) {
 		ingestSample(s, dir)
 	}
 	before := s.mustRun("describe", "-A", "-o", "json")
 	s.stop()
+	return before
+}
+
+// TestRebuildAfterDeletingProjection deletes the projection file while the
+// server is stopped; the restarted server rebuilds the same usage from the
+// stream.
+func TestRebuildAfterDeletingProjection(t *testing.T) {
+	data := t.TempDir()
+	before := serveSamplesAndStop(t, data)
 	if err := os.Remove(filepath.Join(data, "projection.db")); err != nil {
 		t.Fatal(err)
 	}
 	s2 := startServer(t, data)
 	after := s2.mustRun("describe", "-A", "-o", "json")
 	if before != after {
+		t.Errorf("rebuilt projection differs:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestServeRefusesDamagedProjection damages a page in the middle of the
+// projection file, as a bad sector would: `quota serve` stops at start
+// with an error naming the file and what to do, where it used to panic at
+// the first query reaching the page, at every start. Moving the file
+// aside rebuilds the same projection from the stream.
+func TestServeRefusesDamagedProjection(t *testing.T) {
+	data := t.TempDir()
+	before := serveSamplesAndStop(t, data)
+	path := filepath.Join(data, "projection.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projectortest.DamageLeaf(t, db, path, false)
+	db.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--data", data, "--listen", "127.0.0.1:0")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("quota serve on a damaged projection: %v, want it to exit with an error\n%s", err, out)
+	}
+	for _, want := range []string{path, "projection file damaged", "move it aside"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("quota serve's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "goroutine ") {
+		t.Errorf("quota serve panicked:\n%s", out)
+	}
+
+	if err := os.Rename(path, path+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := startServer(t, data)
+	if after := s2.mustRun("describe", "-A", "-o", "json"); after != before {
 		t.Errorf("rebuilt projection differs:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }

@@ -29,7 +29,9 @@ func newServeCommand() *cobra.Command {
 		Long: `serve runs the ledger. With no --nats it embeds a NATS server with JetStream,
 listening on --listen and storing under --data; with --nats it uses that
 external NATS (a cluster, in production) and embeds none. The projection is
-kept in DIR/projection.db and rebuilt from the stream if deleted.
+kept in DIR/projection.db and rebuilt from the stream if deleted. Every page of
+it is checked at start: a damaged file (a bad sector) stops serve with an
+error naming it, and moving it aside rebuilds it.
 
 --admission-control-config-file takes the file kube-apiserver takes under
 that flag (an AdmissionConfiguration, or the ResourceQuota plugin's

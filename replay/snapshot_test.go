@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/projectortest"
+)
+
+// TestRebuildNamesADamagedSnapshot takes a snapshot of a projection
+// whose file was damaged while it was open (a snapshot copies the file's
+// pages as they are): a rebuild starting from it fails naming the
+// snapshot, what is wrong with it and --no-snapshot, and one from the
+// first event still rebuilds.
+func TestRebuildNamesADamagedSnapshot(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	snaps := openSnapshots(t, js)
+	ctx := context.Background()
+	appendGenerated(t, stream, 7, 400)
+
+	path := filepath.Join(t.TempDir(), "live.db")
+	p, err := projector.Open(projector.Config{Path: path, NoSync: true, Logger: slog.New(slog.DiscardHandler)}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	waitCtx, cancel := context.WithTimeout(ctx, waitTimeout)
+	err = p.CatchUp(waitCtx)
+	cancel()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	projectortest.DamageLeaf(t, p.DB(), path, true)
+	info, err := snaps.Write(ctx, p, projector.SnapshotPeriodic)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = Rebuild(ctx, stream, Options{Snapshots: snaps})
+	if !errors.Is(err, projector.ErrSnapshotUnusable) || !errors.Is(err, projector.ErrDamaged) {
+		t.Fatalf("rebuild from the damaged snapshot: %v, want ErrSnapshotUnusable and ErrDamaged", err)
+	}
+	for _, want := range []string{info.Name, "--no-snapshot"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "move it aside") {
+		t.Errorf("error %q advises moving a snapshot's temporary copy aside", err)
+	}
+
+	res, err := Rebuild(ctx, stream, Options{})
+	if err != nil {
+		t.Fatalf("rebuild from the first event: %v", err)
+	}
+	defer res.Close()
+	if res.Seq != p.Applied() {
+		t.Errorf("rebuilt to seq %d, want %d", res.Seq, p.Applied())
+	}
+}
+
+// TestVerifyNamesADamagedLiveProjection damages a page of the live
+// projection while the server runs: verify reports the live copy as
+// damaged instead of crashing on it while comparing.
+func TestVerifyNamesADamagedLiveProjection(t *testing.T) {
+	_, nc, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	snaps := openSnapshots(t, js)
+	appendGenerated(t, stream, 11, 400)
+	path := filepath.Join(t.TempDir(), "live.db")
+	live := startLive(t, path, stream)
+	live.waitCaughtUp()
+	projectortest.DamageLeaf(t, live.p.DB(), path, true)
+	serveAudit(t, nc, live, snaps)
+
+	v, err := Verify(context.Background(), nc, stream, snaps, Options{})
+	if err == nil {
+		v.Close()
+		t.Fatal("verify of a damaged live projection succeeded")
+	}
+	if !errors.Is(err, projector.ErrDamaged) || !strings.Contains(err.Error(), "live") {
+		t.Fatalf("verify: %v, want ErrDamaged naming the live projection", err)
+	}
+}
+
+// appendGenerated appends n events of the generator seeded with seed.
+func appendGenerated(t *testing.T, stream *ledger.Stream, seed uint64, n int) {
+	t.Helper()
+	gen := newStreamGen(seed)
+	events := make([]ledger.Event, n)
+	for i := range events {
+		events[i] = gen.next()
+	}
+	appendAll(t, stream, events)
+}
