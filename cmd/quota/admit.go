@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,6 +95,9 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			}
 			defer nc.Close()
 			msg, err := nc.Request(admission.SubjectPrefix+ns, body, requestTimeout)
+			if errors.Is(err, nats.ErrNoResponders) {
+				return withCode(exitError, fmt.Errorf("ask the ledger: no server takes admissions on %s%s: none runs, or each is still catching up with the stream (its log says so): %w", admission.SubjectPrefix, ns, err))
+			}
 			if err != nil {
 				return withCode(exitError, fmt.Errorf("ask the ledger: %w", err))
 			}

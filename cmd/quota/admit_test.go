@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quotaledger/quota/ledger/ledgertest"
 )
 
 // TestReadManifest holds admit's reading of FILE to one object: a file
@@ -71,5 +73,21 @@ func TestAdmitRefusesAnotherNamespace(t *testing.T) {
 	want := `the namespace from the provided object "other" does not match the namespace "team"; give -n other, or none`
 	if code != 2 || out != "" || !strings.Contains(errOut, want) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+	}
+}
+
+// TestAdmitSaysWhenNoServerTakesAdmissions asks a NATS server on which no
+// ledger takes admissions, as when every ledger server is still catching
+// up with the stream: exit 2, naming the subject and what may be the
+// reason.
+func TestAdmitSaysWhenNoServerTakesAdmissions(t *testing.T) {
+	srv, _, _ := ledgertest.StartServer(t)
+	file := fileWriter(t, t.TempDir())("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: app}]}\n")
+	noLedger := &ledgerProc{t: t, url: srv.ClientURL()}
+	out, errOut, code := noLedger.run("admit", "--dry-run", "-n", "team", "-f", file)
+	for _, want := range []string{"no server takes admissions on quota.admit.team", "still catching up"} {
+		if code != 2 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+		}
 	}
 }

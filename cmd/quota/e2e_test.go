@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector/projectortest"
 )
 
@@ -55,25 +55,8 @@ type ledgerProc struct {
 	cmd  *exec.Cmd
 	url  string
 	data string
-	logs *syncBuffer
+	logs *ledgertest.LogBuffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var servingLine = regexp.MustCompile(`quota ledger serving.* nats=(\S+)`)
@@ -85,7 +68,7 @@ func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
 	args := append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(binary, args...)
 	pr, pw := io.Pipe()
-	s := &ledgerProc{t: t, cmd: cmd, data: dir, logs: &syncBuffer{}, done: make(chan error, 1)}
+	s := &ledgerProc{t: t, cmd: cmd, data: dir, logs: &ledgertest.LogBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = pw
 	cmd.Stdout = s.logs
 	if err := cmd.Start(); err != nil {

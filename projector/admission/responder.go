@@ -136,7 +136,8 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 }
 
 // Run serves admission requests and sweeps expired reservations until ctx
-// ends.
+// ends. It takes the first request once the projection holds what the log
+// held when Run started (catchUp).
 //
 // Config.Subscribers subscriptions of the queue group share the requests.
 // Each subscription's goroutine decodes the requests it is given and
@@ -150,6 +151,12 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 // one of InFlightMax workers that live as long as Run: a worker's stack,
 // grown by the first rounds, serves the next ones as it is.
 func (r *Responder) Run(ctx context.Context) error {
+	if err := r.catchUp(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	// Requests outlive ctx while the subscription drains: those received
 	// are answered, each within RequestTimeout.
 	handleCtx := context.WithoutCancel(ctx)
@@ -245,6 +252,32 @@ func (r *Responder) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// catchUp waits, before Run takes any request, until the projection has
+// applied what the log held when Run started. Decisions read the
+// projection, and one still folding the log (a replica rebuilding its
+// file, or restarted after a while) can hold a namespace's quota without
+// the objects that fill it, or without the deletions that free it: it
+// would allow or deny what Kubernetes would not. A reservation finds out
+// through its compare-and-swap, but a dry run or a denial appends nothing.
+// Kubernetes' quota admission serves nothing before its informers have
+// synced either. Meanwhile the queue group's other replicas take the
+// requests; with none, a client is told there are no responders.
+func (r *Responder) catchUp(ctx context.Context) error {
+	last, err := r.stream.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("admission: read the stream's position: %w", err)
+	}
+	if r.proj.Applied() >= last {
+		return nil
+	}
+	started := time.Now()
+	if err := r.proj.WaitApplied(ctx, last); err != nil {
+		return fmt.Errorf("admission: catch up with the stream before taking requests: %w", err)
+	}
+	r.cfg.Logger.Info("admission waited for the projection to catch up with the stream", "applied_seq", r.proj.Applied(), "took", time.Since(started).Round(time.Millisecond))
+	return nil
 }
 
 // decoded is a request message with its request decoded, or the error

@@ -204,10 +204,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Admission starts apart from these, once the projection has caught
+	// up with the stream (see below).
 	responders := []interface{ Run(context.Context) error }{
 		projector.NewResponder(nc, proj, log),
 		ingest.NewResponder(nc, in),
-		adm,
 		projector.NewAuditResponder(nc, proj, snaps, log),
 	}
 
@@ -257,6 +258,23 @@ func Run(ctx context.Context, cfg Config) error {
 		cancel()
 		return errors.Join(err, stopped(g.Wait()))
 	}
+	// Admission decides on the projection, which must first hold what the
+	// log held at the start (admission.Responder.Run waits for it too):
+	// ingest, describe (which waits for the log's end) and explain serve
+	// meanwhile.
+	if err := awaitProjection(gctx, proj, stream, log); err != nil {
+		cancel()
+		if errors.Is(err, context.Canceled) {
+			err = nil // a stop; stopped reports a failure that caused it
+		}
+		return errors.Join(err, stopped(g.Wait()))
+	}
+	subscribed := nc.NumSubscriptions()
+	g.Go(func() error { return adm.Run(gctx) })
+	if err := waitSubscribed(gctx, nc, subscribed+1); err != nil {
+		cancel()
+		return errors.Join(err, stopped(g.Wait()))
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(url)
 	}
@@ -270,6 +288,43 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("quota ledger stopped", "applied_seq", proj.Applied())
 	return nil
+}
+
+// catchUpLogInterval is how often a long catch-up at start reports its
+// progress.
+const catchUpLogInterval = 10 * time.Second
+
+// awaitProjection waits until proj has applied what the stream held when
+// called, logging its progress while it is behind.
+func awaitProjection(ctx context.Context, proj *projector.Projector, stream *ledger.Stream, log *slog.Logger) error {
+	last, err := stream.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("read the stream's position: %w", err)
+	}
+	if proj.Applied() >= last {
+		return nil
+	}
+	log.Info("projection catching up with the stream; admissions wait for it", "applied_seq", proj.Applied(), "stream_seq", last)
+	started := time.Now()
+	tick := time.NewTicker(catchUpLogInterval)
+	defer tick.Stop()
+	done := make(chan error, 1)
+	go func() { done <- proj.WaitApplied(ctx, last) }()
+	for {
+		select {
+		case err := <-done:
+			if ctx.Err() != nil {
+				return ctx.Err() // a stop, or a failure the caller reports
+			}
+			if err != nil {
+				return fmt.Errorf("catch up with the stream: %w", err)
+			}
+			log.Info("projection caught up", "applied_seq", proj.Applied(), "took", time.Since(started).Round(time.Millisecond))
+			return nil
+		case <-tick.C:
+			log.Info("projection catching up", "applied_seq", proj.Applied(), "stream_seq", last)
+		}
+	}
 }
 
 // subscribeTimeout bounds the wait for the responders' subscriptions.

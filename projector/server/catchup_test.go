@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/ledger/object"
+	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/admission"
+)
+
+// TestAdmissionWaitsForTheProjectionAtStart starts the ledger on a fresh
+// projection of a log that holds a full quota: its quota and LimitRange
+// first, then thousands of other namespaces' events, then the pod that
+// fills it. The server says in its log that admissions wait for the
+// projection, and a client asking for a dry run of one more pod over and
+// over, from before the start until a describe has seen the whole log,
+// gets the denial every time it gets an answer. (Here the client's first
+// answer, if it comes early, is right even without the wait: a namespace
+// whose quota the projection does not hold yet looks the log up first.
+// admission's TestNoDecisionBeforeTheProjectionCatchesUp asks at the
+// moment that would be answered wrong.)
+func TestAdmissionWaitsForTheProjectionAtStart(t *testing.T) {
+	nats0, err := ledger.StartEmbedded(ledger.EmbeddedConfig{Port: ledger.RandomPort, StoreDir: t.TempDir(), SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nats0.Shutdown)
+	client, err := nats.Connect(nats0.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	js, err := jetstream.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := ledger.Open(ctx, js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []ledger.BatchEntry
+	add := func(manifest string) {
+		o, err := object.Decode([]byte(manifest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed, err := o.Trimmed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, ledger.BatchEntry{Event: ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Upsert,
+			Resource: o.Resource, Namespace: o.Namespace, Name: o.Name, Object: trimmed, Source: "test"}})
+	}
+	add(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"1"}}}`)
+	add(`{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults","namespace":"team-a"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"100m"}}]}}`)
+	for i := range 20000 {
+		add(pod(fmt.Sprintf("other-%d", i%100), fmt.Sprintf("p-%d", i)))
+	}
+	add(pod("team-a", "web-1"))
+	if _, err := stream.AppendBatch(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+
+	const denial = `pods "web-2" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=1, limited: pods=1`
+	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"uid-web-2",` +
+		`"namespace":"team-a","operation":"CREATE","dryRun":true,"object":` + pod("team-a", "web-2") + `}}`)
+	// ask returns whether the request was answered, and what is wrong
+	// with the answer.
+	ask := func() (bool, error) {
+		m, err := client.Request(admission.SubjectPrefix+"team-a", review, 10*time.Second)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(m.Data, &out); err != nil || out.Response == nil {
+			return true, fmt.Errorf("reply %s: %v", m.Data, err)
+		}
+		if r := out.Response; r.Allowed || r.Result == nil || r.Result.Message != denial {
+			return true, fmt.Errorf("answered allowed %v, %+v; want the denial %q", r.Allowed, r.Result, denial)
+		}
+		return true, nil
+	}
+
+	var logs ledgertest.LogBuffer
+	ready := make(chan struct{})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- Run(runCtx, Config{DataDir: t.TempDir(), NATSURL: nats0.ClientURL(),
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ready: func(string) { close(ready) }})
+	}()
+	// The client asks from before the start until a describe, which waits
+	// for the projection to hold the whole log, has returned.
+	var answered int
+	asked := make(chan error, 1)
+	described := make(chan struct{})
+	go func() {
+		for {
+			ok, err := ask()
+			if ok {
+				answered++
+			}
+			select {
+			case <-described:
+				asked <- err
+				return
+			default:
+			}
+			if err != nil {
+				asked <- err
+				return
+			}
+			time.Sleep(time.Millisecond) // poll interval, until described
+		}
+	}()
+	select {
+	case <-ready:
+	case err := <-runDone:
+		t.Fatalf("Run: %v\n%s", err, logs.String())
+	case <-ctx.Done():
+		t.Fatal("the ledger did not get ready")
+	}
+	if _, err := client.Request(projector.SubjectDescribe, []byte(`{"namespace":"team-a"}`), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	close(described)
+	if err := <-asked; err != nil {
+		t.Fatal(err)
+	}
+	if answered == 0 {
+		t.Fatal("no admission answered")
+	}
+	if !strings.Contains(logs.String(), "admissions wait for it") {
+		t.Errorf("the log does not say that admissions wait for the projection:\n%s", logs.String())
+	}
+	stop()
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pod(namespace, name string) string {
+	return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"` + namespace + `"},` +
+		`"spec":{"containers":[{"name":"app","image":"registry.example/app:1","resources":{"requests":{"cpu":"100m"}}}]}}`
+}
