@@ -50,6 +50,13 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, err
 // applied.
 func (s *Stream) Config() Config { return s.cfg }
 
+// Identity names the event stream and when JetStream created it: what
+// tells it from a stream deleted and created again under the same name (a
+// wiped JetStream store, another cluster).
+func (s *Stream) Identity() string {
+	return fmt.Sprintf("stream %s created %s", s.cfg.StreamName, s.events.CachedInfo().Created.UTC().Format(time.RFC3339Nano))
+}
+
 // AppendOptions are the per-append options.
 type AppendOptions struct {
 	// MsgID is sent as Nats-Msg-Id: a second append with the same ID within

@@ -16,6 +16,10 @@ var (
 	// ErrDamaged is returned by Open for a file whose meta pages bbolt
 	// reads but whose consistency check finds a page damaged further in.
 	ErrDamaged = errors.New("projection file damaged")
+	// ErrOtherStream is returned by Open for a file built from another
+	// stream than the one given: one deleted and created again since (a
+	// wiped JetStream store), or another cluster's.
+	ErrOtherStream = errors.New("projection file built from another stream")
 	// ErrNotCaughtUp is returned by WaitApplied when the projection does not
 	// reach the requested sequence before the context ends.
 	ErrNotCaughtUp = errors.New("projection has not caught up with the stream")

@@ -134,9 +134,10 @@ type Projector struct {
 }
 
 // Open opens (or creates) the projection file and checks every page of
-// an existing one (Check), refusing a damaged file with ErrDamaged. stream
-// may be nil for a projection that is only read or folded by hand
-// (replay).
+// an existing one (Check), refusing a damaged file with ErrDamaged. With
+// a stream it binds the file to it (bindStream), refusing one built from
+// another stream with ErrOtherStream. stream may be nil for a projection
+// that is only read or folded by hand (replay).
 func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -168,11 +169,48 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 		p.applied.Store(appliedSeq(tx))
 		return nil
 	})
+	if err == nil && stream != nil {
+		err = bindStream(db, stream)
+	}
 	if err != nil {
 		db.Close()
 		return nil, openError(cfg.Path, err)
 	}
 	return p, nil
+}
+
+// bindTimeout bounds bindStream's question for the stream's last
+// sequence.
+const bindTimeout = 10 * time.Second
+
+// bindStream records which stream the projection follows, and refuses a
+// file built from another: one that followed a stream of another identity
+// (deleted and created again since, or another cluster's), or that has
+// applied events the stream does not hold. Either would otherwise go
+// unnoticed: the projection would wait for sequences the new stream
+// reaches only later, skipping the events below them, and answer from
+// the old stream's objects meanwhile.
+func bindStream(db *bolt.DB, stream *ledger.Stream) error {
+	id := stream.Identity()
+	ctx, cancel := context.WithTimeout(context.Background(), bindTimeout)
+	defer cancel()
+	last, err := stream.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketStream)
+		if err != nil {
+			return err
+		}
+		if got := b.Get(keyIdentity); got != nil && string(got) != id {
+			return fmt.Errorf("%w: it followed %s; the server's is %s", ErrOtherStream, got, id)
+		}
+		if applied := appliedSeq(tx); applied > last {
+			return fmt.Errorf("%w: it has applied events up to seq %d, and %s ends at seq %d", ErrOtherStream, applied, id, last)
+		}
+		return b.Put(keyIdentity, []byte(id))
+	})
 }
 
 // openError says why Open could not open the file at path, and for a file
@@ -184,7 +222,7 @@ func openError(path string, err error) error {
 		return fmt.Errorf("open projection %s: %w: the file is locked by another process", path, err)
 	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
 		err = fmt.Errorf("%w (%w)", ErrUnreadable, err)
-	case !errors.Is(err, ErrSchemaVersion) && !errors.Is(err, ErrDamaged):
+	case !errors.Is(err, ErrSchemaVersion) && !errors.Is(err, ErrDamaged) && !errors.Is(err, ErrOtherStream):
 		return fmt.Errorf("open projection %s: %w", path, err)
 	}
 	return fmt.Errorf("open projection %s: %w; it holds nothing the stream does not: move it aside and start again to rebuild it from the stream", path, err)

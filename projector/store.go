@@ -31,9 +31,15 @@ var (
 	bucketSkipped   = []byte("skipped")   // seq → skippedRecord
 	bucketIndexes   = []byte("indexes")   // ns\0resource → informerIndex
 	bucketDeadlines = []byte("deadlines") // ns\0 → clock; ns\0pod → deadline (deadline.go)
+	// bucketStream names the stream a server's projection follows. It is
+	// not in allBuckets: it says where the file came from, not what it
+	// holds, so a replay (which follows no stream) has none and Compare
+	// leaves it out.
+	bucketStream = []byte("stream") // "identity" → ledger.Stream.Identity
 
-	keyApplied = []byte("applied")
-	keySchema  = []byte("schema")
+	keyApplied  = []byte("applied")
+	keySchema   = []byte("schema")
+	keyIdentity = []byte("identity")
 )
 
 var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketIndexes, bucketDeadlines}

@@ -422,6 +422,40 @@ func TestServeRefusesDamagedProjection(t *testing.T) {
 	}
 }
 
+// TestServeRefusesProjectionOfAnotherStream wipes the embedded JetStream
+// store and keeps the projection, as an operator resetting the log by
+// hand might: the new stream's events would get the sequences the
+// projection has applied already and be skipped. quota serve refuses to
+// start, saying why and what to do; with the file moved aside it serves
+// the new, empty log.
+func TestServeRefusesProjectionOfAnotherStream(t *testing.T) {
+	data := t.TempDir()
+	serveSamplesAndStop(t, data)
+	if err := os.RemoveAll(filepath.Join(data, "jetstream")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "serve", "--data", data, "--listen", "127.0.0.1:0").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("quota serve on another stream's projection: %v, want it to exit with an error\n%s", err, out)
+	}
+	for _, want := range []string{"projection file built from another stream", "move it aside"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("quota serve's output lacks %q:\n%s", want, out)
+		}
+	}
+	path := filepath.Join(data, "projection.db")
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, data)
+	if got := s.mustRun("describe", "-A", "-o", "json"); strings.Contains(got, "sample-") {
+		t.Errorf("the new log's describe shows the old log's namespaces:\n%s", got)
+	}
+}
+
 // TestIngestReportsBadRecords feeds a file with malformed lines between
 // good ones: the good ones are ingested, each bad one is reported as
 // FILE:LINE: reason, the exit status is 1, and `quota rejects` lists them.

@@ -1,0 +1,96 @@
+package projector_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/projector"
+)
+
+// TestOpenRefusesAProjectionOfAnotherStream builds a projection from a
+// stream, then deletes the stream and creates it again, as a wiped
+// JetStream store does. The new stream's first events have the sequences
+// the projection has applied already, so following it would skip them.
+// Open refuses the file, naming both streams and how to rebuild; a file
+// from before projections recorded their stream is refused by its
+// applied sequence, past the new stream's end. Reopened on its own
+// stream, the file opens.
+func TestOpenRefusesAProjectionOfAnotherStream(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	path := filepath.Join(t.TempDir(), "projection.db")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := projector.Open(projector.Config{Path: path, NoSync: true}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quota := json.RawMessage(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team"},"spec":{"hard":{"pods":"1"}}}`)
+	for range 3 {
+		if _, err := stream.Append(ctx, ledger.Event{Type: ledger.Upsert, Resource: "resourcequotas", Namespace: "team", Name: "compute", Object: quota}, ledger.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	err = p.CatchUp(ctx)
+	stop()
+	if rerr := <-done; err != nil || rerr != nil {
+		t.Fatal(err, rerr)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old := stream.Identity()
+	// The same stream, opened again: the file opens.
+	p, err = projector.Open(projector.Config{Path: path, NoSync: true}, ledgertest.OpenStream(t, js))
+	if err != nil {
+		t.Fatalf("reopened on its own stream: %v", err)
+	}
+	p.Close()
+
+	renew := func() *ledger.Stream {
+		t.Helper()
+		for _, name := range []string{ledger.DefaultStreamName, ledger.DefaultRejectStreamName} {
+			if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				t.Fatal(err)
+			}
+		}
+		return ledgertest.OpenStream(t, js)
+	}
+	other := renew()
+	_, err = projector.Open(projector.Config{Path: path, NoSync: true}, other)
+	if !errors.Is(err, projector.ErrOtherStream) {
+		t.Fatalf("on a stream created again: %v, want ErrOtherStream", err)
+	}
+	for _, want := range []string{path, old, other.Identity(), "move it aside"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+
+	// A file that recorded no stream, as files written before did.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("stream")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = projector.Open(projector.Config{Path: path, NoSync: true}, renew())
+	if !errors.Is(err, projector.ErrOtherStream) || !strings.Contains(err.Error(), "up to seq 3") || !strings.Contains(err.Error(), "ends at seq 0") {
+		t.Fatalf("a file without its stream, applied past the stream's end: %v, want ErrOtherStream naming seq 3 and seq 0", err)
+	}
+}
