@@ -232,9 +232,9 @@ func openError(path string, err error) error {
 const checkProblemsMax = 3
 
 // Check runs bbolt's consistency check over the whole file, returning an
-// error wrapping ErrDamaged for what it finds. bbolt's open
-// reads the meta pages only: a page damaged further in (a bad sector, a
-// stray write) would make the first read or write reaching it panic, at
+// error wrapping ErrDamaged for what it finds. bbolt's open reads only the
+// meta pages and the free list: a page damaged further in (a bad sector,
+// a stray write) would make the first read or write reaching it panic, at
 // every start. The check reads every page reachable from the root and
 // reports what it finds, panics included, so the server refuses the file
 // with an error instead.

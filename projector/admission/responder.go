@@ -265,18 +265,9 @@ func (r *Responder) Run(ctx context.Context) error {
 // synced either. Meanwhile the queue group's other replicas take the
 // requests; with none, a client is told there are no responders.
 func (r *Responder) catchUp(ctx context.Context) error {
-	last, err := r.stream.LastSeq(ctx)
-	if err != nil {
-		return fmt.Errorf("admission: read the stream's position: %w", err)
-	}
-	if r.proj.Applied() >= last {
-		return nil
-	}
-	started := time.Now()
-	if err := r.proj.WaitApplied(ctx, last); err != nil {
+	if err := r.proj.CatchUp(ctx); err != nil {
 		return fmt.Errorf("admission: catch up with the stream before taking requests: %w", err)
 	}
-	r.cfg.Logger.Info("admission waited for the projection to catch up with the stream", "applied_seq", r.proj.Applied(), "took", time.Since(started).Round(time.Millisecond))
 	return nil
 }
 
