@@ -44,7 +44,9 @@ every replica sharing a stream the same file.
 --metrics-listen serves Prometheus metrics over HTTP: admissions by mode and
 result with their latency, reservation appends and conflicts, the
 projection's applied sequence, backlog and skipped records, and the Go
-runtime's and the process's own (heap, garbage collection, RSS).
+runtime's and the process's own (heap, garbage collection, RSS). It also
+answers probes: /readyz is 200 once admissions are taken and 503 while the
+projection catches up at start, /healthz is 200 while the server runs.
 
 It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 		Args: cobra.NoArgs,
@@ -101,7 +103,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.IntVar(&cfg.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of periodic snapshots kept")
 	f.DurationVar(&cfg.Admission.ReservationTTL, "reservation-ttl", admission.DefaultReservationTTL, "how long an allowed admission's reservation holds before its object's creation event confirms it")
 	f.StringVar(&admissionConfig, "admission-control-config-file", "", "kube-apiserver's admission configuration file, for the ResourceQuota plugin's limitedResources (default: none limited)")
-	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "HOST:PORT to serve Prometheus metrics on, at "+server.MetricsPath+" (port 0: any free port; default: no metrics server)")
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "HOST:PORT to serve Prometheus metrics on, at "+server.MetricsPath+", and the probes "+server.ReadyPath+" and "+server.HealthPath+" (port 0: any free port; default: no metrics server)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	return cmd

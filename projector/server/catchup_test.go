@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +28,11 @@ import (
 // projection of a log that holds a full quota: its quota and LimitRange
 // first, then thousands of other namespaces' events, then the pod that
 // fills it. The server says in its log that admissions wait for the
-// projection, and a client asking for a dry run of one more pod over and
-// over, from before the start until a describe has seen the whole log,
-// gets the denial every time it gets an answer. (Here the client's first
+// projection, its readiness probe answers 503 until they are taken (and
+// 200 after, with the liveness probe), and a client asking for a dry run
+// of one more pod over and over, from before the start until a describe
+// has seen the whole log, gets the denial every time it gets an answer.
+// (Here the client's first
 // answer, if it comes early, is right even without the wait: a namespace
 // whose quota the projection does not hold yet looks the log up first.
 // admission's TestNoDecisionBeforeTheProjectionCatchesUp asks at the
@@ -99,14 +104,39 @@ func TestAdmissionWaitsForTheProjectionAtStart(t *testing.T) {
 		return true, nil
 	}
 
+	// The metrics server's address, known before the ledger announces it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+
 	var logs ledgertest.LogBuffer
 	ready := make(chan struct{})
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	runDone := make(chan error, 1)
 	go func() {
-		runDone <- Run(runCtx, Config{DataDir: t.TempDir(), NATSURL: nats0.ClientURL(),
+		runDone <- Run(runCtx, Config{DataDir: t.TempDir(), NATSURL: nats0.ClientURL(), MetricsListen: metricsAddr,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ready: func(string) { close(ready) }})
+	}()
+	// A readiness probe polls from the start until the ledger is ready.
+	probed := make(chan []string, 1)
+	go func() {
+		var seen []string
+		for {
+			select {
+			case <-ready:
+				probed <- seen
+				return
+			default:
+			}
+			if code, body, err := get("http://" + metricsAddr + ReadyPath); err == nil {
+				seen = append(seen, fmt.Sprintf("%d %s", code, body))
+			}
+			time.Sleep(2 * time.Millisecond) // poll interval, until ready
+		}
 	}()
 	// The client asks from before the start until a describe, which waits
 	// for the projection to hold the whole log, has returned.
@@ -149,6 +179,18 @@ func TestAdmissionWaitsForTheProjectionAtStart(t *testing.T) {
 	if answered == 0 {
 		t.Fatal("no admission answered")
 	}
+	waiting := false
+	for _, p := range <-probed {
+		waiting = waiting || strings.HasPrefix(p, "503 catching up with the stream")
+	}
+	if !waiting {
+		t.Errorf("%s never answered 503 while the projection caught up", ReadyPath)
+	}
+	for path, want := range map[string]string{ReadyPath: "ready\n", HealthPath: "ok\n"} {
+		if code, body, err := get("http://" + metricsAddr + path); err != nil || code != 200 || body != want {
+			t.Errorf("GET %s once ready: %d %q %v, want 200 %q", path, code, body, err, want)
+		}
+	}
 	if !strings.Contains(logs.String(), "admissions wait for it") {
 		t.Errorf("the log does not say that admissions wait for the projection:\n%s", logs.String())
 	}
@@ -156,6 +198,17 @@ func TestAdmissionWaitsForTheProjectionAtStart(t *testing.T) {
 	if err := <-runDone; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// get returns the status code and body of a GET of url.
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 func pod(namespace, name string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,8 +18,18 @@ import (
 	"github.com/quotaledger/quota/projector/admission"
 )
 
-// MetricsPath is where the metrics server answers.
-const MetricsPath = "/metrics"
+// Paths of the metrics server.
+const (
+	// MetricsPath serves the Prometheus metrics.
+	MetricsPath = "/metrics"
+	// ReadyPath answers 200 once the server takes admissions, and 503,
+	// saying why, while its projection catches up with the stream at
+	// start: a readiness probe that holds a rollout until a new replica
+	// decides on the whole log.
+	ReadyPath = "/readyz"
+	// HealthPath answers 200 while the server runs: a liveness probe.
+	HealthPath = "/healthz"
+)
 
 // metricsShutdownTimeout bounds the wait for scrapes in progress on a stop.
 const metricsShutdownTimeout = 5 * time.Second
@@ -59,8 +70,9 @@ type metricsServer struct {
 }
 
 // listenMetrics opens the metrics listener on addr (HOST:PORT; port 0:
-// any free port).
-func listenMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
+// any free port). ready says whether the server takes admissions, and if
+// not, why.
+func listenMetrics(addr string, reg *prometheus.Registry, ready func() (bool, string), log *slog.Logger) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener: %w", err)
@@ -69,6 +81,16 @@ func listenMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*me
 	mux.Handle(MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}))
+	mux.HandleFunc(ReadyPath, func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := ready(); !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
 	return &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
 }
 

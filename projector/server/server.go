@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -184,6 +185,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
+	// admitting is set once admission takes requests (ReadyPath).
+	var admitting atomic.Bool
 	var metrics *metricsServer
 	if cfg.MetricsListen != "" {
 		reg, m, err := newRegistry(proj)
@@ -191,7 +194,13 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		acfg.Metrics = m
-		if metrics, err = listenMetrics(cfg.MetricsListen, reg, log); err != nil {
+		ready := func() (bool, string) {
+			if admitting.Load() {
+				return true, ""
+			}
+			return false, fmt.Sprintf("catching up with the stream: applied seq %d; admissions wait for the projection", proj.Applied())
+		}
+		if metrics, err = listenMetrics(cfg.MetricsListen, reg, ready, log); err != nil {
 			return err
 		}
 		defer metrics.ln.Close()
@@ -275,6 +284,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cancel()
 		return errors.Join(err, stopped(g.Wait()))
 	}
+	admitting.Store(true)
 	if cfg.Ready != nil {
 		cfg.Ready(url)
 	}
