@@ -186,7 +186,8 @@ const bindTimeout = 10 * time.Second
 // bindStream records which stream the projection follows, and refuses a
 // file built from another: one that followed a stream of another identity
 // (deleted and created again since, or another cluster's), or that has
-// applied events the stream does not hold. Either would otherwise go
+// applied events the stream does not hold (another stream, or this one
+// after losing its last events). Either would otherwise go
 // unnoticed: the projection would wait for sequences the new stream
 // reaches only later, skipping the events below them, and answer from
 // the old stream's objects meanwhile.
@@ -207,7 +208,7 @@ func bindStream(db *bolt.DB, stream *ledger.Stream) error {
 			return fmt.Errorf("%w: it followed %s; the server's is %s", ErrOtherStream, got, id)
 		}
 		if applied := appliedSeq(tx); applied > last {
-			return fmt.Errorf("%w: it has applied events up to seq %d, and %s ends at seq %d", ErrOtherStream, applied, id, last)
+			return fmt.Errorf("%w: it has applied events up to seq %d, and %s ends at seq %d (or the stream lost its last events, as a power failure can under a sync interval)", ErrOtherStream, applied, id, last)
 		}
 		return b.Put(keyIdentity, []byte(id))
 	})
