@@ -70,6 +70,9 @@ func TestOpenRefusesAProjectionOfAnotherStream(t *testing.T) {
 		return ledgertest.OpenStream(t, js)
 	}
 	other := renew()
+	if other.Identity() == old {
+		t.Fatalf("the stream created again has the old identity %q", old)
+	}
 	_, err = projector.Open(projector.Config{Path: path, NoSync: true}, other)
 	if !errors.Is(err, projector.ErrOtherStream) {
 		t.Fatalf("on a stream created again: %v, want ErrOtherStream", err)
