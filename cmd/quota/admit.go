@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,11 +94,8 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			}
 			defer nc.Close()
 			msg, err := nc.Request(admission.SubjectPrefix+ns, body, requestTimeout)
-			if errors.Is(err, nats.ErrNoResponders) {
-				return withCode(exitError, fmt.Errorf("ask the ledger: no server takes admissions on %s%s: none runs, or each is still catching up with the stream (its log says so): %w", admission.SubjectPrefix, ns, err))
-			}
 			if err != nil {
-				return withCode(exitError, fmt.Errorf("ask the ledger: %w", err))
+				return askError(admission.SubjectPrefix+ns, err, ", or each is still catching up with the stream at its start (its log says so)")
 			}
 			var out admissionv1.AdmissionReview
 			if err := json.Unmarshal(msg.Data, &out); err != nil || out.Response == nil {

@@ -76,18 +76,27 @@ func TestAdmitRefusesAnotherNamespace(t *testing.T) {
 	}
 }
 
-// TestAdmitSaysWhenNoServerTakesAdmissions asks a NATS server on which no
-// ledger takes admissions, as when every ledger server is still catching
-// up with the stream: exit 2, naming the subject and what may be the
-// reason.
-func TestAdmitSaysWhenNoServerTakesAdmissions(t *testing.T) {
+// TestClientsSayWhenNoServerAnswers runs the clients against a NATS
+// server on which no ledger answers: each exits 2 naming its subject and
+// that no ledger server answers there; admit adds that the servers may
+// still be catching up with the stream, which only admission waits for.
+func TestClientsSayWhenNoServerAnswers(t *testing.T) {
 	srv, _, _ := ledgertest.StartServer(t)
 	file := fileWriter(t, t.TempDir())("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: app}]}\n")
 	noLedger := &ledgerProc{t: t, url: srv.ClientURL()}
-	out, errOut, code := noLedger.run("admit", "--dry-run", "-n", "team", "-f", file)
-	for _, want := range []string{"no server takes admissions on quota.admit.team", "still catching up"} {
-		if code != 2 || out != "" || !strings.Contains(errOut, want) {
-			t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"admit", "--dry-run", "-n", "team", "-f", file}, []string{"ask the ledger (quota.admit.team): no ledger server answers there", "still catching up"}},
+		{[]string{"describe", "-n", "team"}, []string{"ask the ledger (quota.query.describe): no ledger server answers there"}},
+		{[]string{"explain", "-n", "team"}, []string{"ask the ledger (quota.query.explain): no ledger server answers there"}},
+	} {
+		out, errOut, code := noLedger.run(tc.args...)
+		for _, want := range tc.want {
+			if code != 2 || out != "" || !strings.Contains(errOut, want) {
+				t.Errorf("quota %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args[0], code, out, errOut, want)
+			}
 		}
 	}
 }

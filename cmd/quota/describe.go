@@ -78,7 +78,7 @@ func query(g *globalFlags, subject string, req any) (*projector.QueryReply, erro
 	}
 	msg, err := nc.Request(subject, body, requestTimeout)
 	if err != nil {
-		return nil, withCode(exitError, fmt.Errorf("ask the ledger (%s): %w", subject, err))
+		return nil, askError(subject, err, "")
 	}
 	var reply projector.QueryReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {

@@ -43,7 +43,7 @@ appended before the call.`,
 			body, _ := json.Marshal(req)
 			msg, err := nc.Request(projector.SubjectExplain, body, requestTimeout)
 			if err != nil {
-				return withCode(exitError, fmt.Errorf("ask the ledger (%s): %w", projector.SubjectExplain, err))
+				return askError(projector.SubjectExplain, err, "")
 			}
 			var reply projector.AuditReply
 			if err := json.Unmarshal(msg.Data, &reply); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -92,4 +93,15 @@ func (g *globalFlags) attach(ctx context.Context, name string) (*nats.Conn, jets
 		return nil, nil, nil, err
 	}
 	return nc, js, stream, nil
+}
+
+// askError says why a request to the ledger on subject failed, as an
+// error exiting exitError. With no responder, it says that no ledger
+// server answers there, and why that may be (why, when set, adds a
+// reason of the subject's own).
+func askError(subject string, err error, why string) error {
+	if errors.Is(err, nats.ErrNoResponders) {
+		return withCode(exitError, fmt.Errorf("ask the ledger (%s): no ledger server answers there: none runs on this NATS (--server, $QUOTA_SERVER)%s: %w", subject, why, err))
+	}
+	return withCode(exitError, fmt.Errorf("ask the ledger (%s): %w", subject, err))
 }
