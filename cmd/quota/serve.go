@@ -30,8 +30,9 @@ func newServeCommand() *cobra.Command {
 listening on --listen and storing under --data; with --nats it uses that
 external NATS (a cluster, in production) and embeds none. The projection is
 kept in DIR/projection.db and rebuilt from the stream if deleted. Every page of
-it is checked at start: a damaged file (a bad sector) stops serve with an
-error naming it, and moving it aside rebuilds it. Admissions are taken once
+it is checked at start: a damaged file (a bad sector), or one built from
+another stream (a JetStream store wiped by hand), stops serve with an error
+naming it, and moving it aside rebuilds it. Admissions are taken once
 the projection holds what the stream held at start (a rebuild logs its
 progress); describe, explain and ingest are served meanwhile.
 
