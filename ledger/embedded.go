@@ -1,7 +1,10 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -54,8 +57,10 @@ type EmbeddedConfig struct {
 	// ReadyTimeout bounds the wait for the server to accept clients. Zero:
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
-	// Logging turns on the server's log on standard error. Zero: silent.
-	Logging bool
+	// Logger receives the server's own log: its errors and warnings at
+	// those levels, its notices (start, stop, stream recovery) at Debug,
+	// each with component=nats. Nil: the server logs nothing.
+	Logger *slog.Logger
 }
 
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
@@ -131,7 +136,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		// The process owns signal handling (cmd/quota cancels a context);
 		// the server must not install its own handlers.
 		NoSigs:                 true,
-		NoLog:                  !cfg.Logging,
+		NoLog:                  true,
 		DisableJetStreamBanner: true,
 		// No HTTP monitoring, leaf, route or gateway listeners: the
 		// embedded server serves local clients only.
@@ -141,8 +146,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start embedded server: %w", err)
 	}
-	if cfg.Logging {
-		srv.ConfigureLogger()
+	if cfg.Logger != nil {
+		// Neither debug nor trace: the server would log every protocol
+		// message.
+		srv.SetLoggerV2(serverLog{cfg.Logger.With("component", "nats")}, false, false, false)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
@@ -172,4 +179,42 @@ func (e *Embedded) InProcess() nats.Option { return nats.InProcessServer(e.srv) 
 func (e *Embedded) Shutdown() {
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
+}
+
+// Health reports whether the server can still serve its JetStream store:
+// nil, or an error wrapping ErrStoreFailed that says why (JetStream shut
+// down, a stream that could not be recovered, a stream that met a write
+// error). A stream that met a write error, a full disk's included, takes
+// no append again until the server restarts, even once the cause is gone;
+// nats-server leaves a publish to it unanswered rather than refused.
+func (e *Embedded) Health() error {
+	h := e.srv.Healthz(nil)
+	if h.StatusCode == http.StatusOK {
+		return nil
+	}
+	why := h.Error
+	if why == "" {
+		why = h.Status
+	}
+	return fmt.Errorf("%w: %s", ErrStoreFailed, why)
+}
+
+// serverLog is nats-server's Logger over slog.
+type serverLog struct{ log *slog.Logger }
+
+func (l serverLog) Noticef(format string, v ...any) { l.at(slog.LevelDebug, format, v) }
+func (l serverLog) Warnf(format string, v ...any)   { l.at(slog.LevelWarn, format, v) }
+func (l serverLog) Errorf(format string, v ...any)  { l.at(slog.LevelError, format, v) }
+func (l serverLog) Debugf(format string, v ...any)  { l.at(slog.LevelDebug, format, v) }
+func (l serverLog) Tracef(format string, v ...any)  { l.at(slog.LevelDebug, format, v) }
+
+// Fatalf is logged as an error: the server calls it where its own logger
+// would exit the process, which is this process's to decide.
+func (l serverLog) Fatalf(format string, v ...any) { l.at(slog.LevelError, format, v) }
+
+func (l serverLog) at(level slog.Level, format string, v []any) {
+	ctx := context.Background()
+	if l.log.Enabled(ctx, level) {
+		l.log.Log(ctx, level, fmt.Sprintf(format, v...))
+	}
 }

@@ -40,7 +40,9 @@ var (
 	// not acknowledge an append within Config.AckWaitTimeout. The append may
 	// or may not have been stored: retry with the same message ID, which
 	// makes a stored one a duplicate.
-	ErrAckTimeout = errors.New("timed out waiting for the stream to acknowledge an append")
+	// The server may be overloaded, gone, or unable to write its store (a
+	// full disk: nats-server then answers no append), which its log says.
+	ErrAckTimeout = errors.New("timed out waiting for the stream to acknowledge an append (the NATS server's log says whether it can write its store)")
 
 	// ErrReaderClosed is returned by Reader.Next after Close, or after the
 	// underlying consumer stopped for good.
@@ -49,6 +51,10 @@ var (
 	// ErrInvalidRejection is returned by Stream.Reject when a rejection has
 	// no source or no reason.
 	ErrInvalidRejection = errors.New("invalid rejection")
+
+	// ErrStoreFailed is returned by Embedded.Health when the embedded
+	// server can no longer serve its JetStream store.
+	ErrStoreFailed = errors.New("embedded JetStream cannot serve its store")
 
 	// ErrServerNotReady is returned by StartEmbedded when the embedded
 	// server did not accept connections within EmbeddedConfig.ReadyTimeout.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -155,9 +156,9 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 	}
 
 	results := make([]AppendResult, len(entries))
-	var failures []error
+	var failures []entryFailure
 	fail := func(i int, err error) {
-		failures = append(failures, fmt.Errorf("entry %d %s: %w", i, msgs[i].Subject, err))
+		failures = append(failures, entryFailure{index: i, subject: msgs[i].Subject, err: err})
 	}
 	type pending struct {
 		index  int
@@ -224,9 +225,47 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 		await(p)
 	}
 	if len(failures) > 0 {
-		return results, fmt.Errorf("append batch: %d of %d failed: %w", len(failures), len(entries), errors.Join(failures...))
+		return results, fmt.Errorf("append batch: %d of %d failed: %w", len(failures), len(entries), joinFailures(failures))
 	}
 	return results, nil
+}
+
+// entryFailure is one entry of a batch that was not appended.
+type entryFailure struct {
+	index   int
+	subject string
+	err     error
+}
+
+// joinFailures joins a batch's failures, each naming its entry, and a run
+// of consecutive entries that failed alike (a server that stopped
+// answering fails the rest of the batch) as one line naming the run:
+// "entries 856 to 999 (144, on 20 subjects): ...". The result wraps every
+// distinct error, so errors.Is sees each.
+func joinFailures(failures []entryFailure) error {
+	slices.SortFunc(failures, func(a, b entryFailure) int { return a.index - b.index })
+	var joined []error
+	for start := 0; start < len(failures); {
+		first := failures[start]
+		end := start + 1
+		subjects := map[string]struct{}{first.subject: {}}
+		for end < len(failures) && failures[end].index == failures[end-1].index+1 &&
+			failures[end].err.Error() == first.err.Error() {
+			subjects[failures[end].subject] = struct{}{}
+			end++
+		}
+		if n := end - start; n == 1 {
+			joined = append(joined, fmt.Errorf("entry %d %s: %w", first.index, first.subject, first.err))
+		} else {
+			on := "on " + first.subject
+			if len(subjects) > 1 {
+				on = fmt.Sprintf("on %d subjects", len(subjects))
+			}
+			joined = append(joined, fmt.Errorf("entries %d to %d (%d, %s): %w", first.index, failures[end-1].index, n, on, first.err))
+		}
+		start = end
+	}
+	return errors.Join(joined...)
 }
 
 // LastSeq returns the sequence of the last event in the stream, 0 if it is

@@ -12,6 +12,9 @@ package ledgertest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -98,3 +101,22 @@ func ReadAll(t testing.TB, s *ledger.Stream, fromSeq uint64) []ledger.Record {
 // ReadWaitTimeout bounds how long ReadAll waits for a record it knows is
 // stored.
 const ReadWaitTimeout = 10 * time.Second
+
+// FullDiskBlock makes message block number block of stream, in the
+// embedded server's storeDir, a link to /dev/full, where every write
+// fails with "no space left on device": what a full disk does to
+// JetStream's store, without filling one. Call it once the stream exists
+// (creating a stream clears its directory) and before JetStream writes
+// that block: a stream whose MaxBytes is at most 128 000 keeps 32 KiB
+// blocks, so block 2 comes after about a hundred small events. It skips
+// the test where there is no /dev/full.
+func FullDiskBlock(t testing.TB, storeDir, stream string, block int) {
+	t.Helper()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	path := filepath.Join(storeDir, "jetstream", "$G", "streams", stream, "msgs", fmt.Sprintf("%d.blk", block))
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatalf("link %s to /dev/full: %v", path, err)
+	}
+}

@@ -1,0 +1,88 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
+)
+
+func TestHealthReportsAStoreThatCannotBeWritten(t *testing.T) {
+	dir := t.TempDir()
+	var logs ledgertest.LogBuffer
+	emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
+		Port:     ledger.RandomPort,
+		StoreDir: dir,
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Shutdown)
+	nc, err := nats.Connect(emb.ClientURL(), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bound of 120 000 bytes makes JetStream's blocks 32 KiB: the second
+	// block, where every write fails as on a full disk, comes after about
+	// a hundred events.
+	s := ledgertest.OpenStreamConfig(t, js, ledger.Config{AckWaitTimeout: 500 * time.Millisecond, MaxBytes: 120_000})
+	if err := emb.Health(); err != nil {
+		t.Fatalf("health of a new stream: %v", err)
+	}
+	ledgertest.FullDiskBlock(t, dir, ledger.DefaultStreamName, 2)
+
+	// nats-server answers no append it could not store: the client times
+	// out, and the error says where to look.
+	var appended int
+	for ; appended < 1000; appended++ {
+		if _, err = s.Append(context.Background(), pod("a", fmt.Sprintf("p%d", appended)), ledger.AppendOptions{}); err != nil {
+			break
+		}
+		if err := emb.Health(); err != nil {
+			t.Fatalf("health after %d appends: %v", appended+1, err)
+		}
+	}
+	if !errors.Is(err, ledger.ErrAckTimeout) || !strings.Contains(err.Error(), "log says") {
+		t.Fatalf("append %d, to a full disk: got %v, want ErrAckTimeout naming the server's log", appended, err)
+	}
+	err = emb.Health()
+	if !errors.Is(err, ledger.ErrStoreFailed) || !strings.Contains(err.Error(), "write error") ||
+		!strings.Contains(err.Error(), ledger.DefaultStreamName) {
+		t.Fatalf("health after the failed write: got %v, want ErrStoreFailed naming the stream and a write error", err)
+	}
+	// The server's own log reaches the logger, at its level. (A real full
+	// disk adds the system's "no space left on device"; a block on
+	// /dev/full fails one step later, as a block whose cache cannot be
+	// loaded.)
+	if got := logs.String(); !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "critical write error") ||
+		!strings.Contains(got, "component=nats") {
+		t.Fatalf("the server's log does not say why it could not write:\n%s", got)
+	}
+
+	// A batch to the stream fails whole; the failures are told as one
+	// run, not one line each.
+	var entries []ledger.BatchEntry
+	for i := range 20 {
+		entries = append(entries, ledger.BatchEntry{Event: pod("a", fmt.Sprintf("b%d", i)), MsgID: fmt.Sprintf("b-%d", i)})
+	}
+	_, err = s.AppendBatch(context.Background(), entries)
+	want := "append batch: 20 of 20 failed: entries 0 to 19 (20, on quota.events.a): timed out waiting"
+	if !errors.Is(err, ledger.ErrAckTimeout) || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("batch to a full disk: got\n%v\nwant one line starting %q", err, want)
+	}
+}
