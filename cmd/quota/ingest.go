@@ -77,12 +77,14 @@ stream's duplicate window (a day by default).`,
 					fmt.Fprintln(cmd.ErrOrStderr(), rej.String())
 				}
 				if err != nil {
-					return withCode(exitError, err)
+					if !quiet {
+						fmt.Fprintf(cmd.ErrOrStderr(), "before the error, %s\n", summary(total))
+					}
+					return withCode(exitError, fmt.Errorf("%w\n(what was appended stays; ingesting the same input again appends only the rest)", err))
 				}
 			}
 			if !quiet {
-				fmt.Fprintf(cmd.ErrOrStderr(), "ingested %d records: %d appended, %d already in the log, %d unchanged, %d bookmarks, %d rejected\n",
-					total.Records(), total.Appended, total.Duplicates, total.Unchanged, total.Bookmarks, total.Rejected)
+				fmt.Fprintln(cmd.ErrOrStderr(), summary(total))
 			}
 			if total.Rejected > 0 {
 				return silentExit(exitFailed)
@@ -96,4 +98,10 @@ stream's duplicate window (a day by default).`,
 	f.BoolVar(&resync, "resync", false, "FILE is the complete list of its kinds in its namespaces (e.g. kubectl get pods -n NS -o json): objects the ledger holds that it lacks are removed")
 	f.StringVar(&kind, "kind", "", "with --resync and -n: the resource the list covers (pods, jobs.batch), so that an empty list removes them all")
 	return cmd
+}
+
+// summary is ingest's closing line.
+func summary(r ingest.Report) string {
+	return fmt.Sprintf("ingested %d records: %d appended, %d already in the log, %d unchanged, %d bookmarks, %d rejected",
+		r.Records(), r.Appended, r.Duplicates, r.Unchanged, r.Bookmarks, r.Rejected)
 }

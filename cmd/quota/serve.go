@@ -36,6 +36,12 @@ naming it, and moving it aside rebuilds it. Admissions are taken once
 the projection holds what the stream held at start (a rebuild logs its
 progress); describe, explain and ingest are served meanwhile.
 
+The embedded server's errors and warnings go to serve's log (its notices
+at --log-level debug). If it can no longer write its store (a full disk),
+serve stops with an error saying so, since nats-server takes no append
+again until it restarts: free space and start serve again; nothing
+acknowledged is lost.
+
 --admission-control-config-file takes the file kube-apiserver takes under
 that flag (an AdmissionConfiguration, or the ResourceQuota plugin's
 ResourceQuotaConfiguration alone) and applies the ResourceQuota plugin's

@@ -128,6 +128,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// projection and reply saves two trips through the loopback network);
 	// to an external server, its URL.
 	var inProcess []nats.Option
+	var embedded *ledger.Embedded
 	if url == "" {
 		host, port, err := splitHostPort(cfg.Listen)
 		if err != nil {
@@ -141,11 +142,13 @@ func Run(ctx context.Context, cfg Config) error {
 			// The embedded server takes the largest event the stream does
 			// (zero: the default of both).
 			MaxPayload: cfg.Stream.MaxMsgSize,
+			Logger:     log,
 		})
 		if err != nil {
 			return err
 		}
 		defer emb.Shutdown()
+		embedded = emb
 		url = emb.ClientURL()
 		inProcess = append(inProcess, emb.InProcess())
 		log.Info("embedded JetStream started", "url", url, "store", filepath.Join(cfg.DataDir, JetStreamDir), "sync", syncName(cfg.SyncInterval))
@@ -259,6 +262,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if metrics != nil {
 		g.Go(func() error { return metrics.Run(gctx) })
 	}
+	if embedded != nil {
+		g.Go(func() error {
+			return watchStore(gctx, embedded, storeCheckInterval, filepath.Join(cfg.DataDir, JetStreamDir), log)
+		})
+	}
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
@@ -334,6 +342,36 @@ func awaitProjection(ctx context.Context, proj *projector.Projector, stream *led
 		case <-tick.C:
 			log.Info("projection catching up", "applied_seq", proj.Applied(), "stream_seq", last)
 		}
+	}
+}
+
+// storeCheckInterval is how often serve asks the embedded server whether
+// it can still serve its store.
+const storeCheckInterval = 2 * time.Second
+
+// watchStore returns an error wrapping ledger.ErrStoreFailed, which stops
+// serve, once emb reports that it cannot serve its store (a write error, a
+// full disk's included), and nil when ctx ends. nats-server takes no append
+// to a stream that met a write error until it restarts, and answers none of
+// them meanwhile: stopping says so where a client would only time out.
+func watchStore(ctx context.Context, emb *ledger.Embedded, every time.Duration, dir string, log *slog.Logger) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		err := emb.Health()
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil // a stop under way, not a failure
+		}
+		log.Error("embedded JetStream failed; stopping", "store", dir, "err", err)
+		return fmt.Errorf("%w; it takes no append until it restarts: fix the cause (a full disk: free space where %s is) and start serve again; the stream and the projection keep what they hold", err, dir)
 	}
 }
 

@@ -113,14 +113,19 @@ func TestStopWaitsForTheProjectionTheQueriesNeed(t *testing.T) {
 	describeThenStop(t, client, 50, stop, runDone)
 }
 
-// startLedger runs the ledger on cfg (with a data dir, a listen address
-// and a quiet logger of its own) until ctx ends, and returns its URL once
-// it is ready and the channel Run's result arrives on.
+// startLedger runs the ledger on cfg (with a listen address of its own,
+// and unless cfg has them, a data dir and a quiet logger) until ctx ends,
+// and returns its URL once it is ready and the channel Run's result
+// arrives on.
 func startLedger(t *testing.T, ctx context.Context, cfg Config) (string, <-chan error) {
 	t.Helper()
-	cfg.DataDir = t.TempDir()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
 	cfg.Listen = "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ready := make(chan string, 1)
 	cfg.Ready = func(url string) { ready <- url }
 	runDone := make(chan error, 1)
