@@ -59,7 +59,8 @@ type EmbeddedConfig struct {
 	ReadyTimeout time.Duration
 	// Logger receives the server's own log: its errors and warnings at
 	// those levels, its notices (start, stop, stream recovery) at Debug,
-	// each with component=nats. Nil: the server logs nothing.
+	// each with component=nats. Nil: the server logs nothing (a fatal
+	// error still ends StartEmbedded with its message).
 	Logger *slog.Logger
 }
 
@@ -146,16 +147,32 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start embedded server: %w", err)
 	}
-	if cfg.Logger != nil {
-		// Neither debug nor trace: the server would log every protocol
-		// message.
-		srv.SetLoggerV2(serverLog{cfg.Logger.With("component", "nats")}, false, false, false)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	// A fatal error (a port in use, a store JetStream cannot start on) is
+	// the server giving up: the start returns it at once rather than
+	// after ReadyTimeout.
+	fatal := make(chan string, 1)
+	// Neither debug nor trace: the server would log every protocol
+	// message.
+	srv.SetLoggerV2(serverLog{log: log.With("component", "nats"), fatal: fatal}, false, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
+	deadline := time.Now().Add(cfg.ReadyTimeout)
+	for !srv.ReadyForConnections(readyPoll) {
+		why := fmt.Sprintf("within %s", cfg.ReadyTimeout)
+		select {
+		case msg := <-fatal:
+			why = msg
+		default:
+			if time.Now().Before(deadline) {
+				continue
+			}
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start embedded server on %s:%d: %w within %s", cfg.Host, cfg.Port, ErrServerNotReady, cfg.ReadyTimeout)
+		return nil, fmt.Errorf("start embedded server on %s:%d: %w: %s", cfg.Host, cfg.Port, ErrServerNotReady, why)
 	}
 	if !srv.JetStreamEnabled() {
 		srv.Shutdown()
@@ -199,8 +216,16 @@ func (e *Embedded) Health() error {
 	return fmt.Errorf("%w: %s", ErrStoreFailed, why)
 }
 
-// serverLog is nats-server's Logger over slog.
-type serverLog struct{ log *slog.Logger }
+// readyPoll is how long StartEmbedded waits for the server at a time,
+// between looks for a fatal error.
+const readyPoll = 20 * time.Millisecond
+
+// serverLog is nats-server's Logger over slog. It also passes the first
+// fatal error on to fatal.
+type serverLog struct {
+	log   *slog.Logger
+	fatal chan<- string
+}
 
 func (l serverLog) Noticef(format string, v ...any) { l.at(slog.LevelDebug, format, v) }
 func (l serverLog) Warnf(format string, v ...any)   { l.at(slog.LevelWarn, format, v) }
@@ -208,9 +233,16 @@ func (l serverLog) Errorf(format string, v ...any)  { l.at(slog.LevelError, form
 func (l serverLog) Debugf(format string, v ...any)  { l.at(slog.LevelDebug, format, v) }
 func (l serverLog) Tracef(format string, v ...any)  { l.at(slog.LevelDebug, format, v) }
 
-// Fatalf is logged as an error: the server calls it where its own logger
-// would exit the process, which is this process's to decide.
-func (l serverLog) Fatalf(format string, v ...any) { l.at(slog.LevelError, format, v) }
+// Fatalf is logged as an error and passed on: the server calls it where
+// its own logger would exit the process, which is this process's to
+// decide.
+func (l serverLog) Fatalf(format string, v ...any) {
+	l.at(slog.LevelError, format, v)
+	select {
+	case l.fatal <- fmt.Sprintf(format, v...):
+	default: // one is enough
+	}
+}
 
 func (l serverLog) at(level slog.Level, format string, v []any) {
 	ctx := context.Background()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,29 @@ func TestHealthReportsAStoreThatCannotBeWritten(t *testing.T) {
 	want := "append batch: 20 of 20 failed: entries 0 to 19 (20, on quota.events.a): timed out waiting"
 	if !errors.Is(err, ledger.ErrAckTimeout) || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("batch to a full disk: got\n%v\nwant one line starting %q", err, want)
+	}
+}
+
+// TestStartSaysWhyTheServerGaveUp starts a second server on the first
+// one's port: the start fails at once with nats-server's own reason, not
+// after the wait for a server that will never be ready.
+func TestStartSaysWhyTheServerGaveUp(t *testing.T) {
+	first, _, _ := ledgertest.StartServer(t)
+	u, err := url.Parse(first.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	second, err := ledger.StartEmbedded(ledger.EmbeddedConfig{Host: u.Hostname(), Port: port, StoreDir: t.TempDir(), ReadyTimeout: time.Minute})
+	if err == nil {
+		second.Shutdown()
+		t.Fatal("a second server started on the first one's port")
+	}
+	if took := time.Since(started); !errors.Is(err, ledger.ErrServerNotReady) || !strings.Contains(err.Error(), "address already in use") || took > 30*time.Second {
+		t.Fatalf("after %s: got %v, want ErrServerNotReady saying the address is in use, well within the minute's wait", took, err)
 	}
 }
