@@ -350,13 +350,16 @@ func awaitProjection(ctx context.Context, proj *projector.Projector, stream *led
 const storeCheckInterval = 2 * time.Second
 
 // watchStore returns an error wrapping ledger.ErrStoreFailed, which stops
-// serve, once emb reports that it cannot serve its store (a write error, a
-// full disk's included), and nil when ctx ends. nats-server takes no append
-// to a stream that met a write error until it restarts, and answers none of
-// them meanwhile: stopping says so where a client would only time out.
+// serve, once emb reports twice in a row that it cannot serve its store (a
+// write error, a full disk's included), and nil when ctx ends. nats-server
+// takes no append to a stream that met a write error until it restarts,
+// and answers none of them meanwhile: stopping says so where a client
+// would only time out. One report alone is only logged: a stream being
+// created or deleted can be seen half made.
 func watchStore(ctx context.Context, emb *ledger.Embedded, every time.Duration, dir string, log *slog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	failed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -365,10 +368,16 @@ func watchStore(ctx context.Context, emb *ledger.Embedded, every time.Duration, 
 		}
 		err := emb.Health()
 		if err == nil {
+			failed = false
 			continue
 		}
 		if ctx.Err() != nil {
 			return nil // a stop under way, not a failure
+		}
+		if !failed {
+			failed = true
+			log.Warn("embedded JetStream reports a problem; checking again", "store", dir, "err", err, "in", every)
+			continue
 		}
 		log.Error("embedded JetStream failed; stopping", "store", dir, "err", err)
 		return fmt.Errorf("%w; it takes no append until it restarts: fix the cause (a full disk: free space where %s is) and start serve again; the stream and the projection keep what they hold", err, dir)
