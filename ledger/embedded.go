@@ -161,10 +161,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	srv.Start()
 	deadline := time.Now().Add(cfg.ReadyTimeout)
 	for !srv.ReadyForConnections(readyPoll) {
-		why := fmt.Sprintf("within %s", cfg.ReadyTimeout)
+		why := fmt.Sprintf(" within %s", cfg.ReadyTimeout)
 		select {
 		case msg := <-fatal:
-			why = msg
+			why = ": " + msg
 		default:
 			if time.Now().Before(deadline) {
 				continue
@@ -172,7 +172,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start embedded server on %s:%d: %w: %s", cfg.Host, cfg.Port, ErrServerNotReady, why)
+		return nil, fmt.Errorf("start embedded server on %s:%d: %w%s", cfg.Host, cfg.Port, ErrServerNotReady, why)
 	}
 	if !srv.JetStreamEnabled() {
 		srv.Shutdown()

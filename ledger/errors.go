@@ -57,6 +57,7 @@ var (
 	ErrStoreFailed = errors.New("embedded JetStream cannot serve its store")
 
 	// ErrServerNotReady is returned by StartEmbedded when the embedded
-	// server did not accept connections within EmbeddedConfig.ReadyTimeout.
+	// server did not accept connections within EmbeddedConfig.ReadyTimeout,
+	// or gave up before (a port in use), with the server's reason.
 	ErrServerNotReady = errors.New("embedded server did not become ready")
 )

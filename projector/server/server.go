@@ -129,6 +129,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// to an external server, its URL.
 	var inProcess []nats.Option
 	var embedded *ledger.Embedded
+	storeDir := filepath.Join(cfg.DataDir, JetStreamDir)
 	if url == "" {
 		host, port, err := splitHostPort(cfg.Listen)
 		if err != nil {
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 		emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
 			Host:         host,
 			Port:         port,
-			StoreDir:     filepath.Join(cfg.DataDir, JetStreamDir),
+			StoreDir:     storeDir,
 			SyncInterval: cfg.SyncInterval,
 			// The embedded server takes the largest event the stream does
 			// (zero: the default of both).
@@ -151,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 		embedded = emb
 		url = emb.ClientURL()
 		inProcess = append(inProcess, emb.InProcess())
-		log.Info("embedded JetStream started", "url", url, "store", filepath.Join(cfg.DataDir, JetStreamDir), "sync", syncName(cfg.SyncInterval))
+		log.Info("embedded JetStream started", "url", url, "store", storeDir, "sync", syncName(cfg.SyncInterval))
 	}
 
 	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
@@ -264,7 +265,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if embedded != nil {
 		g.Go(func() error {
-			return watchStore(gctx, embedded, storeCheckInterval, filepath.Join(cfg.DataDir, JetStreamDir), log)
+			return watchStore(gctx, embedded, storeCheckInterval, storeDir, log)
 		})
 	}
 	// The responders subscribe as they start; announce readiness only once
