@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
@@ -24,6 +25,9 @@ const (
 	DefaultBatchSize = 1000
 	// BatchSizeMax is the largest BatchSize accepted.
 	BatchSizeMax = 10_000
+	// DefaultFlushDelay is how long an event waits for others to fill its
+	// batch before the batch is appended as it is.
+	DefaultFlushDelay = 50 * time.Millisecond
 	// DefaultUnchangedKeysMax is the number of objects whose last appended
 	// state an Ingester remembers to skip unchanged upserts.
 	DefaultUnchangedKeysMax = 100_000
@@ -42,6 +46,13 @@ type Options struct {
 	// BatchSize is the number of events appended together. Zero:
 	// DefaultBatchSize.
 	BatchSize int
+	// FlushDelay bounds how long an event waits for its batch to fill:
+	// once the oldest event of a batch has waited this long, the batch is
+	// appended as it is, so that a live feed (a watch piped in, which may
+	// not send a thousand events in hours) reaches the stream as it comes.
+	// A file read as fast as it is appended fills its batches first. Zero:
+	// DefaultFlushDelay.
+	FlushDelay time.Duration
 	// UnchangedKeysMax bounds the objects remembered for skipping unchanged
 	// upserts. Zero: DefaultUnchangedKeysMax. When it is reached an
 	// arbitrary remembered object is forgotten; its next upsert is appended
@@ -52,6 +63,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultBatchSize
+	}
+	if o.FlushDelay == 0 {
+		o.FlushDelay = DefaultFlushDelay
 	}
 	if o.UnchangedKeysMax == 0 {
 		o.UnchangedKeysMax = DefaultUnchangedKeysMax
@@ -66,6 +80,9 @@ func (o Options) Validate() error {
 	var problems []string
 	if o.BatchSize < 1 || o.BatchSize > BatchSizeMax {
 		problems = append(problems, fmt.Sprintf("BatchSize %d is outside 1..%d", o.BatchSize, BatchSizeMax))
+	}
+	if o.FlushDelay < 0 {
+		problems = append(problems, fmt.Sprintf("FlushDelay %s is negative", o.FlushDelay))
 	}
 	if o.UnchangedKeysMax < 1 || o.UnchangedKeysMax > UnchangedKeysLimit {
 		problems = append(problems, fmt.Sprintf("UnchangedKeysMax %d is outside 1..%d", o.UnchangedKeysMax, UnchangedKeysLimit))
@@ -329,29 +346,55 @@ func (p *pipeline) prepareLoop() {
 }
 
 // apply takes prepared records in input order, updates the unchanged-upsert
-// memory and the report, keeps rejections, and hands full batches on.
+// memory and the report, keeps rejections, and hands batches on: a full
+// one at once, one that is not filling up once its oldest event has
+// waited FlushDelay.
 func (p *pipeline) apply() {
 	defer close(p.applied)
 	defer close(p.batches)
 	var pending []ledger.BatchEntry
-	for j := range p.order {
-		if p.stopped() {
-			continue // drain
-		}
-		pr := <-j.done
-		if err := p.applyOne(pr, &pending); err != nil {
-			p.fail(err)
-			continue
-		}
-		if len(pending) >= p.in.opts.BatchSize {
-			if !p.handOver(pending) {
-				continue
-			}
+	flush := time.NewTimer(p.in.opts.FlushDelay)
+	flush.Stop()
+	defer flush.Stop()
+	var due <-chan time.Time // flush's channel while pending holds events
+	handOver := func() {
+		due = nil
+		flush.Stop()
+		if p.handOver(pending) {
 			pending = make([]ledger.BatchEntry, 0, p.in.opts.BatchSize)
 		}
 	}
-	if len(pending) > 0 && !p.stopped() {
-		p.handOver(pending)
+	for {
+		select {
+		case j, ok := <-p.order:
+			if !ok {
+				if len(pending) > 0 && !p.stopped() {
+					p.handOver(pending)
+				}
+				return
+			}
+			if p.stopped() {
+				continue // drain
+			}
+			pr := <-j.done
+			held := len(pending)
+			if err := p.applyOne(pr, &pending); err != nil {
+				p.fail(err)
+				continue
+			}
+			switch {
+			case len(pending) >= p.in.opts.BatchSize:
+				handOver()
+			case held == 0 && len(pending) > 0:
+				flush.Reset(p.in.opts.FlushDelay)
+				due = flush.C
+			}
+		case <-due:
+			if !p.stopped() {
+				handOver()
+			}
+			due = nil
+		}
 	}
 }
 

@@ -26,7 +26,9 @@ BOOKMARK, ERROR), or plain objects in JSON or YAML (single, multi-document or
 kind: List), which count as ADDED. With no FILE, or with -, it reads
 standard input.
 
-It returns once every valid event is durably in the stream. Each invalid
+It returns once every valid event is durably in the stream. A live feed
+(a watch piped in, the input left open) is appended as it comes: an event
+waits at most 50 ms for others to share its append. Each invalid
 record is reported as FILE:LINE: reason on standard error and kept in the
 dead-letter stream (list them with 'quota rejects'); valid records around it
 are still ingested, and the exit status is 1.
