@@ -7,8 +7,11 @@ var (
 	// is out of range.
 	ErrInvalidOptions = errors.New("invalid ingest options")
 
-	// ErrDocumentTooLarge is the reason given for a JSON or YAML document
-	// file larger than DocumentBytesMax; the file is rejected, not read.
+	// ErrDocumentTooLarge is the reason given for a multi-line JSON value
+	// or a YAML document larger than DocumentBytesMax (or holding a line
+	// over LineBytesMax): it is rejected, not read. A YAML document's
+	// rejection ends at its separator and the documents after it are read;
+	// after a JSON value's, the input is not read further.
 	ErrDocumentTooLarge = errors.New("document too large")
 
 	// ErrLineTooLong is the reason given for a JSON line longer than

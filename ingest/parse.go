@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -19,8 +20,9 @@ const (
 	// LineBytesMax is the longest JSON line read: the largest object plus
 	// room for the watch event around it.
 	LineBytesMax = object.SizeMax + 64<<10
-	// DocumentBytesMax is the largest multi-line JSON or YAML file read.
-	// JSON lines are streamed and have no such limit.
+	// DocumentBytesMax is the largest multi-line JSON value or YAML
+	// document read. Every format is streamed: the input as a whole has no
+	// limit.
 	DocumentBytesMax = 256 << 20
 	// ListItemsMax is the largest number of items one List may hold.
 	ListItemsMax = 1_000_000
@@ -57,8 +59,13 @@ type Record struct {
 //     event or object per line (what `kubectl get --raw '...?watch=true'`
 //     prints); streamed, and a bad line does not stop the lines after it;
 //   - a line that is just "{", or one starting with '[': JSON documents
-//     (`kubectl get -o json`), one or more objects, possibly pretty-printed;
+//     (`kubectl get -o json`, or a watch's `kubectl get -w
+//     --output-watch-events -o json`), one or more objects or watch
+//     events, possibly pretty-printed;
 //   - anything else: YAML, one or more documents separated by "---".
+//
+// Every format is streamed: each value or document is handed on once it
+// has been read whole, so a live feed piped in is read as it comes.
 //
 // In any format an object whose kind ends in "List" and that has items is
 // unpacked into its items. Parse returns fn's first error, or a read error;
@@ -92,18 +99,15 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 		switch {
 		case trimmed[0] == '{' && !bytes.Equal(trimmed, []byte("{")):
 			return p.jsonLines(br, line, tooLong, lineNo, err)
+		case err != nil && !errors.Is(err, io.EOF):
+			return fmt.Errorf("read %s: %w", name, err)
+		case trimmed[0] == '[' && tooLong:
+			return p.reject(p.source(lineNo), nil, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, lineNo, LineBytesMax))
 		case trimmed[0] == '{' || trimmed[0] == '[':
-			data, rerr := readDocument(&head, line, br, err)
-			if rerr != nil {
-				return p.documentError(name, lineNo, rerr)
-			}
-			return p.jsonDocuments(data, 1)
+			// The lines read so far, then the rest.
+			return p.jsonDocuments(io.MultiReader(bytes.NewReader(slices.Concat(head.Bytes(), line)), br))
 		default:
-			data, rerr := readDocument(&head, line, br, err)
-			if rerr != nil {
-				return p.documentError(name, lineNo, rerr)
-			}
-			return p.yamlDocuments(data)
+			return p.yamlDocuments(head.Bytes(), line, tooLong, err, br)
 		}
 	}
 }
@@ -119,13 +123,10 @@ func (p *parser) reject(source string, raw []byte, err error) error {
 	return p.fn(Record{Source: source, Raw: raw, Err: err})
 }
 
-// documentError reports a document that could not be read whole: too large
-// is a rejection of the file; any other error is a read failure.
-func (p *parser) documentError(name string, line int, err error) error {
-	if errors.Is(err, ErrDocumentTooLarge) {
-		return p.reject(p.source(line), nil, fmt.Errorf("%w: more than %d bytes; split it or use JSON lines", ErrDocumentTooLarge, DocumentBytesMax))
-	}
-	return fmt.Errorf("read %s: %w", name, err)
+// tooLarge rejects a value or document over DocumentBytesMax that starts
+// at line.
+func (p *parser) tooLarge(line int) error {
+	return p.reject(p.source(line), nil, fmt.Errorf("%w: more than %d bytes; split it or use JSON lines", ErrDocumentTooLarge, DocumentBytesMax))
 }
 
 // readLine returns the next line with its newline, at most LineBytesMax
@@ -144,28 +145,6 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 		}
 		return buf, tooLong, err
 	}
-}
-
-// readDocument returns the whole input: what was read so far and the rest,
-// failing with ErrDocumentTooLarge above DocumentBytesMax.
-func readDocument(head *bytes.Buffer, line []byte, br *bufio.Reader, lineErr error) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Write(head.Bytes())
-	buf.Write(line)
-	if lineErr != nil && !errors.Is(lineErr, io.EOF) {
-		return nil, lineErr
-	}
-	if lineErr == nil {
-		n, err := io.Copy(&buf, io.LimitReader(br, DocumentBytesMax+1))
-		if err != nil {
-			return nil, err
-		}
-		_ = n
-	}
-	if buf.Len() > DocumentBytesMax {
-		return nil, ErrDocumentTooLarge
-	}
-	return buf.Bytes(), nil
 }
 
 // jsonLines handles JSON lines from the first content line on.
@@ -195,45 +174,122 @@ func (p *parser) jsonLines(br *bufio.Reader, line []byte, tooLong bool, lineNo i
 }
 
 // jsonDocuments handles a sequence of JSON values, possibly spread over
-// many lines; firstLine is the line number of data's first byte. A syntax
-// error ends the input: the decoder cannot find the next value after it, so
-// the rest of the input is rejected as one record.
-func (p *parser) jsonDocuments(data []byte, firstLine int) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
+// many lines, read from r as they arrive. A syntax error ends the input:
+// the decoder cannot find the next value after it, so the rest of the
+// input is rejected as one record.
+func (p *parser) jsonDocuments(r io.Reader) error {
+	lt := &lineTracker{r: r, limit: DocumentBytesMax}
+	dec := json.NewDecoder(lt)
 	for {
-		offset := int(dec.InputOffset())
-		start := offset + leadingSpace(data[offset:])
-		if start >= len(data) {
-			return nil
-		}
-		line := firstLine + bytes.Count(data[:start], []byte("\n"))
+		// More reads on to the next value's first byte, so that the
+		// tracker holds it.
+		more := dec.More()
+		start := lt.skipSpace(dec.InputOffset())
+		line := lt.lineAt(start)
 		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return p.reject(p.source(line), bytes.TrimSpace(data[start:]), fmt.Errorf("%w: %v (the rest of the input from this line is not read)", ErrBadJSON, err))
+		err := dec.Decode(&raw)
+		switch {
+		case !more && errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrDocumentTooLarge):
+			return p.tooLarge(line)
+		case err == nil:
+			if err := p.value(p.source(line), raw); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := p.value(p.source(line), raw); err != nil {
-			return err
+		var syntax *json.SyntaxError
+		if !errors.As(err, &syntax) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read %s: %w", p.name, err)
 		}
+		rest, rerr := lt.rest(start)
+		if rerr != nil && !errors.Is(rerr, ErrDocumentTooLarge) {
+			return fmt.Errorf("read %s: %w", p.name, rerr)
+		}
+		return p.reject(p.source(line), bytes.TrimSpace(rest), fmt.Errorf("%w: %v (the rest of the input from this line is not read)", ErrBadJSON, err))
 	}
 }
 
-func leadingSpace(b []byte) int {
-	return len(b) - len(bytes.TrimLeft(b, " \t\r\n"))
+// lineTracker reads on behalf of a JSON decoder and keeps what was read
+// from the last value's start on, to tell the line a value starts on and
+// to hand over the rest of the input after a syntax error. It fails reads
+// with ErrDocumentTooLarge once it holds more than limit bytes: one value
+// over the limit.
+type lineTracker struct {
+	r     io.Reader
+	limit int
+	held  []byte // read from offset base on
+	base  int64
+	lines int // newlines before base
 }
 
-// yamlDocuments splits data into YAML documents on "---" and "..." lines
-// and handles each; a document's source line is its first line that is
-// neither blank nor a comment.
-func (p *parser) yamlDocuments(data []byte) error {
-	lines := bytes.SplitAfter(data, []byte("\n"))
+func (t *lineTracker) Read(b []byte) (int, error) {
+	if len(t.held) > t.limit {
+		return 0, ErrDocumentTooLarge
+	}
+	n, err := t.r.Read(b)
+	t.held = append(t.held, b[:n]...)
+	return n, err
+}
+
+// skipSpace returns the offset of the first byte at or after off that is
+// not JSON whitespace, among those read.
+func (t *lineTracker) skipSpace(off int64) int64 {
+	i := int(off - t.base)
+	for i < len(t.held) && (t.held[i] == ' ' || t.held[i] == '\t' || t.held[i] == '\r' || t.held[i] == '\n') {
+		i++
+	}
+	return t.base + int64(i)
+}
+
+// lineAt returns the line (from 1) of offset off, which no earlier call
+// passed, and forgets what was read before it.
+func (t *lineTracker) lineAt(off int64) int {
+	cut := int(off - t.base)
+	t.lines += bytes.Count(t.held[:cut], []byte("\n"))
+	t.held = append(t.held[:0], t.held[cut:]...)
+	t.base = off
+	return t.lines + 1
+}
+
+// rest returns what was read from off, the last offset given to lineAt,
+// and the input after it: at most limit bytes in all, more making it fail
+// with ErrDocumentTooLarge.
+func (t *lineTracker) rest(off int64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write(t.held[int(off-t.base):])
+	room := int64(max(t.limit-buf.Len(), 0))
+	if _, err := io.Copy(&buf, io.LimitReader(t.r, room+1)); err != nil {
+		return buf.Bytes(), err
+	}
+	if buf.Len() > t.limit {
+		return buf.Bytes()[:t.limit], ErrDocumentTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// yamlDocuments splits the input into YAML documents on "---" and "..."
+// lines and handles each as soon as its end is read; a document's source
+// line is its first line that is neither blank nor a comment. head holds
+// the blank lines before the first content line, first; firstTooLong and
+// firstErr are what reading first returned; then lines come from br.
+func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr error, br *bufio.Reader) error {
 	var doc bytes.Buffer
-	first := 0
+	start := 0             // the document's source line, 0 while it has none
+	over, long := false, 0 // the document is over DocumentBytesMax; a line of it over LineBytesMax
 	flush := func() error {
-		defer func() { doc.Reset(); first = 0 }()
-		if first == 0 {
+		defer func() { doc.Reset(); start, over, long = 0, false, 0 }()
+		if start == 0 {
 			return nil // only blanks and comments
 		}
-		src := p.source(first)
+		src := p.source(start)
+		if over {
+			return p.tooLarge(start)
+		}
+		if long != 0 {
+			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, long, LineBytesMax))
+		}
 		js, err := yaml.YAMLToJSON(doc.Bytes())
 		if err != nil {
 			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
@@ -243,7 +299,9 @@ func (p *parser) yamlDocuments(data []byte) error {
 		}
 		return p.valueWithRaw(src, js, bytes.TrimSpace(doc.Bytes()))
 	}
-	for i, l := range lines {
+	lineNo := 0
+	add := func(l []byte, tooLong bool) error {
+		lineNo++
 		t := bytes.TrimRight(l, " \t\r\n")
 		if isYAMLSeparator(t) {
 			if err := flush(); err != nil {
@@ -253,18 +311,49 @@ func (p *parser) yamlDocuments(data []byte) error {
 			if rest := bytes.TrimSpace(bytes.TrimPrefix(t, []byte("---"))); bytes.HasPrefix(t, []byte("---")) && len(rest) > 0 && rest[0] != '#' {
 				doc.Write(rest)
 				doc.WriteByte('\n')
-				first = i + 1
+				start = lineNo
 			}
-			continue
+			return nil
 		}
-		doc.Write(l)
-		if first == 0 {
+		if tooLong && long == 0 {
+			long = lineNo
+		}
+		if doc.Len()+len(l) > DocumentBytesMax {
+			over = true
+			doc.Reset() // kept from growing; the document is rejected whole
+		}
+		if !over {
+			doc.Write(l)
+		}
+		if start == 0 {
 			if s := bytes.TrimSpace(l); len(s) > 0 && s[0] != '#' {
-				first = i + 1
+				start = lineNo
+			}
+		}
+		return nil
+	}
+	for _, l := range bytes.SplitAfter(head, []byte("\n")) {
+		if len(l) > 0 {
+			if err := add(l, false); err != nil {
+				return err
 			}
 		}
 	}
-	return flush()
+	line, tooLong, err := first, firstTooLong, firstErr
+	for {
+		if len(line) > 0 {
+			if ferr := add(line, tooLong); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return flush()
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p.name, err)
+		}
+		line, tooLong, err = readLine(br)
+	}
 }
 
 func isYAMLSeparator(t []byte) bool {

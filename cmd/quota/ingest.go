@@ -27,8 +27,11 @@ kind: List), which count as ADDED. With no FILE, or with -, it reads
 standard input.
 
 It returns once every valid event is durably in the stream. A live feed
-(a watch piped in, the input left open) is appended as it comes: an event
-waits at most 50 ms for others to share its append. Each invalid
+(a watch piped in, the input left open: 'kubectl get --raw
+/api/v1/pods?watch=true', or 'kubectl get pods -A -w --output-watch-events
+-o json' or '-o yaml') is appended as it comes: an event is read once it is
+whole (a YAML document when the next one begins) and waits at most 50 ms
+for others to share its append. Each invalid
 record is reported as FILE:LINE: reason on standard error and kept in the
 dead-letter stream (list them with 'quota rejects'); valid records around it
 are still ingested, and the exit status is 1.
