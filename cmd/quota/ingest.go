@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,10 +33,12 @@ It returns once every valid event is durably in the stream. A live feed
 /api/v1/pods?watch=true', or 'kubectl get pods -A -w --output-watch-events
 -o json' or '-o yaml') is appended as it comes: an event is read once it is
 whole (a YAML document when the next one begins) and waits at most 50 ms
-for others to share its append. Each invalid
-record is reported as FILE:LINE: reason on standard error and kept in the
-dead-letter stream (list them with 'quota rejects'); valid records around it
-are still ingested, and the exit status is 1.
+for others to share its append. A stop (SIGINT, SIGTERM) ends the input:
+what was read is still appended, and a second signal exits at once.
+
+Each invalid record is reported as FILE:LINE: reason on standard error and
+kept in the dead-letter stream (list them with 'quota rejects'); valid
+records around it are still ingested, and the exit status is 1.
 
 Re-ingesting the same watch events appends nothing new: events are
 deduplicated by object uid, resourceVersion and event type, within the
@@ -48,12 +52,27 @@ stream's duplicate window (a day by default).`,
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			in, err := ingest.New(stream, ingest.Options{Namespace: namespace})
+			ingester, err := ingest.New(stream, ingest.Options{Namespace: namespace})
 			if err != nil {
 				return withCode(exitError, err)
 			}
+			// Without --resync, a stop (SIGINT, SIGTERM) ends the input:
+			// what was read is still appended, within drainTimeout, and a
+			// second signal exits at once. A resync, whose list must be
+			// whole, is abandoned.
+			ctx := cmd.Context()
+			appendCtx := ctx
+			if !resync {
+				var cancel context.CancelFunc
+				appendCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+				defer cancel()
+				defer context.AfterFunc(ctx, func() { time.AfterFunc(drainTimeout, cancel) })()
+			}
 			var total ingest.Report
 			for _, name := range args {
+				if ctx.Err() != nil {
+					break // stopped: the files after it are not read
+				}
 				var r io.Reader = os.Stdin
 				label := "-"
 				if name != "-" {
@@ -67,7 +86,7 @@ stream's duplicate window (a day by default).`,
 				var report ingest.Report
 				if resync {
 					var rr ingest.ResyncReport
-					rr, err = in.Resync(cmd.Context(), label, r, ingest.ResyncOptions{Namespace: namespace, Resource: kind})
+					rr, err = ingester.Resync(ctx, label, r, ingest.ResyncOptions{Namespace: namespace, Resource: kind})
 					report = rr.Report
 					for _, g := range rr.Groups {
 						if g.Seq != 0 {
@@ -75,7 +94,7 @@ stream's duplicate window (a day by default).`,
 						}
 					}
 				} else {
-					report, err = in.IngestFile(cmd.Context(), label, r)
+					report, err = ingester.IngestFile(appendCtx, label, untilStopped(ctx, r))
 				}
 				total.Add(report)
 				for _, rej := range report.Rejections {
@@ -89,6 +108,9 @@ stream's duplicate window (a day by default).`,
 				}
 			}
 			if !quiet {
+				if ctx.Err() != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "stopped by a signal: the input was read up to there, and what was read is appended")
+				}
 				fmt.Fprintln(cmd.ErrOrStderr(), summary(total))
 			}
 			if total.Rejected > 0 {
@@ -109,4 +131,33 @@ stream's duplicate window (a day by default).`,
 func summary(r ingest.Report) string {
 	return fmt.Sprintf("ingested %d records: %d appended, %d already in the log, %d unchanged, %d bookmarks, %d rejected",
 		r.Records(), r.Appended, r.Duplicates, r.Unchanged, r.Bookmarks, r.Rejected)
+}
+
+// drainTimeout bounds how long a stopped ingest goes on appending what it
+// had read.
+const drainTimeout = 30 * time.Second
+
+// untilStopped returns r, read by a goroutine of its own, as an input
+// that ends when ctx does. A read of a pipe that has nothing to give (a
+// watch piped in, between events) cannot be interrupted by closing the
+// pipe: blocking pipes bypass Go's poller.
+func untilStopped(ctx context.Context, r io.Reader) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				if _, werr := pw.Write(buf[:n]); werr != nil {
+					return // ended
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	context.AfterFunc(ctx, func() { pw.CloseWithError(io.EOF) })
+	return pr
 }
