@@ -190,9 +190,11 @@ func printVerification(w io.Writer, v *replay.Verification, output string) error
 	return nil
 }
 
+// formatTime gives the time of the last event replayed; none was for an
+// empty stream, or a time before its first event.
 func formatTime(t time.Time) string {
 	if t.IsZero() {
-		return "empty stream"
+		return "before the first event"
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
