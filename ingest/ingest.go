@@ -357,7 +357,7 @@ func (p *pipeline) apply() {
 	flush.Stop()
 	defer flush.Stop()
 	var due <-chan time.Time // flush's channel while pending holds events
-	handOver := func() {
+	handOverPending := func() {
 		due = nil
 		flush.Stop()
 		if p.handOver(pending) {
@@ -384,14 +384,14 @@ func (p *pipeline) apply() {
 			}
 			switch {
 			case len(pending) >= p.in.opts.BatchSize:
-				handOver()
+				handOverPending()
 			case held == 0 && len(pending) > 0:
 				flush.Reset(p.in.opts.FlushDelay)
 				due = flush.C
 			}
 		case <-due:
 			if !p.stopped() {
-				handOver()
+				handOverPending()
 			}
 			due = nil
 		}
