@@ -102,6 +102,9 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 				return withCode(exitError, fmt.Errorf("bad reply from the ledger: %v", err))
 			}
 			resp := out.Response
+			for _, w := range resp.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
+			}
 			if resp.Allowed {
 				fmt.Fprintln(cmd.OutOrStdout(), "allowed")
 				return nil

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -40,8 +41,6 @@ func TestMalformedRequestsGetABadRequestReply(t *testing.T) {
 			body: string(review("u5", "PATCH", "team", pod, "", false)), message: `unknown operation "PATCH"`},
 		{name: "update without an old object", subject: "team", uid: "u6",
 			body: string(review("u6", admissionv1.Update, "team", pod, "", false)), message: "UPDATE without oldObject"},
-		{name: "cluster-scoped object", subject: "team", uid: "u7",
-			body: string(review("u7", admissionv1.Create, "team", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`, "", false)), message: "cluster-scoped"},
 		{name: "subject naming no namespace Kubernetes allows", subject: "Team", uid: "u8",
 			body: string(review("u8", admissionv1.Create, "", podManifest("Team", "web-1", ""), "", true)), message: `subject names no valid namespace: namespace "Team" is not a DNS label`},
 	}
@@ -128,5 +127,34 @@ func TestOperationsChargeWhatKubernetesCharges(t *testing.T) {
 	}
 	if got := r.used(t, ns, "storage", "requests.storage"); got != "8Gi" {
 		t.Errorf("got used requests.storage=%s, want 8Gi: the growth reserved", got)
+	}
+}
+
+// TestClusterScopedObjectsAreAllowed offers objects outside every
+// namespace: Kubernetes' quota admission passes them, so the ledger allows
+// them, says why in a warning, and appends nothing.
+func TestClusterScopedObjectsAreAllowed(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	upsert(t, stream, quotaManifest("team", "q", map[string]string{"pods": "0", "count/storageclasses.storage.k8s.io": "0"}))
+	r := startReplica(t, srv.ClientURL(), Config{})
+	r.catchUp(t)
+	before, err := stream.LastSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []string{
+		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}`,
+		`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"example.com/disk"}`,
+	} {
+		for _, dryRun := range []bool{true, false} {
+			resp := ask(t, r.client, "team", review("u1", admissionv1.Create, "team", obj, "", dryRun))
+			if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "cluster-scoped") {
+				t.Errorf("%s (dry run %v): allowed %v, warnings %q; want allowed with a warning that it is cluster-scoped", obj, dryRun, resp.Allowed, resp.Warnings)
+			}
+		}
+	}
+	if after, err := stream.LastSeq(context.Background()); err != nil || after != before {
+		t.Errorf("the stream went from seq %d to %d (%v): a cluster-scoped admission appended", before, after, err)
 	}
 }

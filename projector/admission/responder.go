@@ -414,6 +414,12 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	obj, err := decodeObjectAs(req.takeObject(), req.Object, namespace)
+	var outside clusterScoped
+	if errors.As(err, &outside) {
+		// Kubernetes' quota admission passes what is outside every
+		// namespace.
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{outside.Error()}}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: object: %v", ErrBadRequest, err)
 	}
@@ -510,6 +516,14 @@ func expireEvent(ns string, rs []projector.Reservation) (ledger.Event, string) {
 	return ev, "expire/" + ns + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// clusterScoped is decodeObjectAs's error for an object of a
+// cluster-scoped kind, which no quota charges.
+type clusterScoped string
+
+func (c clusterScoped) Error() string {
+	return string(c) + " is cluster-scoped: quotas are per namespace, and none applies"
+}
+
 // isNull reports whether a JSON value is absent or null.
 func isNull(raw []byte) bool {
 	return len(raw) == 0 || string(raw) == "null"
@@ -534,7 +548,7 @@ func decodeObjectAs(decoded *object.Object, raw []byte, namespace string) (*obje
 		}
 	}
 	if o.ClusterScoped() {
-		return nil, fmt.Errorf("%s is cluster-scoped; quotas are per namespace", o.Kind)
+		return nil, clusterScoped(o.Kind)
 	}
 	if o.Namespace == "" {
 		o.SetNamespace(namespace)
