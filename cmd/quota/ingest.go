@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/quotaledger/quota/ingest"
 )
@@ -75,6 +76,9 @@ stream's duplicate window (a day by default).`,
 				}
 				var r io.Reader = os.Stdin
 				label := "-"
+				if name == "-" && !quiet && term.IsTerminal(int(os.Stdin.Fd())) {
+					fmt.Fprintln(cmd.ErrOrStderr(), "reading watch events or manifests from the terminal; end with Ctrl-D (or name a FILE)")
+				}
 				if name != "-" {
 					f, err := os.Open(name)
 					if err != nil {
