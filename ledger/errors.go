@@ -52,6 +52,10 @@ var (
 	// no source or no reason.
 	ErrInvalidRejection = errors.New("invalid rejection")
 
+	// ErrStreamGone is returned by Stream.CurrentIdentity when JetStream
+	// no longer has the event stream (it was deleted).
+	ErrStreamGone = errors.New("the ledger's stream is gone")
+
 	// ErrStoreFailed is returned by Embedded.Health when the embedded
 	// server can no longer serve its JetStream store.
 	ErrStoreFailed = errors.New("embedded JetStream cannot serve its store")

@@ -55,7 +55,25 @@ func (s *Stream) Config() Config { return s.cfg }
 // tells it from a stream deleted and created again under the same name (a
 // wiped JetStream store, another cluster).
 func (s *Stream) Identity() string {
-	return fmt.Sprintf("stream %s created %s", s.cfg.StreamName, s.events.CachedInfo().Created.UTC().Format(time.RFC3339Nano))
+	return identity(s.cfg.StreamName, s.events.CachedInfo().Created)
+}
+
+func identity(name string, created time.Time) string {
+	return fmt.Sprintf("stream %s created %s", name, created.UTC().Format(time.RFC3339Nano))
+}
+
+// CurrentIdentity asks JetStream for the identity (see Identity) of the
+// stream that carries the event stream's name now. When there is none it
+// fails with an error wrapping ErrStreamGone.
+func (s *Stream) CurrentIdentity(ctx context.Context) (string, error) {
+	st, err := s.js.Stream(ctx, s.cfg.StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", fmt.Errorf("%w: JetStream has no stream %s any more", ErrStreamGone, s.cfg.StreamName)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read stream %s: %w", s.cfg.StreamName, err)
+	}
+	return identity(s.cfg.StreamName, st.CachedInfo().Created), nil
 }
 
 // AppendOptions are the per-append options.

@@ -32,7 +32,8 @@ external NATS (a cluster, in production) and embeds none. The projection is
 kept in DIR/projection.db and rebuilt from the stream if deleted. Every page of
 it is checked at start: a damaged file (a bad sector), or one built from
 another stream (a JetStream store wiped by hand), stops serve with an error
-naming it, and moving it aside rebuilds it. Admissions are taken once
+naming it, and moving it aside rebuilds it. A stream deleted (or deleted
+and created again) while serve runs stops it too. Admissions are taken once
 the projection holds what the stream held at start (a rebuild logs its
 progress); describe, explain and ingest are served meanwhile.
 

@@ -268,6 +268,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return watchStore(gctx, embedded, storeCheckInterval, storeDir, log)
 		})
 	}
+	g.Go(func() error { return watchStream(gctx, stream, stream.Identity(), streamCheckInterval, log) })
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
@@ -382,6 +383,42 @@ func watchStore(ctx context.Context, emb *ledger.Embedded, every time.Duration, 
 		}
 		log.Error("embedded JetStream failed; stopping", "store", dir, "err", err)
 		return fmt.Errorf("%w; it takes no append until it restarts: fix the cause (a full disk: free space where %s is) and start serve again; the stream and the projection keep what they hold", err, dir)
+	}
+}
+
+// streamCheckInterval is how often serve asks JetStream whether the stream
+// it follows is still there.
+var streamCheckInterval = 5 * time.Second
+
+// watchStream returns an error wrapping ledger.ErrStreamGone, which stops
+// serve, once JetStream has no stream of the followed stream's name, or
+// one with another identity than want (deleted and created again), and nil
+// when ctx ends. The projection cannot follow either: a stream created
+// again starts its sequences anew, under those the projection has applied.
+// A check that fails otherwise (NATS unreachable for a while) is logged.
+func watchStream(ctx context.Context, stream *ledger.Stream, want string, every time.Duration, log *slog.Logger) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		got, err := stream.CurrentIdentity(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil && got != want {
+			err = fmt.Errorf("%w: it was deleted and created again (%s; it was %s)", ledger.ErrStreamGone, got, want)
+		}
+		if errors.Is(err, ledger.ErrStreamGone) {
+			log.Error("the stream the projection follows is gone; stopping", "err", err)
+			return fmt.Errorf("%w; the projection follows events JetStream no longer holds: start serve again, which creates the stream if it is missing and refuses the projection of the old one until it is moved aside", err)
+		}
+		if err != nil {
+			log.Warn("could not check the stream", "err", err)
+		}
 	}
 }
 

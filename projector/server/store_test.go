@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quotaledger/quota/ingest"
 	"github.com/quotaledger/quota/ledger"
@@ -74,5 +75,46 @@ ingesting:
 		if !strings.Contains(got, want) {
 			t.Errorf("the log does not say %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestStopsWhenTheStreamIsGone deletes the stream serve follows, and then
+// also creates it again: serve stops saying so, where its projection
+// would wait for events of a stream that is no more, or skip the new
+// stream's first events, whose sequences it has applied already.
+func TestStopsWhenTheStreamIsGone(t *testing.T) {
+	defer func(d time.Duration) { streamCheckInterval = d }(streamCheckInterval)
+	streamCheckInterval = 100 * time.Millisecond
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("created again %v", recreate), func(t *testing.T) {
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			url, runDone := startLedger(t, ctx, Config{})
+			client, err := nats.Connect(url, nats.MaxReconnects(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			js, err := jetstream.New(client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := js.DeleteStream(ctx, ledger.DefaultStreamName); err != nil {
+				t.Fatal(err)
+			}
+			if recreate {
+				if _, err := ledger.Open(ctx, js, ledger.Config{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case err := <-runDone:
+				if !errors.Is(err, ledger.ErrStreamGone) || !strings.Contains(err.Error(), "start serve again") {
+					t.Fatalf("Run returned %v, want ErrStreamGone saying what to do", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the ledger still runs 20 s after its stream was deleted")
+			}
+		})
 	}
 }
