@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -24,7 +25,7 @@ func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, e
 		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, ErrNoStream)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, err)
+		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, noJetStream(err))
 	}
 	if n := events.CachedInfo().Config.MaxMsgSize; n > 0 {
 		cfg.MaxMsgSize = n
@@ -34,7 +35,17 @@ func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, e
 		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, ErrNoStream)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, err)
+		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, noJetStream(err))
 	}
 	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
+}
+
+// noJetStream says what a request of JetStream's API that nothing answers
+// means: a NATS server without JetStream (or an account without it).
+func noJetStream(err error) error {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return fmt.Errorf("%w: %w", ErrNoJetStream, err)
+	}
+	return err
 }

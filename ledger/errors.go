@@ -52,6 +52,11 @@ var (
 	// no source or no reason.
 	ErrInvalidRejection = errors.New("invalid rejection")
 
+	// ErrNoJetStream is returned by Open and Attach when nothing answers
+	// JetStream's API on the NATS server: it runs without JetStream, or the
+	// account has none.
+	ErrNoJetStream = errors.New("the NATS server answers no JetStream request: is JetStream enabled on it, for this account?")
+
 	// ErrStreamGone is returned by Stream.CurrentIdentity when JetStream
 	// no longer has the event stream (it was deleted).
 	ErrStreamGone = errors.New("the ledger's stream is gone")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -110,5 +111,37 @@ func TestStartSaysWhyTheServerGaveUp(t *testing.T) {
 	}
 	if took := time.Since(started); !errors.Is(err, ledger.ErrServerNotReady) || !strings.Contains(err.Error(), "address already in use") || took > 30*time.Second {
 		t.Fatalf("after %s: got %v, want ErrServerNotReady saying the address is in use, well within the minute's wait", took, err)
+	}
+}
+
+// TestOpenSaysWhenTheServerHasNoJetStream opens the ledger's streams on a
+// NATS server running without JetStream: the error says so, where NATS
+// alone says only that nothing answered.
+func TestOpenSaysWhenTheServerHasNoJetStream(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the server did not get ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ledger.Open(ctx, js, ledger.Config{}); !errors.Is(err, ledger.ErrNoJetStream) {
+		t.Errorf("open: got %v, want ErrNoJetStream", err)
+	}
+	if _, err := ledger.Attach(ctx, js, ledger.Config{}); !errors.Is(err, ledger.ErrNoJetStream) {
+		t.Errorf("attach: got %v, want ErrNoJetStream", err)
 	}
 }

@@ -38,11 +38,11 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, err
 	cfg = cfg.withDefaults()
 	events, err := js.CreateOrUpdateStream(ctx, cfg.eventStreamConfig())
 	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, err)
+		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
 	}
 	rejects, err := js.CreateOrUpdateStream(ctx, cfg.rejectStreamConfig())
 	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, err)
+		return nil, fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, noJetStream(err))
 	}
 	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
 }
