@@ -31,15 +31,7 @@ func TestHealthReportsAStoreThatCannotBeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(emb.Shutdown)
-	nc, err := nats.Connect(emb.ClientURL(), nats.MaxReconnects(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJetStream(t, emb.ClientURL())
 	// A bound of 120 000 bytes makes JetStream's blocks 32 KiB: the second
 	// block, where every write fails as on a full disk, comes after about
 	// a hundred events.
@@ -127,15 +119,7 @@ func TestOpenSaysWhenTheServerHasNoJetStream(t *testing.T) {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("the server did not get ready")
 	}
-	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJetStream(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := ledger.Open(ctx, js, ledger.Config{}); !errors.Is(err, ledger.ErrNoJetStream) {
@@ -144,4 +128,20 @@ func TestOpenSaysWhenTheServerHasNoJetStream(t *testing.T) {
 	if _, err := ledger.Attach(ctx, js, ledger.Config{}); !errors.Is(err, ledger.ErrNoJetStream) {
 		t.Errorf("attach: got %v, want ErrNoJetStream", err)
 	}
+}
+
+// connectJetStream connects to the server at url, closed when the test
+// ends.
+func connectJetStream(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
