@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,37 @@ const (
 
 type globalFlags struct {
 	server string
+	// Credentials and TLS of the connection to a secured NATS: the
+	// clients' to --server, serve's to --nats.
+	nkey, tlsCA, tlsCert, tlsKey string
+}
+
+// natsOptions are the connection options the credential and TLS flags
+// ask for.
+func (g *globalFlags) natsOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	if g.nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(g.nkey)
+		if err != nil {
+			return nil, fmt.Errorf("--nkey %s: %w", g.nkey, err)
+		}
+		opts = append(opts, o)
+	}
+	if g.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(g.tlsCA))
+	}
+	if (g.tlsCert == "") != (g.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together: a client certificate and its key")
+	}
+	if g.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(g.tlsCert, g.tlsKey))
+	}
+	return opts, nil
+}
+
+// secured reports whether a credential or TLS flag is set.
+func (g *globalFlags) secured() bool {
+	return g.nkey != "" || g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != ""
 }
 
 func newRootCommand() *cobra.Command {
@@ -49,9 +81,14 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 	if server == "" {
 		server = defaultServer
 	}
-	root.PersistentFlags().StringVar(&g.server, "server", server, "NATS URL of the ledger ($QUOTA_SERVER sets the default)")
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.server, "server", server, "NATS URL of the ledger ($QUOTA_SERVER sets the default); a user and password, or a token, go in it (nats://user:pass@host:4222)")
+	pf.StringVar(&g.nkey, "nkey", os.Getenv("QUOTA_NKEY"), "file holding the NATS user's NKey seed, for a server that authenticates by NKey ($QUOTA_NKEY sets the default)")
+	pf.StringVar(&g.tlsCA, "tls-ca", os.Getenv("QUOTA_TLS_CA"), "PEM file of the CA that signed the NATS server's certificate, for a tls:// URL whose CA the system does not trust ($QUOTA_TLS_CA sets the default)")
+	pf.StringVar(&g.tlsCert, "tls-cert", "", "PEM file of a client certificate, for a NATS server that asks for one (with --tls-key)")
+	pf.StringVar(&g.tlsKey, "tls-key", "", "PEM file of the client certificate's key")
 	root.AddCommand(
-		newServeCommand(),
+		newServeCommand(g),
 		newIngestCommand(g),
 		newDescribeCommand(g),
 		newAdmitCommand(g),
@@ -67,10 +104,18 @@ func (g *globalFlags) connect(name string) (*nats.Conn, error) {
 	// A client gives up soon when the server goes away: the commands are
 	// safe to re-run (ingest is deduplicated), and a hung client helps no
 	// operator.
-	nc, err := nats.Connect(g.server, nats.Name(name), nats.Timeout(5*time.Second),
-		nats.MaxReconnects(clientReconnectsMax), nats.ReconnectWait(clientReconnectWait))
+	opts, err := g.natsOptions()
 	if err != nil {
-		return nil, fmt.Errorf("connect to the ledger at %s: %w (is 'quota serve' running? set --server or $QUOTA_SERVER)", g.server, err)
+		return nil, err
+	}
+	nc, err := nats.Connect(g.server, append(opts, nats.Name(name), nats.Timeout(5*time.Second),
+		nats.MaxReconnects(clientReconnectsMax), nats.ReconnectWait(clientReconnectWait))...)
+	if err != nil {
+		hint := "is 'quota serve' running? set --server or $QUOTA_SERVER"
+		if refusedAsClient(err) {
+			hint = "the credentials or TLS settings do not match the server's: see --nkey, --tls-ca, --tls-cert and --tls-key"
+		}
+		return nil, fmt.Errorf("connect to the ledger at %s: %w (%s)", g.server, err, hint)
 	}
 	return nc, nil
 }
@@ -104,4 +149,15 @@ func askError(subject string, err error, why string) error {
 		return withCode(exitError, fmt.Errorf("ask the ledger (%s): no ledger server answers there: none runs on this NATS (--server, $QUOTA_SERVER)%s: %w", subject, why, err))
 	}
 	return withCode(exitError, fmt.Errorf("ask the ledger (%s): %w", subject, err))
+}
+
+// refusedAsClient reports whether a connection failed on the server's
+// terms (its certificate, its authentication) rather than for want of a
+// server.
+func refusedAsClient(err error) bool {
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrSecureConnRequired) || errors.Is(err, nats.ErrSecureConnWanted) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "authorization") || strings.Contains(msg, "tls") || strings.Contains(msg, "x509")
 }

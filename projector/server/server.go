@@ -49,6 +49,9 @@ type Config struct {
 	// NATSURL, when set, is an external NATS (with JetStream) to use
 	// instead of the embedded server.
 	NATSURL string
+	// NATSOptions are added to the connection to NATSURL: credentials and
+	// TLS for a secured server.
+	NATSOptions []nats.Option
 	// SyncInterval is the embedded JetStream's sync policy: zero syncs
 	// every write before acknowledging it (always); a positive interval
 	// flushes periodically. Ignored with NATSURL (the cluster decides).
@@ -157,6 +160,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
 		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, connectionLogs(log)...)
+	if cfg.NATSURL != "" {
+		opts = append(opts, cfg.NATSOptions...)
+	}
 	nc, err := nats.Connect(url, append(opts, inProcess...)...)
 	if err != nil {
 		return fmt.Errorf("connect to NATS at %s: %w", url, err)
