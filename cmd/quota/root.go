@@ -32,13 +32,19 @@ type globalFlags struct {
 	server string
 	// Credentials and TLS of the connection to a secured NATS: the
 	// clients' to --server, serve's to --nats.
-	nkey, tlsCA, tlsCert, tlsKey string
+	creds, nkey, tlsCA, tlsCert, tlsKey string
 }
 
 // natsOptions are the connection options the credential and TLS flags
 // ask for.
 func (g *globalFlags) natsOptions() ([]nats.Option, error) {
 	var opts []nats.Option
+	if g.creds != "" && g.nkey != "" {
+		return nil, errors.New("--creds and --nkey are two ways of authenticating: give one")
+	}
+	if g.creds != "" {
+		opts = append(opts, nats.UserCredentials(g.creds))
+	}
 	if g.nkey != "" {
 		o, err := nats.NkeyOptionFromSeed(g.nkey)
 		if err != nil {
@@ -60,7 +66,7 @@ func (g *globalFlags) natsOptions() ([]nats.Option, error) {
 
 // secured reports whether a credential or TLS flag is set.
 func (g *globalFlags) secured() bool {
-	return g.nkey != "" || g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != ""
+	return g.creds != "" || g.nkey != "" || g.tlsCA != "" || g.tlsCert != "" || g.tlsKey != ""
 }
 
 func newRootCommand() *cobra.Command {
@@ -83,6 +89,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.server, "server", server, "NATS URL of the ledger ($QUOTA_SERVER sets the default); a user and password, or a token, go in it (nats://user:pass@host:4222)")
+	pf.StringVar(&g.creds, "creds", os.Getenv("QUOTA_CREDS"), "NATS user credentials file (.creds: the user's JWT and NKey seed), for a server in decentralized JWT authentication ($QUOTA_CREDS sets the default)")
 	pf.StringVar(&g.nkey, "nkey", os.Getenv("QUOTA_NKEY"), "file holding the NATS user's NKey seed, for a server that authenticates by NKey ($QUOTA_NKEY sets the default)")
 	pf.StringVar(&g.tlsCA, "tls-ca", os.Getenv("QUOTA_TLS_CA"), "PEM file of the CA that signed the NATS server's certificate, for a tls:// URL whose CA the system does not trust ($QUOTA_TLS_CA sets the default)")
 	pf.StringVar(&g.tlsCert, "tls-cert", "", "PEM file of a client certificate, for a NATS server that asks for one (with --tls-key)")
@@ -113,7 +120,7 @@ func (g *globalFlags) connect(name string) (*nats.Conn, error) {
 	if err != nil {
 		hint := "is 'quota serve' running? set --server or $QUOTA_SERVER"
 		if refusedAsClient(err) {
-			hint = "the credentials or TLS settings do not match the server's: see --nkey, --tls-ca, --tls-cert and --tls-key"
+			hint = "the credentials or TLS settings do not match the server's: see --creds, --nkey, --tls-ca, --tls-cert and --tls-key"
 		}
 		return nil, fmt.Errorf("connect to the ledger at %s: %w (%s)", g.server, err, hint)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
@@ -106,7 +107,7 @@ func TestSecuredNATS(t *testing.T) {
 		if strings.HasPrefix(tc.reason, "--") {
 			continue
 		}
-		if !strings.Contains(errOut, "see --nkey, --tls-ca") || strings.Contains(errOut, "is 'quota serve' running") {
+		if !strings.Contains(errOut, "see --creds, --nkey, --tls-ca") || strings.Contains(errOut, "is 'quota serve' running") {
 			t.Errorf("%s: %q should point to the credential and TLS flags, not ask whether serve runs", tc.name, errOut)
 		}
 	}
@@ -153,4 +154,91 @@ func writePEM(t *testing.T, dir, name, kind string, der []byte) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestCredsFile runs serve and the clients against a NATS server in
+// decentralized JWT authentication, with a user credentials file.
+func TestCredsFile(t *testing.T) {
+	dir := t.TempDir()
+	operator, err := nkeys.CreateOperator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opub, _ := operator.PublicKey()
+	oc := jwt.NewOperatorClaims(opub)
+	ojwt, err := oc.Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oc, err = jwt.DecodeOperatorClaims(ojwt); err != nil {
+		t.Fatal(err)
+	}
+	resolver := &server.MemAccResolver{}
+	newAccount := func(jetStream bool) (nkeys.KeyPair, string) {
+		kp, err := nkeys.CreateAccount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := kp.PublicKey()
+		ac := jwt.NewAccountClaims(pub)
+		if jetStream {
+			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		token, err := ac.Encode(operator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resolver.Store(pub, token); err != nil {
+			t.Fatal(err)
+		}
+		return kp, pub
+	}
+	_, sysPub := newAccount(false)
+	account, _ := newAccount(true)
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upub, _ := user.PublicKey()
+	ujwt, err := jwt.NewUserClaims(upub).Encode(account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := user.Seed()
+	creds, err := jwt.FormatUserConfig(ujwt, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile := filepath.Join(dir, "user.creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ns, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		JetStream: true, StoreDir: filepath.Join(dir, "js"),
+		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, SystemAccount: sysPub,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not get ready")
+	}
+	url := "nats://" + ns.Addr().String()
+	s := startServer(t, filepath.Join(dir, "data"), "--nats", url, "--creds", credsFile)
+	sample := filepath.Join(samplesDir, "sample-team-a")
+	s.mustRun("ingest", filepath.Join(sample, "events.jsonl"), "--creds", credsFile)
+	want, err := os.ReadFile(filepath.Join(sample, "describe.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.mustRun("describe", "-n", "sample-team-a", "--creds", credsFile); strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("describe with a credentials file:\n%s\nwant:\n%s", got, want)
+	}
+	if _, errOut, code := s.run("describe", "-n", "sample-team-a"); code != exitError || !strings.Contains(errOut, "see --creds") {
+		t.Errorf("without the credentials: exit %d, %q; want exit %d pointing to --creds", code, errOut, exitError)
+	}
 }

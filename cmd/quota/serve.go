@@ -97,7 +97,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 			}
 			if g.secured() {
 				if cfg.NATSURL == "" {
-					return withCode(exitError, errorf("--nkey and --tls-* secure the connection to --nats; the embedded server listens on loopback without them"))
+					return withCode(exitError, errorf("--creds, --nkey and --tls-* secure the connection to --nats; the embedded server listens on loopback without them"))
 				}
 				if cfg.NATSOptions, err = g.natsOptions(); err != nil {
 					return withCode(exitError, err)
@@ -109,7 +109,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data", server.DefaultDataDir, "directory for the projection and the embedded JetStream store")
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
-	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server (--nkey and --tls-* secure the connection)")
+	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server (--creds, --nkey and --tls-* secure the connection)")
 	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
 	f.StringVar(&maxEventSize, "max-event-size", resource.NewQuantity(ledger.DefaultMaxMsgSize, resource.BinarySI).String(), "largest event the stream takes, in bytes or as a quantity such as 4Mi (a resync of a whole namespace is one event); an external NATS must take messages as large (max_payload)")
 	f.DurationVar(&cfg.Stream.DuplicateWindow, "duplicate-window", ledger.DefaultDuplicateWindow, "how long the stream remembers each event's message ID, within which a re-sent event is a no-op; the NATS server holds about 100 bytes of memory for each ID it remembers")
