@@ -24,7 +24,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 		maxEventSize    string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL]",
+		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL [--replicas 3]]",
 		Short: "Run the ledger: JetStream log, projector and query responders",
 		Long: `serve runs the ledger. With no --nats it embeds a NATS server with JetStream,
 listening on --listen and storing under --data; with --nats it uses that
@@ -103,6 +103,13 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 					return withCode(exitError, err)
 				}
 			}
+			if cfg.Stream.Replicas < 1 || cfg.Stream.Replicas > ledger.ReplicasMax {
+				return withCode(exitError, errorf("--replicas %d: want 1 to %d", cfg.Stream.Replicas, ledger.ReplicasMax))
+			}
+			if cfg.Stream.Replicas > 1 && cfg.NATSURL == "" {
+				return withCode(exitError, errorf("--replicas %d needs a NATS cluster (--nats); the embedded server is one node", cfg.Stream.Replicas))
+			}
+			cfg.Snapshots.Replicas = cfg.Stream.Replicas
 			return server.Run(cmd.Context(), cfg)
 		},
 	}
@@ -110,6 +117,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.StringVar(&cfg.DataDir, "data", server.DefaultDataDir, "directory for the projection and the embedded JetStream store")
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
 	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server (--creds, --nkey and --tls-* secure the connection)")
+	f.IntVar(&cfg.Stream.Replicas, "replicas", 1, "copies of the stream (and of the snapshots) JetStream keeps: 3 on a NATS cluster (--nats), so that an acknowledged event survives the loss of a node; the embedded server keeps 1")
 	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
 	f.StringVar(&maxEventSize, "max-event-size", resource.NewQuantity(ledger.DefaultMaxMsgSize, resource.BinarySI).String(), "largest event the stream takes, in bytes or as a quantity such as 4Mi (a resync of a whole namespace is one event); an external NATS must take messages as large (max_payload)")
 	f.DurationVar(&cfg.Stream.DuplicateWindow, "duplicate-window", ledger.DefaultDuplicateWindow, "how long the stream remembers each event's message ID, within which a re-sent event is a no-op; the NATS server holds about 100 bytes of memory for each ID it remembers")

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector"
+)
+
+// TestServeOnAClusterKeepsReplicas runs serve against a three-node NATS
+// cluster, first with one copy of each stream, then with --replicas 3: the
+// ledger's streams and its snapshots' object store then have three
+// copies, and the ledger works on them.
+func TestServeOnAClusterKeepsReplicas(t *testing.T) {
+	dir := t.TempDir()
+	const nodes = 3
+	routePorts := make([]int, nodes)
+	for i := range routePorts {
+		routePorts[i] = freePort(t)
+	}
+	var routes []string
+	for _, p := range routePorts {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	var servers []*server.Server
+	for i := range nodes {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			NoSigs: true, NoLog: true,
+			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+			Cluster: server.ClusterOpts{Name: "quota-test", Host: "127.0.0.1", Port: routePorts[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		t.Cleanup(s.Shutdown)
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatal("a cluster node did not get ready")
+		}
+	}
+	url := servers[0].ClientURL()
+	waitForJetStreamCluster(t, url)
+
+	// A first server makes the streams with one copy and takes the events;
+	// the next one, with --replicas 3, raises the copies.
+	data := filepath.Join(dir, "data")
+	s := startServer(t, data, "--nats", url)
+	sample := filepath.Join(samplesDir, "sample-team-a")
+	s.mustRun("ingest", filepath.Join(sample, "events.jsonl"))
+	s.stop()
+	s = startServer(t, data, "--nats", url, "--replicas", "3")
+	want, err := os.ReadFile(filepath.Join(sample, "describe.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.mustRun("describe", "-n", "sample-team-a"); strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("describe on the cluster:\n%s\nwant:\n%s", got, want)
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The snapshots' object store is the stream OBJ_<bucket>.
+	for _, name := range []string{ledger.DefaultStreamName, ledger.DefaultRejectStreamName, "OBJ_" + projector.DefaultSnapshotBucket} {
+		// Raised from one copy, a stream elects a leader of its new group
+		// and copies its messages over: wait for that.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, err := js.Stream(context.Background(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := st.CachedInfo()
+			if info.Config.Replicas == 3 && info.Cluster != nil && info.Cluster.Leader != "" && currentReplicas(info.Cluster) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("stream %s 30 s after serve asked for 3 copies: %d replicas configured, cluster %+v; want a leader and two current followers", name, info.Config.Replicas, info.Cluster)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// freePort returns a TCP port free on loopback when asked.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitForJetStreamCluster waits until the cluster at url has a JetStream
+// meta leader, which answers account information.
+func waitForJetStreamCluster(t *testing.T, url string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster's JetStream did not get ready in 30 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// currentReplicas counts a stream's followers that are caught up.
+func currentReplicas(c *jetstream.ClusterInfo) int {
+	n := 0
+	for _, r := range c.Replicas {
+		if r.Current {
+			n++
+		}
+	}
+	return n
+}
