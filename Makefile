@@ -11,8 +11,12 @@ BENCHTIME ?= 1x
 
 all: build
 
+# The version quota --version prints and serve logs: git describe's name of
+# the commit, "-dirty" with uncommitted changes.
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/quota
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/quota
 
 run: build
 	./$(BIN) serve --data $(DATA)

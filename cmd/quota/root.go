@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -82,6 +83,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 'quota describe', 'quota admit' and 'quota replay'.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	server := os.Getenv("QUOTA_SERVER")
 	if server == "" {
@@ -167,4 +169,37 @@ func refusedAsClient(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "authorization") || strings.Contains(msg, "tls") || strings.Contains(msg, "x509")
+}
+
+// buildVersion is set by the Makefile's build (-ldflags -X) to git
+// describe's name of the commit.
+var buildVersion string
+
+// version names this build: what the Makefile stamped, else its module
+// version or the commit Go stamped (marked when the tree had changes),
+// and the Go release.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if buildVersion != "" {
+		return buildVersion + ", " + bi.GoVersion
+	}
+	v := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(12, len(s.Value))]
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " with changes"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		v = "commit " + rev + modified
+	}
+	return v + ", " + bi.GoVersion
 }

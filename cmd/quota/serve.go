@@ -69,6 +69,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 			} else {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
 			}
+			cfg.Logger.Info("quota serve starting", "version", version())
 			if admissionConfig != "" {
 				limited, err := admission.LoadLimitedResources(admissionConfig)
 				if err != nil {
