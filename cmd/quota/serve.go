@@ -83,6 +83,9 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 				return withCode(exitError, errorf("--max-event-size %q: want a size from 1 to %s, such as 4Mi", maxEventSize, resource.NewQuantity(ledger.MaxMsgSizeLimit, resource.BinarySI)))
 			}
 			cfg.Stream.MaxMsgSize = int32(size.Value())
+			if cfg.Admission.ReservationTTL <= 0 {
+				return withCode(exitError, errorf("--reservation-ttl %s: want a positive duration such as 1m", cfg.Admission.ReservationTTL))
+			}
 			if cfg.Stream.DuplicateWindow <= 0 {
 				return withCode(exitError, errorf("--duplicate-window %s: want a positive duration such as 24h", cfg.Stream.DuplicateWindow))
 			}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestServeRefusesBadFlags starts serve with flag values it cannot run
+// with: each exits 2 at once, naming the flag.
+func TestServeRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--reservation-ttl", "0"}, "--reservation-ttl"},
+		{[]string{"--reservation-ttl", "-1s"}, "--reservation-ttl"},
+		{[]string{"--replicas", "0"}, "--replicas"},
+		{[]string{"--replicas", "6"}, "--replicas"},
+		{[]string{"--replicas", "3"}, "--replicas 3 needs a NATS cluster (--nats)"},
+		{[]string{"--tls-ca", "ca.pem"}, "secure the connection to --nats"},
+		{[]string{"--nkey", "user.nk"}, "secure the connection to --nats"},
+	} {
+		args := append([]string{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...)
+		msg, err := exec.Command(binary, args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitError || !strings.Contains(string(msg), tc.flag) {
+			t.Errorf("serve %s: %v\n%s\nwant exit %d naming %q", strings.Join(tc.args, " "), err, msg, exitError, tc.flag)
+		}
+	}
+}
