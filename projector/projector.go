@@ -153,6 +153,10 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if err != nil {
 		return nil, openError(cfg.Path, err)
 	}
+	if existed {
+		// Seconds for a large file that is not in the page cache.
+		cfg.Logger.Info("checking the projection file", "path", cfg.Path, "bytes", st.Size())
+	}
 	started := time.Now()
 	if err := Check(db); err != nil {
 		db.Close()

@@ -138,6 +138,10 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
+		// A large store takes seconds to recover, during which nothing
+		// listens yet.
+		log.Info("starting the embedded JetStream", "store", storeDir)
+		started := time.Now()
 		emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
 			Host:         host,
 			Port:         port,
@@ -155,7 +159,8 @@ func Run(ctx context.Context, cfg Config) error {
 		embedded = emb
 		url = emb.ClientURL()
 		inProcess = append(inProcess, emb.InProcess())
-		log.Info("embedded JetStream started", "url", url, "store", storeDir, "sync", syncName(cfg.SyncInterval))
+		log.Info("embedded JetStream started", "url", url, "store", storeDir, "sync", syncName(cfg.SyncInterval),
+			"took", time.Since(started).Round(time.Millisecond))
 	}
 
 	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
