@@ -149,6 +149,29 @@ func (s *Stream) ListRejections(ctx context.Context, max int) ([]Rejection, erro
 	return out, nil
 }
 
+// PurgeRejections removes the dead letters up to the newest one at the
+// time of the call, once they have been dealt with, and reports how many it
+// removed and the sequence it removed through (0 when there were none).
+// Rejections that arrive meanwhile are kept.
+func (s *Stream) PurgeRejections(ctx context.Context) (purged, through uint64, err error) {
+	info, err := s.rejects.Info(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("purge rejections: %w", err)
+	}
+	if info.State.Msgs == 0 {
+		return 0, 0, nil
+	}
+	through = info.State.LastSeq
+	if err := s.rejects.Purge(ctx, jetstream.WithPurgeSequence(through+1)); err != nil {
+		return 0, 0, fmt.Errorf("purge rejections through seq %d: %w", through, err)
+	}
+	after, err := s.rejects.Info(ctx)
+	if err != nil {
+		return 0, through, fmt.Errorf("purge rejections: %w", err)
+	}
+	return info.State.Msgs - min(after.State.Msgs, info.State.Msgs), through, nil
+}
+
 // oneLine makes s fit a header: no line breaks, at most RejectHeaderMax
 // bytes.
 func oneLine(s string) string {

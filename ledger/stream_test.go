@@ -376,6 +376,24 @@ func TestRejectionsAreKeptWithRawSourceAndReason(t *testing.T) {
 	if err != nil || len(latest) != 1 || latest[0].Source != "QUOTA_EVENTS:12" {
 		t.Fatalf("latest one: got %+v, %v", latest, err)
 	}
+
+	// Purged once dealt with; one arriving after the purge stays.
+	if n, through, err := s.PurgeRejections(ctx); err != nil || n != 2 || through != 2 {
+		t.Fatalf("purge: got %d through seq %d, %v; want 2 through seq 2", n, through, err)
+	}
+	if err := s.Reject(ctx, ledger.Rejection{Origin: ledger.OriginIngest, Source: "later.jsonl:1", Reason: "bad JSON", Raw: []byte("{")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.ListRejections(ctx, 10)
+	if err != nil || len(got) != 1 || got[0].Source != "later.jsonl:1" {
+		t.Fatalf("after the purge: got %+v, %v; want only the later rejection", got, err)
+	}
+	if n, _, err := s.PurgeRejections(ctx); err != nil || n != 1 {
+		t.Fatalf("second purge: got %d, %v; want 1", n, err)
+	}
+	if n, through, err := s.PurgeRejections(ctx); err != nil || n != 0 || through != 0 {
+		t.Fatalf("purge of nothing: got %d through %d, %v", n, through, err)
+	}
 }
 
 // TestAttachTakesTheStreamsEventSize attaches to streams a server opened

@@ -494,6 +494,15 @@ func TestIngestReportsBadRecords(t *testing.T) {
 			t.Errorf("quota rejects lacks %q:\n%s", want, rejects)
 		}
 	}
+
+	// Dealt with, they are purged, and the list is empty.
+	_, purged, code := s.run("rejects", "--purge")
+	if code != 0 || !strings.Contains(purged, "purged 2 rejections") {
+		t.Errorf("rejects --purge: exit %d, %q; want 2 purged", code, purged)
+	}
+	if out, errOut, _ := s.run("rejects"); out != "" || !strings.Contains(errOut, "no rejections") {
+		t.Errorf("rejects after the purge listed:\n%s%s", out, errOut)
+	}
 }
 
 // TestAdmitAppliesClusterDefaults checks that a raw manifest gets what the

@@ -17,14 +17,19 @@ func newRejectsCommand(g *globalFlags) *cobra.Command {
 		max    int
 		output string
 		raw    bool
+		purge  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "rejects [--max N] [-o text|json] [--raw]",
+		Use:   "rejects [--max N] [-o text|json] [--raw] | rejects --purge",
 		Short: "List the dead letters: bad input and stream records that could not be applied",
 		Long: `rejects lists the newest entries of the dead-letter stream (QUOTA_REJECTS):
 every record 'quota ingest' or the quota.ingest subject refused, and every
 stream record the projector could not apply, with where it came from
-(FILE:LINE or QUOTA_EVENTS:SEQ), why, and (with --raw) its text as received.`,
+(FILE:LINE or QUOTA_EVENTS:SEQ), why, and (with --raw) its text as received.
+
+--purge removes the entries, up to the newest at the time it runs, once
+they have been dealt with (the input fixed and ingested again); entries
+that arrive meanwhile are kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
@@ -35,6 +40,14 @@ stream record the projector could not apply, with where it came from
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
+			if purge {
+				n, through, err := stream.PurgeRejections(cmd.Context())
+				if err != nil {
+					return withCode(exitError, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "purged %d rejections (through seq %d)\n", n, through)
+				return nil
+			}
 			list, err := stream.ListRejections(cmd.Context(), max)
 			if err != nil {
 				return withCode(exitError, err)
@@ -77,5 +90,6 @@ stream record the projector could not apply, with where it came from
 	f.IntVar(&max, "max", 100, fmt.Sprintf("newest entries to list (1..%d)", ledger.ListRejectionsMax))
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	f.BoolVar(&raw, "raw", false, "also print each rejected record's text")
+	f.BoolVar(&purge, "purge", false, "remove the entries instead of listing them")
 	return cmd
 }
