@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -122,6 +123,8 @@ type Projector struct {
 	skipped atomic.Uint64
 	// pending is the stream's backlog behind the last record applied.
 	pending atomic.Uint64
+	// factTime is LastFactTime in Unix ns, 0 while unknown.
+	factTime atomic.Int64
 	// waiting counts the callers of WaitApplied waiting for a commit; a
 	// small batch is not held back while there is one. A caller that
 	// starts waiting also sends on wake, to cut short a batch held back.
@@ -175,6 +178,16 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	})
 	if err == nil && stream != nil {
 		err = bindStream(db, stream)
+	}
+	if err == nil {
+		err = db.View(func(tx *bolt.Tx) error {
+			if b := tx.Bucket(bucketStream); b != nil {
+				if v := b.Get(keyFactTime); len(v) == 8 {
+					p.factTime.Store(int64(binary.BigEndian.Uint64(v)))
+				}
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		db.Close()
@@ -377,15 +390,24 @@ func reservationsOnly(records []ledger.Record) bool {
 // dead-letter place.
 func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	var skipped []Skipped
+	facts := lastFactTime(records)
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		skipped, err = p.fold.ApplyBatch(tx, records)
-		return err
+		if skipped, err = p.fold.ApplyBatch(tx, records); err != nil {
+			return err
+		}
+		if b := tx.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
+			return b.Put(keyFactTime, seqBytes(uint64(facts)))
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("apply batch seq %d..%d: %w", records[0].Seq, records[len(records)-1].Seq, err)
 	}
 	p.subjects.applied(records)
+	if facts > p.factTime.Load() {
+		p.factTime.Store(facts)
+	}
 	p.skipped.Add(uint64(len(skipped)))
 	p.pending.Store(records[len(records)-1].Pending)
 	p.publishApplied(records[len(records)-1].Seq)
@@ -400,6 +422,34 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 		}
 	}
 	return nil
+}
+
+// lastFactTime returns when the stream took the newest record of records
+// that carries a fact of the cluster (an upsert, a delete, a resync: what
+// an exporter or 'quota ingest' sends, not an admission's reservation or
+// its expiry), in Unix ns; 0 if none does.
+func lastFactTime(records []ledger.Record) int64 {
+	var t int64
+	for i := range records {
+		if r := &records[i]; r.Err == nil {
+			switch r.Event.Type {
+			case ledger.Upsert, ledger.Delete, ledger.Resync:
+				t = max(t, r.Time.UnixNano())
+			}
+		}
+	}
+	return t
+}
+
+// LastFactTime is when the stream took the newest cluster fact (an
+// upsert, a delete or a resync) the projection has applied, kept across
+// restarts: the time since it is how long the feed has been quiet. Zero
+// while no fact has been applied since the file recorded its stream.
+func (p *Projector) LastFactTime() time.Time {
+	if ns := p.factTime.Load(); ns > 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 func recordRaw(records []ledger.Record, seq uint64) []byte {

@@ -35,11 +35,14 @@ var (
 	// not in allBuckets: it says where the file came from, not what it
 	// holds, so a replay (which follows no stream) has none and Compare
 	// leaves it out.
-	bucketStream = []byte("stream") // "identity" → ledger.Stream.Identity
+	bucketStream = []byte("stream") // "identity" → ledger.Stream.Identity; "fact-time" → Unix ns
 
 	keyApplied  = []byte("applied")
 	keySchema   = []byte("schema")
 	keyIdentity = []byte("identity")
+	// keyFactTime (in bucketStream) holds when the stream took the newest
+	// cluster fact the projection applied (LastFactTime).
+	keyFactTime = []byte("fact-time")
 )
 
 var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketIndexes, bucketDeadlines}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var metricsURL = regexp.MustCompile(`quota ledger serving.* metrics=(\S+)`)
@@ -65,6 +66,13 @@ func TestServeMetrics(t *testing.T) {
 		t.Errorf("metrics lack quota_projection_applied_sequence")
 	} else if n, _ := strconv.Atoi(applied[1]); n < 2 {
 		t.Errorf("applied sequence %d, want the quota's and the reservation's events at least", n)
+	}
+	// The quota's upsert is the last cluster fact; the reservation after
+	// it is none.
+	if fact := regexp.MustCompile(`(?m)^quota_projection_last_fact_timestamp_seconds (\S+)$`).FindStringSubmatch(text); fact == nil {
+		t.Errorf("metrics lack quota_projection_last_fact_timestamp_seconds")
+	} else if v, err := strconv.ParseFloat(fact[1], 64); err != nil || time.Since(time.Unix(int64(v), 0)) > time.Minute || v <= 0 {
+		t.Errorf("last fact at %s (%v), want the quota's ingest, seconds ago", fact[1], err)
 	}
 	for _, name := range []string{"process_resident_memory_bytes ", "go_gc_duration_seconds_count "} {
 		if !strings.Contains(text, "\n"+name) {

@@ -51,6 +51,15 @@ func newRegistry(proj *projector.Projector) (*prometheus.Registry, *admission.Me
 			Name: "quota_projection_pending_records",
 			Help: "Records the stream held after the last one the projection applied, when that one was delivered: the projection's backlog.",
 		}, func() float64 { return float64(proj.Pending()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "quota_projection_last_fact_timestamp_seconds",
+			Help: "When the stream took the newest cluster fact (upsert, delete, resync) the projection applied, in Unix seconds (0: none yet): time() minus it is how long the feed has been quiet.",
+		}, func() float64 {
+			if t := proj.LastFactTime(); !t.IsZero() {
+				return float64(t.UnixNano()) / 1e9
+			}
+			return 0
+		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "quota_projection_skipped_records_total",
 			Help: "Stream records the projection could not apply since the server started; each is kept as a dead letter ('quota rejects').",
