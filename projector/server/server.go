@@ -406,10 +406,12 @@ var streamCheckInterval = 5 * time.Second
 // one with another identity than want (deleted and created again), and nil
 // when ctx ends. The projection cannot follow either: a stream created
 // again starts its sequences anew, under those the projection has applied.
-// A check that fails otherwise (NATS unreachable for a while) is logged.
+// A check that fails otherwise (NATS unreachable for a while) is logged,
+// once for a spell of failures.
 func watchStream(ctx context.Context, stream *ledger.Stream, want string, every time.Duration, log *slog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -427,8 +429,14 @@ func watchStream(ctx context.Context, stream *ledger.Stream, want string, every 
 			log.Error("the stream the projection follows is gone; stopping", "err", err)
 			return fmt.Errorf("%w; the projection follows events JetStream no longer holds: start serve again, which creates the stream if it is missing and refuses the projection of the old one until it is moved aside", err)
 		}
-		if err != nil {
-			log.Warn("could not check the stream", "err", err)
+		switch {
+		case err != nil && !failing:
+			// Once per spell: NATS may be away for long.
+			failing = true
+			log.Warn("could not check the stream; trying on", "err", err, "every", every)
+		case err == nil && failing:
+			failing = false
+			log.Info("the stream can be checked again")
 		}
 	}
 }
