@@ -403,15 +403,15 @@ var streamCheckInterval = 5 * time.Second
 
 // watchStream returns an error wrapping ledger.ErrStreamGone, which stops
 // serve, once JetStream has no stream of the followed stream's name, or
-// one with another identity than want (deleted and created again), and nil
-// when ctx ends. The projection cannot follow either: a stream created
+// one with another identity than want (deleted and created again), at two
+// checks in a row, and nil when ctx ends. The projection cannot follow either: a stream created
 // again starts its sequences anew, under those the projection has applied.
 // A check that fails otherwise (NATS unreachable for a while) is logged,
 // once for a spell of failures.
 func watchStream(ctx context.Context, stream *ledger.Stream, want string, every time.Duration, log *slog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	failing := false
+	failing, gone := false, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -425,10 +425,18 @@ func watchStream(ctx context.Context, stream *ledger.Stream, want string, every 
 		if err == nil && got != want {
 			err = fmt.Errorf("%w: it was deleted and created again (%s; it was %s)", ledger.ErrStreamGone, got, want)
 		}
+		if errors.Is(err, ledger.ErrStreamGone) && !gone {
+			// Confirmed at the next check: a cluster electing its leaders
+			// is not to stop every replica.
+			gone = true
+			log.Warn("the stream the projection follows seems gone; checking again", "err", err, "in", every)
+			continue
+		}
 		if errors.Is(err, ledger.ErrStreamGone) {
 			log.Error("the stream the projection follows is gone; stopping", "err", err)
 			return fmt.Errorf("%w; the projection follows events JetStream no longer holds: start serve again, which creates the stream if it is missing and refuses the projection of the old one until it is moved aside", err)
 		}
+		gone = false
 		switch {
 		case err != nil && !failing:
 			// Once per spell: NATS may be away for long.
