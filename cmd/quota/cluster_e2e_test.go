@@ -35,24 +35,12 @@ func TestServeOnAClusterKeepsReplicas(t *testing.T) {
 	}
 	var servers []*server.Server
 	for i := range nodes {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			NoSigs: true, NoLog: true,
-			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+		servers = append(servers, startNATS(t, &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			JetStream:  true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
 			Cluster: server.ClusterOpts{Name: "quota-test", Host: "127.0.0.1", Port: routePorts[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Start()
-		t.Cleanup(s.Shutdown)
-		servers = append(servers, s)
-	}
-	for _, s := range servers {
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatal("a cluster node did not get ready")
-		}
+		}))
 	}
 	url := servers[0].ClientURL()
 	waitForJetStreamCluster(t, url)
@@ -72,15 +60,7 @@ func TestServeOnAClusterKeepsReplicas(t *testing.T) {
 	if got := s.mustRun("describe", "-n", "sample-team-a"); strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
 		t.Errorf("describe on the cluster:\n%s\nwant:\n%s", got, want)
 	}
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, url)
 	// The snapshots' object store is the stream OBJ_<bucket>.
 	for _, name := range []string{ledger.DefaultStreamName, ledger.DefaultRejectStreamName, "OBJ_" + projector.DefaultSnapshotBucket} {
 		// Raised from one copy, a stream elects a leader of its new group
@@ -119,15 +99,7 @@ func freePort(t *testing.T) int {
 // meta leader, which answers account information.
 func waitForJetStreamCluster(t *testing.T, url string) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, url)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -152,4 +124,37 @@ func currentReplicas(c *jetstream.ClusterInfo) int {
 		}
 	}
 	return n
+}
+
+// jetStreamAt connects to the NATS server at url for the test's own
+// checks, closed when the test ends.
+func jetStreamAt(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// startNATS starts an in-process NATS server on opts (on loopback, a free
+// port, quiet), stopped when the test ends.
+func startNATS(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", server.RANDOM_PORT, true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not get ready")
+	}
+	return ns
 }

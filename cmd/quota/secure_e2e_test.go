@@ -57,8 +57,7 @@ func TestSecuredNATS(t *testing.T) {
 
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	ns, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+	ns := startNATS(t, &server.Options{
 		JetStream: true, StoreDir: filepath.Join(dir, "js"),
 		TLS: true, TLSVerify: true,
 		TLSConfig: &tls.Config{
@@ -69,14 +68,6 @@ func TestSecuredNATS(t *testing.T) {
 		},
 		Nkeys: []*server.NkeyUser{{Nkey: pub}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the secured NATS server did not get ready")
-	}
 	url := "tls://" + ns.Addr().String()
 	secure := []string{"--nkey", seedFile, "--tls-ca", caFile, "--tls-cert", certFile, "--tls-key", keyFile}
 
@@ -214,19 +205,10 @@ func TestCredsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ns, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+	ns := startNATS(t, &server.Options{
 		JetStream: true, StoreDir: filepath.Join(dir, "js"),
 		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver, SystemAccount: sysPub,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not get ready")
-	}
 	url := "nats://" + ns.Addr().String()
 	s := startServer(t, filepath.Join(dir, "data"), "--nats", url, "--creds", credsFile)
 	sample := filepath.Join(samplesDir, "sample-team-a")

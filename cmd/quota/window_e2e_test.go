@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/quotaledger/quota/ledger"
 )
 
@@ -21,15 +18,7 @@ import (
 func TestDuplicateWindowFlag(t *testing.T) {
 	window := func(s *ledgerProc) time.Duration {
 		t.Helper()
-		nc, err := nats.Connect(s.url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js := jetStreamAt(t, s.url)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		st, err := js.Stream(ctx, ledger.DefaultStreamName)
