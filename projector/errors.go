@@ -28,6 +28,11 @@ var (
 	ErrQuotaNotFound = errors.New("quota not found")
 	// ErrConfig is wrapped by Config.Validate.
 	ErrConfig = errors.New("invalid projector config")
+	// ErrWrite is wrapped by Apply's error when the projection file
+	// cannot be written (a full disk, a file size limit, an I/O error).
+	// The batch is not kept; the file still holds every batch committed
+	// before it, and the projector stops.
+	ErrWrite = errors.New("projection file cannot be written")
 )
 
 var (

@@ -391,18 +391,29 @@ func reservationsOnly(records []ledger.Record) bool {
 func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	var skipped []Skipped
 	facts := lastFactTime(records)
+	// folded says the transaction's function returned: an error after it
+	// is bbolt's commit failing to write the file.
+	folded := false
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		var err error
 		if skipped, err = p.fold.ApplyBatch(tx, records); err != nil {
 			return err
 		}
 		if b := tx.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
-			return b.Put(keyFactTime, seqBytes(uint64(facts)))
+			if err := b.Put(keyFactTime, seqBytes(uint64(facts))); err != nil {
+				return err
+			}
 		}
+		folded = true
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("apply batch seq %d..%d: %w", records[0].Seq, records[len(records)-1].Seq, err)
+		first, last := records[0].Seq, records[len(records)-1].Seq
+		if folded {
+			return fmt.Errorf("%w: %s: commit of seq %d..%d: %w; it holds every event to seq %d",
+				ErrWrite, p.cfg.Path, first, last, err, first-1)
+		}
+		return fmt.Errorf("apply batch seq %d..%d: %w", first, last, err)
 	}
 	p.subjects.applied(records)
 	if facts > p.factTime.Load() {

@@ -100,6 +100,14 @@ func (c *Config) Validate() error {
 
 // Run runs the ledger until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
+	err := run(ctx, cfg)
+	if errors.Is(err, projector.ErrWrite) {
+		err = fmt.Errorf("%w; once its disk has room (or a file size limit is lifted), start serve again: the projection goes on from there, and the stream keeps every event", err)
+	}
+	return err
+}
+
+func run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
