@@ -205,12 +205,16 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		return nil, fmt.Errorf("%w: %s", ErrFileExists, path)
 	}
 	res.Path = path
+	// A rebuild that fails leaves no file behind: a half-built one would
+	// pass for a projection, and the next try would refuse its path.
 	fail := func(err error) (*Result, error) {
 		if res.Projector != nil {
 			res.Projector.Close()
 		}
 		if res.temp {
 			os.RemoveAll(filepath.Dir(path))
+		} else {
+			os.Remove(path)
 		}
 		return nil, err
 	}
@@ -310,6 +314,9 @@ func fold(ctx context.Context, stream *ledger.Stream, p *projector.Projector, re
 		}
 		if len(batch) > 0 {
 			if err := p.Apply(ctx, batch); err != nil {
+				if errors.Is(err, projector.ErrWrite) {
+					return fmt.Errorf("rebuild: %w; the file is removed: run the rebuild again where its disk has room (--db elsewhere, or TMPDIR for the temporary file)", err)
+				}
 				return fmt.Errorf("rebuild: %w", err)
 			}
 			res.Applied += uint64(len(batch))

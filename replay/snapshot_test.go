@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,7 +52,8 @@ func TestRebuildNamesADamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = Rebuild(ctx, stream, Options{Snapshots: snaps})
+	kept := filepath.Join(t.TempDir(), "kept.db")
+	_, err = Rebuild(ctx, stream, Options{Snapshots: snaps, Path: kept})
 	if !errors.Is(err, projector.ErrSnapshotUnusable) || !errors.Is(err, projector.ErrDamaged) {
 		t.Fatalf("rebuild from the damaged snapshot: %v, want ErrSnapshotUnusable and ErrDamaged", err)
 	}
@@ -64,7 +66,11 @@ func TestRebuildNamesADamagedSnapshot(t *testing.T) {
 		t.Errorf("error %q advises moving a snapshot's temporary copy aside", err)
 	}
 
-	res, err := Rebuild(ctx, stream, Options{})
+	// The failed rebuild left no file at its path: the next one takes it.
+	if _, err := os.Stat(kept); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the failed rebuild, %s: %v; want it gone", kept, err)
+	}
+	res, err := Rebuild(ctx, stream, Options{Path: kept})
 	if err != nil {
 		t.Fatalf("rebuild from the first event: %v", err)
 	}

@@ -73,7 +73,7 @@ func TestServeStopsWhenItsProjectionCannotBeWritten(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve still runs 60 s after its projection outgrew the file size limit\n%s", logs)
 	}
-	for _, want := range []string{"projection file cannot be written", "file too large", "start serve again", "the stream keeps every event"} {
+	for _, want := range []string{"projection file cannot be written", "file too large", "it holds every event to seq", "start serve again", "the stream keeps every event"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("serve's error does not say %q:\n%s", want, logs)
 		}

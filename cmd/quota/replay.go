@@ -42,8 +42,9 @@ made up Used then, largest first, each with the sequence of the event that
 last set it. With --at, this is what a namespace used at a past moment and
 why.
 
---db FILE keeps the rebuilt bbolt file (it must not exist); by default a
-temporary file is used and removed. --no-snapshot folds from the first event.
+--db FILE keeps the rebuilt bbolt file (it must not exist; a rebuild that
+fails, a full disk say, removes it); by default a temporary file is used and
+removed. --no-snapshot folds from the first event.
 
 --verify asks the live server for a copy of its projection at its applied
 sequence S, rebuilds to exactly S from the first event (never from a

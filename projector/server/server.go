@@ -99,15 +99,7 @@ func (c *Config) Validate() error {
 }
 
 // Run runs the ledger until ctx ends.
-func Run(ctx context.Context, cfg Config) error {
-	err := run(ctx, cfg)
-	if errors.Is(err, projector.ErrWrite) {
-		err = fmt.Errorf("%w; once its disk has room (or a file size limit is lifted), start serve again: the projection goes on from there, and the stream keeps every event", err)
-	}
-	return err
-}
-
-func run(ctx context.Context, cfg Config) error {
+func Run(ctx context.Context, cfg Config) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -201,6 +193,11 @@ func run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer proj.Close()
+	defer func() {
+		if errors.Is(err, projector.ErrWrite) {
+			err = fmt.Errorf("%w; it holds every event to seq %d: once its disk has room (or a file size limit is lifted), start serve again and it goes on from there; the stream keeps every event", err, proj.Applied())
+		}
+	}()
 
 	in, err := ingest.New(stream, ingest.Options{})
 	if err != nil {
