@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,6 +99,16 @@ func TestClientsSayWhenNoServerAnswers(t *testing.T) {
 			if code != 2 || out != "" || !strings.Contains(errOut, want) {
 				t.Errorf("quota %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args[0], code, out, errOut, want)
 			}
+		}
+	}
+}
+
+func TestClientsRefuseAnEmptyServer(t *testing.T) {
+	for _, args := range [][]string{{"describe", "-A"}, {"ingest", "-"}, {"rejects"}} {
+		out, err := exec.Command(binary, append(args, "--server", "")...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitError || !strings.Contains(string(out), "--server is empty") {
+			t.Errorf("quota %s --server \"\": %v\n%s\nwant exit %d saying --server is empty", strings.Join(args, " "), err, out, exitError)
 		}
 	}
 }

@@ -113,6 +113,9 @@ func (g *globalFlags) connect(name string) (*nats.Conn, error) {
 	// A client gives up soon when the server goes away: the commands are
 	// safe to re-run (ingest is deduplicated), and a hung client helps no
 	// operator.
+	if strings.TrimSpace(g.server) == "" {
+		return nil, fmt.Errorf("--server is empty: give the NATS URL of the ledger (the default is %s)", defaultServer)
+	}
 	opts, err := g.natsOptions()
 	if err != nil {
 		return nil, err
