@@ -505,6 +505,27 @@ func TestIngestReportsBadRecords(t *testing.T) {
 	}
 }
 
+// TestIngestChecksEveryFileFirst names a good file, then one that does
+// not exist or a directory: ingest refuses before reading any, so the
+// good file is not left half the job.
+func TestIngestChecksEveryFileFirst(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	events := filepath.Join(samplesDir, "sample-team-a", "events.jsonl")
+	for _, tc := range []struct{ name, want string }{
+		{filepath.Join(t.TempDir(), "missing.jsonl"), "no such file or directory"},
+		{t.TempDir(), "is a directory"},
+	} {
+		out, stderr, code := s.run("ingest", events, tc.name)
+		if code != exitError || out != "" || !strings.Contains(stderr, tc.name) || !strings.Contains(stderr, tc.want) ||
+			strings.Contains(stderr, "ingested") {
+			t.Errorf("ingest of a good file and %s: exit %d, stderr %q; want exit %d naming it (%s), nothing ingested", tc.name, code, stderr, exitError, tc.want)
+		}
+	}
+	if _, stderr, _ := s.run("describe", "-n", "sample-team-a"); !strings.Contains(stderr, "No resources found") {
+		t.Errorf("describe after the refused ingests: %q; want no quota", stderr)
+	}
+}
+
 // TestAdmitAppliesClusterDefaults checks that a raw manifest gets what the
 // API server's mutating plugins would give it before quota sees it: a
 // claim naming no class gets the default StorageClass, a pod naming no

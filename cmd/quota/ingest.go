@@ -27,7 +27,8 @@ func newIngestCommand(g *globalFlags) *cobra.Command {
 'kubectl get --raw /api/v1/pods?watch=true' prints: ADDED, MODIFIED, DELETED,
 BOOKMARK, ERROR), or plain objects in JSON or YAML (single, multi-document or
 kind: List), which count as ADDED. With no FILE, or with -, it reads
-standard input.
+standard input. Every FILE is checked before any is read: a missing one
+stops ingest before it appends anything.
 
 It returns once every valid event is durably in the stream. A live feed
 (a watch piped in, the input left open: 'kubectl get --raw
@@ -69,6 +70,20 @@ stream's duplicate window (a day by default).`,
 				defer cancel()
 				defer context.AfterFunc(ctx, func() { time.AfterFunc(drainTimeout, cancel) })()
 			}
+			// Every file named is checked before any is read, so that a
+			// mistyped name does not leave the files before it ingested.
+			for _, name := range args {
+				if name == "-" {
+					continue
+				}
+				st, err := os.Stat(name)
+				if err != nil {
+					return withCode(exitError, err)
+				}
+				if st.IsDir() {
+					return withCode(exitError, fmt.Errorf("%s is a directory: name the files of watch events or manifests in it", name))
+				}
+			}
 			var total ingest.Report
 			for _, name := range args {
 				if ctx.Err() != nil {
@@ -85,6 +100,7 @@ stream's duplicate window (a day by default).`,
 						return withCode(exitError, err)
 					}
 					defer f.Close()
+
 					r, label = f, name
 				}
 				var report ingest.Report
@@ -105,7 +121,7 @@ stream's duplicate window (a day by default).`,
 					fmt.Fprintln(cmd.ErrOrStderr(), rej.String())
 				}
 				if err != nil {
-					if !quiet {
+					if !quiet && total.Records() > 0 {
 						fmt.Fprintf(cmd.ErrOrStderr(), "before the error, %s\n", summary(total))
 					}
 					return withCode(exitError, fmt.Errorf("%w\n(what was appended stays; ingesting the same input again appends only the rest)", err))
