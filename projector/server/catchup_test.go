@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,48 +40,16 @@ import (
 // admission's TestNoDecisionBeforeTheProjectionCatchesUp asks at the
 // moment that would be answered wrong.)
 func TestAdmissionWaitsForTheProjectionAtStart(t *testing.T) {
-	nats0, err := ledger.StartEmbedded(ledger.EmbeddedConfig{Port: ledger.RandomPort, StoreDir: t.TempDir(), SyncInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nats0.Shutdown)
-	client, err := nats.Connect(nats0.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	js, err := jetstream.New(client)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stream, err := ledger.Open(ctx, js, ledger.Config{})
-	if err != nil {
-		t.Fatal(err)
+	manifests := []string{
+		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"1"}}}`,
+		`{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults","namespace":"team-a"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"100m"}}]}}`,
 	}
-	var entries []ledger.BatchEntry
-	add := func(manifest string) {
-		o, err := object.Decode([]byte(manifest))
-		if err != nil {
-			t.Fatal(err)
-		}
-		trimmed, err := o.Trimmed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, ledger.BatchEntry{Event: ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Upsert,
-			Resource: o.Resource, Namespace: o.Namespace, Name: o.Name, Object: trimmed, Source: "test"}})
-	}
-	add(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"1"}}}`)
-	add(`{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults","namespace":"team-a"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"100m"}}]}}`)
 	for i := range 20000 {
-		add(pod(fmt.Sprintf("other-%d", i%100), fmt.Sprintf("p-%d", i)))
+		manifests = append(manifests, pod(fmt.Sprintf("other-%d", i%100), fmt.Sprintf("p-%d", i)))
 	}
-	add(pod("team-a", "web-1"))
-	if _, err := stream.AppendBatch(ctx, entries); err != nil {
-		t.Fatal(err)
-	}
+	nats0, client := logOf(t, append(manifests, pod("team-a", "web-1")))
 
 	const denial = `pods "web-2" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=1, limited: pods=1`
 	review := []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"uid-web-2",` +
@@ -200,6 +170,58 @@ func TestAdmissionWaitsForTheProjectionAtStart(t *testing.T) {
 	}
 }
 
+// TestStopWhileCatchingUp stops the ledger while its projection rebuilds
+// a log of 40 000 events: Run returns at once, saying so in its log, and
+// the next Run on the same data goes on from what the first committed.
+func TestStopWhileCatchingUp(t *testing.T) {
+	manifests := make([]string, 40000)
+	for i := range manifests {
+		manifests[i] = pod(fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("p-%d", i))
+	}
+	nats0, _ := logOf(t, manifests)
+	data := t.TempDir()
+	run := func(stopWhen string) string {
+		t.Helper()
+		var logs ledgertest.LogBuffer
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, Config{DataDir: data, NATSURL: nats0.ClientURL(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		}()
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), stopWhen); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the log does not say %q in 30 s:\n%s", stopWhen, logs.String())
+			}
+			time.Sleep(time.Millisecond) // poll interval, until the log says it
+		}
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run stopped with %v\n%s", err, logs.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Run still runs 10 s after its stop\n%s", logs.String())
+		}
+		return logs.String()
+	}
+	first := run("admissions wait for it")
+	m := regexp.MustCompile(`quota ledger stopped while catching up" applied_seq=(\d+)`).FindStringSubmatch(first)
+	if m == nil {
+		t.Fatalf("the log does not say the ledger stopped while catching up:\n%s", first)
+	}
+	applied, _ := strconv.Atoi(m[1])
+	if applied >= len(manifests) {
+		t.Fatalf("the projection had applied seq %d of %d when stopped: nothing left to catch up", applied, len(manifests))
+	}
+	second := run("quota ledger serving")
+	want := fmt.Sprintf("applied_seq=%d stream_seq=%d", applied, len(manifests))
+	if applied > 0 && !strings.Contains(second, want) {
+		t.Errorf("the second start does not go on from seq %d (%q):\n%s", applied, want, second)
+	}
+}
+
 // get returns the status code and body of a GET of url.
 func get(url string) (int, string, error) {
 	resp, err := http.Get(url)
@@ -209,6 +231,50 @@ func get(url string) (int, string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// logOf starts an embedded NATS server (syncing once a second) whose
+// event stream holds manifests as upserts, in order, and returns it with a
+// client connection, both closed when the test ends.
+func logOf(t *testing.T, manifests []string) (*ledger.Embedded, *nats.Conn) {
+	t.Helper()
+	nats0, err := ledger.StartEmbedded(ledger.EmbeddedConfig{Port: ledger.RandomPort, StoreDir: t.TempDir(), SyncInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nats0.Shutdown)
+	client, err := nats.Connect(nats0.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	js, err := jetstream.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := ledger.Open(ctx, js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]ledger.BatchEntry, 0, len(manifests))
+	for _, manifest := range manifests {
+		o, err := object.Decode([]byte(manifest))
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed, err := o.Trimmed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, ledger.BatchEntry{Event: ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Upsert,
+			Resource: o.Resource, Namespace: o.Namespace, Name: o.Name, Object: trimmed, Source: "test"}})
+	}
+	if _, err := stream.AppendBatch(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	return nats0, client
 }
 
 func pod(namespace, name string) string {

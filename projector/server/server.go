@@ -302,7 +302,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if errors.Is(err, context.Canceled) {
 			err = nil // a stop; stopped reports a failure that caused it
 		}
-		return errors.Join(err, stopped(g.Wait()))
+		if err = errors.Join(err, stopped(g.Wait())); err == nil {
+			log.Info("quota ledger stopped while catching up", "applied_seq", proj.Applied())
+		}
+		return err
 	}
 	subscribed := nc.NumSubscriptions()
 	g.Go(func() error { return adm.Run(gctx) })
