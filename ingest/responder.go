@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/quotaledger/quota/ledger"
 )
 
 // The NATS way in, for exporters that speak NATS.
@@ -50,13 +53,18 @@ type Reply struct {
 // Responder answers ingest requests on Subject: each request's payload is
 // one watch event, or several as JSON lines (any format Parse reads).
 type Responder struct {
-	nc *nats.Conn
-	in *Ingester
+	nc  *nats.Conn
+	in  *Ingester
+	log *slog.Logger
 }
 
-// NewResponder returns a Responder ingesting through in.
-func NewResponder(nc *nats.Conn, in *Ingester) *Responder {
-	return &Responder{nc: nc, in: in}
+// NewResponder returns a Responder ingesting through in, logging what
+// goes wrong to log (nil: slog.Default()).
+func NewResponder(nc *nats.Conn, in *Ingester, log *slog.Logger) *Responder {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Responder{nc: nc, in: in, log: log}
 }
 
 // Run subscribes in QueueGroup and answers requests until ctx ends; then it
@@ -98,6 +106,12 @@ func (r *Responder) Run(ctx context.Context) error {
 func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(ctx, ResponderRequestTimeout)
 	defer cancel()
+	defer ledger.Survive(r.log, "ingest a request's records", func(err error) {
+		if m.Reply != "" {
+			data, _ := json.Marshal(Reply{Error: err.Error(), Rejected: []Rejection{}}) // always marshals
+			_ = m.Respond(data)
+		}
+	})
 	name := Subject
 	if h := strings.TrimSpace(m.Header.Get(SourceHeader)); h != "" {
 		if len(h) > SourceNameLengthMax {

@@ -24,7 +24,7 @@ func TestResponderRepliesAfterTheAppend(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ingest.NewResponder(nc, in).Run(ctx) }()
+	go func() { done <- ingest.NewResponder(nc, in, nil).Run(ctx) }()
 
 	request := func(payload string, source string) ingest.Reply {
 		t.Helper()

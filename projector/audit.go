@@ -8,6 +8,8 @@ import (
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/quotaledger/quota/ledger"
 )
 
 // Audit query subjects, answered by AuditResponder.
@@ -123,6 +125,7 @@ func (r *AuditResponder) respond(ctx context.Context, m *nats.Msg, fn func(conte
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer ledger.Survive(r.log, "answer a query", func(err error) { respondError(m, err) })
 	reply, err := fn(ctx, m.Data)
 	if err != nil {
 		r.log.Warn("query failed", "subject", m.Subject, "err", err)

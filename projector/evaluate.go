@@ -26,10 +26,21 @@ type evaluated struct {
 // below it the hand-off costs more than it saves.
 const parallelBatchMin = 64
 
-func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) evaluated {
+// testHookEvaluate, set by tests only, is called with every object
+// evaluated.
+var testHookEvaluate func(*object.Object)
+
+func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) (e evaluated) {
+	// A panic reading one record (a bug, whatever the record holds) skips
+	// that record, with a trace, rather than stopping the projector on it
+	// at every start.
+	defer ledger.Survive(nil, "decode and evaluate an object", func(err error) { e = evaluated{err: skipf("%v", err)} })
 	o, err := decode(ev, raw)
 	if err != nil {
 		return evaluated{err: err}
+	}
+	if testHookEvaluate != nil {
+		testHookEvaluate(o)
 	}
 	charge, err := quota.Evaluate(o, judgedAt(o, at))
 	if err != nil {

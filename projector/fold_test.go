@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -364,6 +365,48 @@ func TestFoldSkipsBadRecords(t *testing.T) {
 	}
 	if got := p.Skipped(); got != 2 {
 		t.Errorf("Skipped() = %d, want 2", got)
+	}
+}
+
+// TestFoldSurvivesAPanicOnARecord makes the evaluation of one pod panic,
+// as a bug reading some record would: that record is skipped with the
+// panic as its reason, and the records after it still apply.
+func TestFoldSurvivesAPanicOnARecord(t *testing.T) {
+	p := openTemp(t)
+	records := sampleRecords(t, filepath.Join(samplesDir, "sample-team-a"))
+	victim := -1
+	for i, rec := range records {
+		if rec.Event.Type == ledger.Upsert && rec.Event.Resource == "pods" {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		t.Fatal("the sample holds no pod upsert")
+	}
+	var panicked atomic.Bool
+	testHookEvaluate = func(o *object.Object) {
+		if o.Name == records[victim].Event.Name && !panicked.Swap(true) {
+			panic("a bug")
+		}
+	}
+	t.Cleanup(func() { testHookEvaluate = nil })
+	applyAll(t, p, records, 4)
+	if got, want := p.Applied(), records[len(records)-1].Seq; got != want {
+		t.Fatalf("applied = %d, want %d", got, want)
+	}
+	if skipped := p.skippedSeqs(t); len(skipped) != 1 || skipped[0] != records[victim].Seq {
+		t.Fatalf("skipped = %v, want [%d]", skipped, records[victim].Seq)
+	}
+	var reason string
+	if err := p.db.View(func(tx *bolt.Tx) error {
+		reason = string(tx.Bucket(bucketSkipped).Get(seqBytes(records[victim].Seq)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reason, "internal error: decode and evaluate an object: panic: a bug") {
+		t.Errorf("the skipped record says %s; want the panic", reason)
 	}
 }
 

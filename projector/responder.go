@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotaledger/quota/ledger"
 )
 
 // Query subjects answered by Responder.
@@ -98,6 +100,7 @@ func WaitDrained(sub *nats.Subscription, limit time.Duration) {
 func (r *Responder) respond(ctx context.Context, m *nats.Msg, fn func(context.Context, []byte) (*QueryReply, error)) {
 	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
+	defer ledger.Survive(r.log, "answer a query", func(err error) { respondError(m, err) })
 	reply, err := fn(ctx, m.Data)
 	if err != nil {
 		r.log.Warn("query failed", "subject", m.Subject, "err", err)
@@ -110,6 +113,13 @@ func (r *Responder) respond(ctx context.Context, m *nats.Msg, fn func(context.Co
 	if err := m.Respond(b); err != nil {
 		r.log.Warn("query reply not sent", "subject", m.Subject, "err", err)
 	}
+}
+
+// respondError answers m with err alone, in the replies' shared error
+// field.
+func respondError(m *nats.Msg, err error) {
+	b, _ := json.Marshal(QueryReply{Error: err.Error()}) // a string field always marshals
+	_ = m.Respond(b)
 }
 
 func (r *Responder) describe(ctx context.Context, data []byte) (*QueryReply, error) {

@@ -69,6 +69,9 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 			} else {
 				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
 			}
+			// What logs to the default logger (a panic recovered where no
+			// logger is at hand) goes to serve's log too.
+			slog.SetDefault(cfg.Logger)
 			cfg.Logger.Info("quota serve starting", "version", version())
 			if admissionConfig != "" {
 				limited, err := admission.LoadLimitedResources(admissionConfig)

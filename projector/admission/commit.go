@@ -148,6 +148,16 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			j.done <- o
 		}
 	}
+	// A panic deciding the round fails its requests, each answered once,
+	// and leaves the namespace's queue running for the next round.
+	defer ledger.Survive(r.cfg.Logger, "decide a round of reservations", func(err error) {
+		for _, j := range jobs {
+			select {
+			case j.done <- outcome{err: err}:
+			default: // answered before the panic
+			}
+		}
+	})
 	for range ReserveAttemptsMax {
 		v, applied, err := r.states.get(ctx, namespace)
 		if err != nil {

@@ -31,6 +31,10 @@ type decision struct {
 // ledger/quota for the verdict against v, under the limitedResources
 // configuration limited; subresource is an update's. It may change obj (defaulting) and never changes
 // v, which other decisions may be reading.
+// testHookDecide, set by tests only, is called with every create's object
+// as it is decided.
+var testHookDecide func(*object.Object)
+
 func decide(v *view, op admissionv1.Operation, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
 	if op == admissionv1.Create {
 		return prepare(v.env, obj, limited).decide(v.NamespaceState)
@@ -207,6 +211,9 @@ func (p *prepared) encode(id string) (ledger.EncodedReservation, error) {
 
 // decide decides the prepared create against st's quotas.
 func (p *prepared) decide(st *projector.NamespaceState) *decision {
+	if testHookDecide != nil {
+		testHookDecide(p.object)
+	}
 	if p.denial != nil {
 		return p.denial
 	}

@@ -197,6 +197,7 @@ func (r *Responder) Run(ctx context.Context) error {
 		workers.Wait()
 	}()
 	handle := func(m *nats.Msg) {
+		defer ledger.Survive(r.cfg.Logger, "read an admission request", func(err error) { r.failed(decoded{m: m}, err) })
 		d := r.decode(m)
 		if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) {
 			r.answer(handleCtx, d)
@@ -296,6 +297,7 @@ func (r *Responder) decode(m *nats.Msg) decoded {
 func (r *Responder) answer(ctx context.Context, d decoded) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
+	defer ledger.Survive(r.cfg.Logger, "answer an admission request", func(err error) { r.failed(d, err) })
 	review, err := r.review(ctx, d.namespace, d.req, d.err)
 	if err != nil {
 		r.cfg.Logger.Warn("admission request failed", "subject", d.m.Subject, "err", err)
@@ -310,6 +312,23 @@ func (r *Responder) answer(ctx context.Context, d decoded) {
 	}
 	if r.cfg.Metrics != nil {
 		r.cfg.Metrics.answered(d.mode(), review.Response, time.Since(d.received))
+	}
+}
+
+// failed answers d with err, an internal error, as a failure with code 500.
+func (r *Responder) failed(d decoded, err error) {
+	var uid types.UID
+	if d.req != nil {
+		uid = d.req.UID
+	}
+	r.cfg.Logger.Error("admission request failed", "subject", d.m.Subject, "uid", uid, "err", err)
+	b, merr := encodeReply(reply(uid, failure(500, metav1.StatusReasonInternalError, err.Error())))
+	if merr != nil {
+		r.cfg.Logger.Error("encode admission reply", "err", merr)
+		return
+	}
+	if err := d.m.Respond(b); err != nil {
+		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
 	}
 }
 

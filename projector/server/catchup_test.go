@@ -216,7 +216,7 @@ func TestStopWhileCatchingUp(t *testing.T) {
 		t.Fatalf("the projection had applied seq %d of %d when stopped: nothing left to catch up", applied, len(manifests))
 	}
 	second := run("quota ledger serving")
-	want := fmt.Sprintf("applied_seq=%d stream_seq=%d", applied, len(manifests))
+	want := fmt.Sprintf(`projector following stream" from_seq=%d `, applied+1)
 	if applied > 0 && !strings.Contains(second, want) {
 		t.Errorf("the second start does not go on from seq %d (%q):\n%s", applied, want, second)
 	}

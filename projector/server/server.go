@@ -237,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// up with the stream (see below).
 	responders := []interface{ Run(context.Context) error }{
 		projector.NewResponder(nc, proj, log),
-		ingest.NewResponder(nc, in),
+		ingest.NewResponder(nc, in, log),
 		projector.NewAuditResponder(nc, proj, snaps, log),
 	}
 

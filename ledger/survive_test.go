@@ -1,0 +1,34 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestSurviveRecoversAndReports(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var got error
+	func() {
+		defer Survive(log, "decide web-1", func(err error) { got = err })
+		var m map[string]int
+		m["boom"]++ // a nil map: the panic of a bug
+	}()
+	if !errors.Is(got, ErrInternal) || !strings.Contains(got.Error(), "decide web-1: panic: assignment to entry in nil map") {
+		t.Fatalf("fail got %v, want ErrInternal naming the work and the panic", got)
+	}
+	if s := logs.String(); !strings.Contains(s, "level=ERROR") || !strings.Contains(s, "survive_test.go") {
+		t.Errorf("the log lacks the error or the stack:\n%s", s)
+	}
+
+	got = nil
+	func() {
+		defer Survive(log, "nothing wrong", func(err error) { got = err })
+	}()
+	if got != nil {
+		t.Errorf("fail called without a panic: %v", got)
+	}
+}
