@@ -53,6 +53,10 @@ type quotaEntry struct {
 // NewFold returns a fold with an empty cache.
 func NewFold() *Fold { return &Fold{quotas: map[string][]*quotaEntry{}} }
 
+// Forget empties the cache: for a batch whose transaction did not commit
+// after ApplyBatch returned (bbolt's commit failed to write the file).
+func (fd *Fold) Forget() { fd.quotas = map[string][]*quotaEntry{} }
+
 // ApplyBatch applies records with a fresh Fold; see (*Fold).ApplyBatch.
 func ApplyBatch(tx *bolt.Tx, records []ledger.Record) ([]Skipped, error) {
 	return NewFold().ApplyBatch(tx, records)
@@ -68,7 +72,7 @@ func (fd *Fold) ApplyBatch(tx *bolt.Tx, records []ledger.Record) (skipped []Skip
 	}
 	defer func() {
 		if err != nil {
-			fd.quotas = map[string][]*quotaEntry{}
+			fd.Forget()
 		}
 	}()
 	applied := appliedSeq(tx)

@@ -13,7 +13,7 @@ import (
 
 // benchObject decodes a manifest and returns it with its trimmed JSON,
 // what an event carries.
-func benchObject(b *testing.B, raw string) (*object.Object, []byte) {
+func benchObject(b testing.TB, raw string) (*object.Object, []byte) {
 	b.Helper()
 	o, err := object.Decode([]byte(raw))
 	if err != nil {
@@ -28,7 +28,7 @@ func benchObject(b *testing.B, raw string) (*object.Object, []byte) {
 
 // benchRecords builds a stream of pod creates, updates and deletes over
 // namespaces that each hold three quotas.
-func benchRecords(b *testing.B, namespaces, pods int) []ledger.Record {
+func benchRecords(b testing.TB, namespaces, pods int) []ledger.Record {
 	b.Helper()
 	var records []ledger.Record
 	seq := uint64(0)

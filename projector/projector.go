@@ -410,6 +410,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	if err != nil {
 		first, last := records[0].Seq, records[len(records)-1].Seq
 		if folded {
+			p.fold.Forget() // the cache holds what did not commit
 			return fmt.Errorf("%w: %s: commit of seq %d..%d: %w", ErrWrite, p.cfg.Path, first, last, err)
 		}
 		return fmt.Errorf("apply batch seq %d..%d: %w", first, last, err)
