@@ -103,6 +103,9 @@ line and exits 1 when there is any, 0 when the two are equal.`,
 			}
 
 			res, err := replay.Rebuild(ctx, stream, opts)
+			if errors.Is(err, replay.ErrFileExists) {
+				return withCode(exitError, fmt.Errorf("%w: --db takes a new file; remove it or name another", err))
+			}
 			if err != nil {
 				return withCode(exitError, err)
 			}

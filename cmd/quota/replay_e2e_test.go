@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -249,5 +251,39 @@ func TestReplayExplainsThePast(t *testing.T) {
 	}
 	if !seen {
 		t.Errorf("%s never listed before its deletion (seq 1 to %d)", deleted, end.Applied)
+	}
+}
+
+// TestReplayKeepsItsFile rebuilds into --db: the file is a projection
+// whose quotas are those the server describes, and a second rebuild into
+// the same path is refused, saying why, without touching it.
+func TestReplayKeepsItsFile(t *testing.T) {
+	dir := filepath.Join(samplesDir, "sample-team-a")
+	ns := namespaceOf(t, dir)
+	s := startServer(t, t.TempDir())
+	ingestSample(s, dir)
+	db := filepath.Join(t.TempDir(), "rebuilt.db")
+	if got, want := s.mustRun("replay", "--db", db, "-n", ns), s.mustRun("describe", "-n", ns); got != want {
+		t.Errorf("replay --db printed:\n%s\nwant what describe prints:\n%s", got, want)
+	}
+	p, err := projector.Open(projector.Config{Path: db, Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		t.Fatalf("the file replay --db kept does not open as a projection: %v", err)
+	}
+	list, err := p.Quotas(ns, "", false)
+	p.Close()
+	if err != nil || len(list.Items) != 1 || list.Items[0].Status.Used.Pods().String() != "4" {
+		t.Errorf("the kept file's quotas: %v, %+v; want the sample's quota with 4 pods", err, list)
+	}
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := s.run("replay", "--db", db, "-n", ns)
+	if code != exitError || !strings.Contains(stderr, "--db takes a new file") {
+		t.Errorf("a second replay into %s: exit %d, %q; want exit %d saying --db takes a new file", db, code, stderr, exitError)
+	}
+	if after, err := os.ReadFile(db); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the refused replay changed the file (%v)", err)
 	}
 }
