@@ -63,6 +63,9 @@ line and exits 1 when there is any, 0 when the two are equal.`,
 				}
 				opts.At = t
 			}
+			if cmd.Flags().Changed("until-seq") && untilSeq == 0 {
+				return withCode(exitError, errors.New("--until-seq 0 would apply nothing: the stream's sequences start at 1"))
+			}
 			if at != "" && untilSeq > 0 {
 				return withCode(exitError, errors.New("--until-seq and --at exclude each other"))
 			}

@@ -30,3 +30,25 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--until-seq", "0"}, "--until-seq 0 would apply nothing"},
+		{[]string{"--at", "yesterday"}, "want RFC 3339"},
+		{[]string{"--at", "2026-11-22T14:03:00Z", "--until-seq", "3"}, "--until-seq and --at exclude each other"},
+		{[]string{"--verify", "--until-seq", "3"}, "it takes no --until-seq or --at"},
+		{[]string{"-n", "team", "-A"}, "-n and -A exclude each other"},
+		{[]string{"--explain"}, "give it -n NS"},
+	} {
+		// No server runs there: each is refused before replay connects.
+		args := append([]string{"replay", "--server", "nats://127.0.0.1:1"}, tc.args...)
+		msg, err := exec.Command(binary, args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitError || !strings.Contains(string(msg), tc.want) {
+			t.Errorf("replay %s: %v\n%s\nwant exit %d saying %q", strings.Join(tc.args, " "), err, msg, exitError, tc.want)
+		}
+	}
+}
