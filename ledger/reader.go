@@ -131,7 +131,7 @@ func recordOf(msg jetstream.Msg) Record {
 		return rec
 	}
 	rec.Namespace = ns
-	ev, err := DecodeEvent(rec.Raw)
+	ev, err := decodeSurviving(rec.Raw)
 	if err != nil {
 		rec.Err = err
 		return rec
@@ -142,6 +142,14 @@ func recordOf(msg jetstream.Msg) Record {
 	}
 	rec.Event = ev
 	return rec
+}
+
+// decodeSurviving is DecodeEvent, a panic in it (a bug) becoming the
+// record's error, so that the record is skipped with a trace and the
+// reader goes on.
+func decodeSurviving(raw []byte) (ev Event, err error) {
+	defer Survive(nil, "decode an event", func(e error) { err = e })
+	return DecodeEvent(raw)
 }
 
 // Next returns up to max records in sequence order. It waits at most wait
