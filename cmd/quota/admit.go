@@ -93,7 +93,7 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			msg, err := nc.Request(admission.SubjectPrefix+ns, body, requestTimeout)
+			msg, err := g.request(nc, admission.SubjectPrefix+ns, body)
 			if err != nil {
 				return askError(admission.SubjectPrefix+ns, err, ", or each is still catching up with the stream at its start (its log says so)")
 			}

@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
 )
@@ -94,7 +97,7 @@ func TestClientsSayWhenNoServerAnswers(t *testing.T) {
 		{[]string{"describe", "-n", "team"}, []string{"ask the ledger (quota.query.describe): no ledger server answers there"}},
 		{[]string{"explain", "-n", "team"}, []string{"ask the ledger (quota.query.explain): no ledger server answers there"}},
 	} {
-		out, errOut, code := noLedger.run(tc.args...)
+		out, errOut, code := noLedger.run(append(tc.args, "--wait-for-server", "0")...)
 		for _, want := range tc.want {
 			if code != 2 || out != "" || !strings.Contains(errOut, want) {
 				t.Errorf("quota %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args[0], code, out, errOut, want)
@@ -110,5 +113,37 @@ func TestClientsRefuseAnEmptyServer(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != exitError || !strings.Contains(string(out), "--server is empty") {
 			t.Errorf("quota %s --server \"\": %v\n%s\nwant exit %d saying --server is empty", strings.Join(args, " "), err, out, exitError)
 		}
+	}
+}
+
+// TestClientsWaitForAStartingServer runs clients right after starting
+// serve, without waiting for it to announce that it serves, as a script
+// would: they wait for it (--wait-for-server, 3 s by default) and succeed.
+// With no server at all, a client gives up once its wait is over.
+func TestClientsWaitForAStartingServer(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	serve := exec.Command(binary, "serve", "--data", t.TempDir(), "--listen", addr)
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		serve.Wait()
+	})
+	client := &ledgerProc{t: t, url: "nats://" + addr}
+	dir := filepath.Join(samplesDir, "sample-team-a")
+	client.mustRun("ingest", filepath.Join(dir, "events.jsonl"))
+	if out := client.mustRun("describe", "-n", "sample-team-a"); !strings.Contains(out, "team-a-compute") {
+		t.Errorf("describe right after the start:\n%s", out)
+	}
+	if out := client.mustRun("admit", "--dry-run", "-n", "sample-team-a", "-f", filepath.Join(dir, "probes", "01.json")); strings.TrimSpace(out) != "allowed" {
+		t.Errorf("admit right after the start: %q, want allowed", out)
+	}
+
+	none := &ledgerProc{t: t, url: fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))}
+	started := time.Now()
+	_, errOut, code := none.run("describe", "-A", "--wait-for-server", "300ms")
+	if waited := time.Since(started); code != exitError || !strings.Contains(errOut, "is 'quota serve' running?") || waited < 250*time.Millisecond {
+		t.Errorf("describe with no server: exit %d after %s, %q; want exit %d after about 300ms, saying none runs", code, waited, errOut, exitError)
 	}
 }

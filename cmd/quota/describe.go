@@ -76,7 +76,7 @@ func query(g *globalFlags, subject string, req any) (*projector.QueryReply, erro
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
-	msg, err := nc.Request(subject, body, requestTimeout)
+	msg, err := g.request(nc, subject, body)
 	if err != nil {
 		return nil, askError(subject, err, "")
 	}

@@ -41,7 +41,7 @@ appended before the call.`,
 			}
 			defer nc.Close()
 			body, _ := json.Marshal(req)
-			msg, err := nc.Request(projector.SubjectExplain, body, requestTimeout)
+			msg, err := g.request(nc, projector.SubjectExplain, body)
 			if err != nil {
 				return askError(projector.SubjectExplain, err, "")
 			}

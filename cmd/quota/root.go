@@ -29,8 +29,21 @@ const (
 	clientReconnectWait = 250 * time.Millisecond
 )
 
+// defaultStartWait is how long a client waits, by default, for a ledger
+// that is starting (--wait-for-server), and startPoll how often it looks.
+const (
+	defaultStartWait = 3 * time.Second
+	startPoll        = 50 * time.Millisecond
+)
+
 type globalFlags struct {
 	server string
+	// startWait is how long a client waits for a ledger that is starting:
+	// a NATS that does not listen yet, its stream not made yet, a subject
+	// no responder has subscribed to yet. startBy is when that ends,
+	// counted from the client's first try.
+	startWait time.Duration
+	startBy   time.Time
 	// Credentials and TLS of the connection to a secured NATS: the
 	// clients' to --server, serve's to --nats.
 	creds, nkey, tlsCA, tlsCert, tlsKey string
@@ -96,6 +109,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 	pf.StringVar(&g.tlsCA, "tls-ca", os.Getenv("QUOTA_TLS_CA"), "PEM file of the CA that signed the NATS server's certificate, for a tls:// URL whose CA the system does not trust ($QUOTA_TLS_CA sets the default)")
 	pf.StringVar(&g.tlsCert, "tls-cert", "", "PEM file of a client certificate, for a NATS server that asks for one (with --tls-key)")
 	pf.StringVar(&g.tlsKey, "tls-key", "", "PEM file of the client certificate's key")
+	pf.DurationVar(&g.startWait, "wait-for-server", defaultStartWait, "how long a client waits for a ledger that is starting (so that 'quota serve & quota ingest FILE' works) before saying none runs; 0: not at all")
 	root.AddCommand(
 		newServeCommand(g),
 		newIngestCommand(g),
@@ -120,10 +134,17 @@ func (g *globalFlags) connect(name string) (*nats.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(g.server, append(opts, nats.Name(name), nats.Timeout(5*time.Second),
-		nats.MaxReconnects(clientReconnectsMax), nats.ReconnectWait(clientReconnectWait))...)
+	opts = append(opts, nats.Name(name), nats.Timeout(5*time.Second),
+		nats.MaxReconnects(clientReconnectsMax), nats.ReconnectWait(clientReconnectWait))
+	nc, err := nats.Connect(g.server, opts...)
+	for errors.Is(err, nats.ErrNoServers) && g.stillStarting() {
+		nc, err = nats.Connect(g.server, opts...)
+	}
 	if err != nil {
 		hint := "is 'quota serve' running? set --server or $QUOTA_SERVER"
+		if g.startWait > 0 {
+			hint = fmt.Sprintf("is 'quota serve' running? waited %s for it (--wait-for-server); set --server or $QUOTA_SERVER", g.startWait)
+		}
 		if refusedAsClient(err) {
 			hint = "the credentials or TLS settings do not match the server's: see --creds, --nkey, --tls-ca, --tls-cert and --tls-key"
 		}
@@ -145,11 +166,39 @@ func (g *globalFlags) attach(ctx context.Context, name string) (*nats.Conn, jets
 		return nil, nil, nil, err
 	}
 	stream, err := ledger.Attach(ctx, js, ledger.Config{})
+	for errors.Is(err, ledger.ErrNoStream) && g.stillStarting() {
+		stream, err = ledger.Attach(ctx, js, ledger.Config{})
+	}
 	if err != nil {
 		nc.Close()
 		return nil, nil, nil, err
 	}
 	return nc, js, stream, nil
+}
+
+// stillStarting reports whether a client may still wait for a ledger that
+// is starting, and if so waits startPoll before the caller tries again.
+func (g *globalFlags) stillStarting() bool {
+	if g.startBy.IsZero() {
+		g.startBy = time.Now().Add(g.startWait)
+	}
+	if time.Now().Add(startPoll).After(g.startBy) {
+		return false
+	}
+	time.Sleep(startPoll)
+	return true
+}
+
+// request sends one request on subject, sent again while no responder
+// listens there and the ledger may still be starting (its responders
+// subscribe once its stream is open, admission's once its projection has
+// caught up with the log).
+func (g *globalFlags) request(nc *nats.Conn, subject string, body []byte) (*nats.Msg, error) {
+	msg, err := nc.Request(subject, body, requestTimeout)
+	for errors.Is(err, nats.ErrNoResponders) && g.stillStarting() {
+		msg, err = nc.Request(subject, body, requestTimeout)
+	}
+	return msg, err
 }
 
 // askError says why a request to the ledger on subject failed, as an
