@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/quotaledger/quota/ledger/jsonscan"
 )
@@ -145,11 +146,11 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 		add("resource is %d bytes, at most %d", len(ev.Resource), ResourceLengthMax)
 	}
 	if strings.ContainsAny(ev.Resource, " \t\r\n/") {
-		add("resource %q holds a space or a slash", ev.Resource)
+		add("resource %q holds a space or a slash", clip(ev.Resource))
 	}
 	for _, f := range []struct{ field, value string }{{"name", ev.Name}, {"uid", ev.UID}, {"resourceVersion", ev.ResourceVersion}, {"reservation", ev.Reservation}} {
 		if hasControl(f.value) {
-			add("%s %q holds a control character", f.field, f.value)
+			add("%s %q holds a control character", f.field, clip(f.value))
 		}
 	}
 	if len(ev.Source) > SourceLengthMax {
@@ -272,9 +273,26 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 	}
 	what := string(ev.Type)
 	if ev.Name != "" {
-		what += " " + ev.Resource + " " + ev.Namespace + "/" + ev.Name
+		what += " " + clip(ev.Resource) + " " + clip(ev.Namespace) + "/" + clip(ev.Name)
 	}
 	return fmt.Errorf("%w: %s: %s", ErrInvalidEvent, strings.TrimSpace(what), strings.Join(problems, "; "))
+}
+
+// clipMax is the most of a name that an error quotes.
+const clipMax = 80
+
+// clip is s for an error message: whole when short, else its first
+// clipMax bytes (whole characters) and how long it is, so that an
+// oversized name does not make a 40 KB line of every message about it.
+func clip(s string) string {
+	if len(s) <= clipMax {
+		return s
+	}
+	n := clipMax
+	for n > 0 && !utf8.ValidString(s[:n]) {
+		n--
+	}
+	return fmt.Sprintf("%s...(%d bytes)", s[:n], len(s))
 }
 
 // reservationProblems lists what is wrong with one reservation of a

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/quotaledger/quota/ledger"
 )
@@ -295,4 +296,24 @@ func FuzzEncodeReserve(f *testing.F) {
 			t.Fatalf("EncodeReserve:\n got %s\nwant %s", got.Bytes(), want)
 		}
 	})
+}
+
+// TestValidateClipsLongNames checks that an error about an event quotes
+// an oversized name, namespace or resource by its start and length only.
+func TestValidateClipsLongNames(t *testing.T) {
+	long := strings.Repeat("é", 20000) // 40 000 bytes, two to a character
+	for _, ev := range []ledger.Event{
+		{Version: ledger.EncodingVersion, Type: ledger.Upsert, Resource: "configmaps", Namespace: "ns", Name: long, Object: []byte(`{}`)},
+		{Version: ledger.EncodingVersion, Type: ledger.Upsert, Resource: long, Namespace: "ns", Name: "x", Object: []byte(`{}`)},
+		{Version: ledger.EncodingVersion, Type: ledger.Upsert, Resource: "configmaps", Namespace: long, Name: "x", Object: []byte(`{}`)},
+	} {
+		err := ev.Validate()
+		if !errors.Is(err, ledger.ErrInvalidEvent) {
+			t.Fatalf("Validate: %v, want ErrInvalidEvent", err)
+		}
+		msg := err.Error()
+		if len(msg) > 400 || !strings.Contains(msg, "...(40000 bytes)") || !utf8.ValidString(msg) {
+			t.Errorf("error of %d bytes, want the long value clipped to its start and length in valid UTF-8: %.300s", len(msg), msg)
+		}
+	}
 }

@@ -369,10 +369,10 @@ func classifyPublishError(err error) error {
 // describe names an event in error messages.
 func describe(ev Event) string {
 	if ev.Name == "" {
-		return string(ev.Type) + " " + ev.Resource
+		return string(ev.Type) + " " + clip(ev.Resource)
 	}
 	if ev.Namespace == "" {
-		return fmt.Sprintf("%s %s %s", ev.Type, ev.Resource, ev.Name)
+		return fmt.Sprintf("%s %s %s", ev.Type, clip(ev.Resource), clip(ev.Name))
 	}
-	return fmt.Sprintf("%s %s %s/%s", ev.Type, ev.Resource, ev.Namespace, ev.Name)
+	return fmt.Sprintf("%s %s %s/%s", ev.Type, clip(ev.Resource), clip(ev.Namespace), clip(ev.Name))
 }
