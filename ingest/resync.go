@@ -48,6 +48,9 @@ type ResyncGroup struct {
 	// Duplicate is set when the same list was appended within the stream's
 	// duplicate window and nothing new was written.
 	Duplicate bool
+	// Split is set when the list was too large for one event: its objects
+	// were appended as Upserts, then the Resync (at Seq) naming them.
+	Split bool
 }
 
 // ResyncReport is what Resync did.
@@ -79,7 +82,10 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 	defer in.mu.Unlock()
 	run := &run{in: in, ctx: ctx}
 	type group struct {
-		items    []json.RawMessage
+		items []json.RawMessage
+		// objects are the items' identities, for a list split over
+		// several events.
+		objects  []listedObject
 		rejected []string
 	}
 	groups := map[[2]string]*group{}
@@ -131,6 +137,7 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 			return run.reject(rec, err.Error())
 		}
 		g.items = append(g.items, trimmed)
+		g.objects = append(g.objects, listedObject{name: o.Name, uid: o.UID, resourceVersion: o.ResourceVersion})
 		return nil
 	})
 	if err != nil {
@@ -171,15 +178,35 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 		if err != nil {
 			return ResyncReport{Report: run.report}, fmt.Errorf("resync %s: %w", source, err)
 		}
-		if size := len(encoded); size > int(in.stream.Config().MaxMsgSize) {
-			run.report.Rejected++
-			run.report.Rejections = append(run.report.Rejections, Rejection{Source: source,
-				Reason: fmt.Sprintf("%v: %d bytes, at most %d; a resync is one event and cannot be split: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, in.stream.Config().MaxMsgSize)})
-			report.Groups = append(report.Groups, rg)
-			continue
-		}
 		digest := sha256.Sum256(encoded)
-		res, err := in.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: "resync/" + nsLabel(ns) + "/" + resource + "/sha256:" + hex.EncodeToString(digest[:16])})
+		msgID := "resync/" + nsLabel(ns) + "/" + resource + "/sha256:" + hex.EncodeToString(digest[:16])
+		if size, limit := len(encoded), int(in.stream.Config().MaxMsgSize); size > limit {
+			// Too large for one event: the objects go as Upserts, then a
+			// Resync naming them, once every Upsert is in the log.
+			upserts, final, reason := splitResync(ev, g.objects, msgID, limit)
+			if reason != "" {
+				run.report.Rejected++
+				run.report.Rejections = append(run.report.Rejections, Rejection{Source: source,
+					Reason: fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason)})
+				report.Groups = append(report.Groups, rg)
+				continue
+			}
+			results, err := in.stream.AppendBatch(ctx, upserts)
+			for _, res := range results {
+				switch {
+				case res.Seq == 0:
+				case res.Duplicate:
+					run.report.Duplicates++
+				default:
+					run.report.Appended++
+				}
+			}
+			if err != nil {
+				return ResyncReport{Report: run.report, Groups: report.Groups}, fmt.Errorf("resync %s: its objects, before the list of their names: %w", source, err)
+			}
+			ev, msgID, rg.Split = final, msgID+"/listed", true
+		}
+		res, err := in.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID})
 		if err != nil {
 			return ResyncReport{Report: run.report, Groups: report.Groups}, fmt.Errorf("resync %s: %w", source, err)
 		}
@@ -196,6 +223,42 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 	}
 	report.Report = run.report
 	return report, nil
+}
+
+// listedObject is what a split resync's Upsert of one object names.
+type listedObject struct {
+	name, uid, resourceVersion string
+}
+
+// splitResync splits ev, a Resync too large for one event of limit bytes,
+// into an Upsert per item (objects says each one's name, uid and
+// resourceVersion) and the Resync that names them (Listed), and gives the
+// Upserts message IDs from the list's own. It returns why it cannot,
+// instead, when an item or the list of names is itself too large.
+func splitResync(ev ledger.Event, objects []listedObject, msgID string, limit int) (upserts []ledger.BatchEntry, final ledger.Event, reason string) {
+	final = ledger.Event{Version: ev.Version, Type: ledger.Resync, Resource: ev.Resource, Namespace: ev.Namespace, Source: ev.Source}
+	for i, item := range ev.Items {
+		o := objects[i]
+		up := ledger.Event{Version: ev.Version, Type: ledger.Upsert, Resource: ev.Resource, Namespace: ev.Namespace,
+			Name: o.name, UID: o.uid, ResourceVersion: o.resourceVersion, Object: item, Source: ev.Source}
+		encoded, err := ledger.Encode(up)
+		if err != nil {
+			return nil, final, fmt.Sprintf("%s %s: %v", ev.Resource, o.name, err)
+		}
+		if len(encoded) > limit {
+			return nil, final, fmt.Sprintf("%s %s alone is %d bytes", ev.Resource, o.name, len(encoded))
+		}
+		upserts = append(upserts, ledger.BatchEntry{Event: up, MsgID: fmt.Sprintf("%s/%d", msgID, i)})
+		final.Listed = append(final.Listed, o.name)
+	}
+	encoded, err := ledger.Encode(final)
+	if err != nil {
+		return nil, final, err.Error()
+	}
+	if len(encoded) > limit {
+		return nil, final, fmt.Sprintf("split, the list of its %d names alone is %d bytes", len(final.Listed), len(encoded))
+	}
+	return upserts, final, ""
 }
 
 // forget drops the unchanged-upsert memory of every key with prefix.

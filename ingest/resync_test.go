@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -118,5 +119,52 @@ func TestResyncSameListTwiceIsADuplicate(t *testing.T) {
 		if got := rep.Groups[0].Duplicate; got != wantDup {
 			t.Errorf("round %d: duplicate got %v, want %v", i, got, wantDup)
 		}
+	}
+}
+
+// TestResyncTooLargeIsSplit resyncs a list over the stream's largest
+// event: its objects are appended as Upserts, in the list's order, then a
+// Resync with no items that names them all, at the group's Seq. The same
+// list again appends nothing.
+func TestResyncTooLargeIsSplit(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStreamConfig(t, js, ledger.Config{MaxMsgSize: 4096})
+	in, err := ingest.New(stream, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pods = 40
+	var list strings.Builder
+	list.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
+	for i := range pods {
+		if i > 0 {
+			list.WriteString(",")
+		}
+		fmt.Fprintf(&list, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p-%02d","namespace":"team-a","uid":"u-%02d","resourceVersion":"%d"},"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"100m"}}}]}}`, i, i, 10+i)
+	}
+	list.WriteString(`]}`)
+	for round, wantDup := range []bool{false, true} {
+		rep, err := in.Resync(context.Background(), "pods.json", strings.NewReader(list.String()), ingest.ResyncOptions{})
+		if err != nil || len(rep.Groups) != 1 {
+			t.Fatalf("round %d: %v, groups %+v", round, err, rep.Groups)
+		}
+		g := rep.Groups[0]
+		if !g.Split || g.Seq != pods+1 || g.Items != pods || g.Duplicate != wantDup || rep.Rejected != 0 {
+			t.Errorf("round %d: group %+v, %d rejected; want split, seq %d, %d items, duplicate %v", round, g, rep.Rejected, pods+1, pods, wantDup)
+		}
+	}
+	records := ledgertest.ReadAll(t, stream, 1)
+	if len(records) != pods+1 {
+		t.Fatalf("the stream holds %d records, want %d upserts and a resync", len(records), pods)
+	}
+	for i, rec := range records[:pods] {
+		ev := rec.Event
+		if ev.Type != ledger.Upsert || ev.Resource != "pods" || ev.Namespace != "team-a" || ev.Name != fmt.Sprintf("p-%02d", i) || ev.UID != fmt.Sprintf("u-%02d", i) || len(ev.Object) == 0 {
+			t.Errorf("record %d: %s %s %s/%s uid %q, want the upsert of pod p-%02d", i, ev.Type, ev.Resource, ev.Namespace, ev.Name, ev.UID, i)
+		}
+	}
+	final := records[pods].Event
+	if final.Type != ledger.Resync || final.Resource != "pods" || len(final.Items) != 0 || len(final.Listed) != pods || final.Listed[pods-1] != fmt.Sprintf("p-%02d", pods-1) {
+		t.Errorf("last record: %s %s with %d items, listed %v; want the resync naming the %d pods", final.Type, final.Resource, len(final.Items), final.Listed, pods)
 	}
 }

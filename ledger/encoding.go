@@ -114,7 +114,8 @@ func decodeEventJSON(b []byte) (Event, error) {
 //     Source at most SourceLengthMax bytes;
 //   - Upsert: Resource, Name and a JSON object in Object;
 //   - Delete: Resource and Name;
-//   - Resync: Resource and no Name; each item a JSON object;
+//   - Resync: Resource and no Name; each item a JSON object; each listed
+//     name not empty;
 //   - Reserve: Namespace and a positive ReservationTTL, and either
 //     Resource, Reservation and a JSON object in Object, or Reservations,
 //     each with an ID, a Resource, a Name and a JSON object, IDs distinct;
@@ -185,6 +186,9 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 	if ev.Type != Expire {
 		refuse(len(ev.Expired) > 0, "expired")
 	}
+	if ev.Type != Resync {
+		refuse(len(ev.Listed) > 0, "listed")
+	}
 	switch ev.Type {
 	case Upsert:
 		need(ev.Resource != "", "resource")
@@ -208,6 +212,16 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 		refuse(len(ev.Object) > 0, "object")
 		refuse(ev.Reservation != "", "reservation")
 		refuse(ev.ReservationTTL != 0, "reservationTTL")
+		for i, name := range ev.Listed {
+			switch {
+			case name == "":
+				add("listed[%d] is empty", i)
+			case len(name) > NameLengthMax:
+				add("listed[%d] is %d bytes, at most %d", i, len(name), NameLengthMax)
+			case hasControl(name):
+				add("listed[%d] %q holds a control character", i, name)
+			}
+		}
 		for i, item := range ev.Items {
 			objectOK(fmt.Sprintf("items[%d]", i), item)
 			if len(item) == 0 {

@@ -31,6 +31,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{Type: ledger.Upsert, Resource: "storageclasses.storage.k8s.io", Name: "fast", Object: json.RawMessage(`{"kind":"StorageClass"}`)},
 		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a", Items: []json.RawMessage{json.RawMessage(`{"a":1}`)}},
 		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a"},
+		{Type: ledger.Resync, Resource: "pods", Namespace: "team-a", Listed: []string{"web-1", "web-2"}},
 		{Type: ledger.Reserve, Resource: "pods", Namespace: "team-a", Reservation: "r1", Object: json.RawMessage(`{}`), ReservationTTL: time.Minute},
 		{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute, Reservations: []ledger.Reservation{
 			{ID: "r2", Resource: "pods", Name: "a", Object: json.RawMessage(`{"kind":"Pod"}`)},
@@ -80,6 +81,9 @@ func TestEventValidateRules(t *testing.T) {
 		{"delete may carry the last object", ledger.Event{Type: ledger.Delete, Resource: "pods", Namespace: "a", Name: "x", Object: obj}, ""},
 		{"resync must not carry a name", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Name: "x"}, "must not carry name"},
 		{"resync items must be objects", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Items: []json.RawMessage{json.RawMessage(`1`)}}, "items[0] is not a JSON object"},
+		{"a split resync lists names", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Listed: []string{"x", "y"}}, ""},
+		{"listed names are not empty and hold no control character", ledger.Event{Type: ledger.Resync, Resource: "pods", Namespace: "a", Listed: []string{"", "x\n"}}, `listed[0] is empty; listed[1] "x\n" holds a control character`},
+		{"only a resync lists names", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: obj, Listed: []string{"y"}}, "must not carry listed"},
 		{"reserve needs a positive ttl", ledger.Event{Type: ledger.Reserve, Resource: "pods", Namespace: "a", Reservation: "r", Object: obj}, "positive reservationTTL"},
 		{"reserve needs a namespace", ledger.Event{Type: ledger.Reserve, Resource: "pods", Reservation: "r", Object: obj, ReservationTTL: time.Second}, "needs namespace"},
 		{"several reservations", ledger.Event{Type: ledger.Reserve, Namespace: "a", ReservationTTL: time.Second, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}, {ID: "s", Resource: "pods", Name: "y", Object: obj}}}, ""},

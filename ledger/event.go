@@ -15,7 +15,9 @@ const (
 	Delete EventType = "delete"
 	// Resync records the complete set of objects of one resource in one
 	// namespace at a moment: objects the projection holds that the list
-	// lacks are removed, the listed ones are upserted.
+	// lacks are removed, the listed ones are upserted. A list too large
+	// for one event is split: its objects are appended as Upserts, and
+	// the Resync that follows them names them in Listed.
 	Resync EventType = "resync"
 	// Reserve records admissions that charged a namespace for objects that
 	// have not been created yet: one in its own fields, or several, decided
@@ -45,6 +47,10 @@ type Event struct {
 	Object json.RawMessage `json:"object,omitempty"`
 	// Items are the trimmed objects of a Resync.
 	Items []json.RawMessage `json:"items,omitempty"`
+	// Listed are the names of a Resync's objects that Upsert events
+	// before it carried, for a list too large for one event: they are
+	// part of the list as much as Items.
+	Listed []string `json:"listed,omitempty"`
 	// Reservation identifies a reservation (Reserve, Expire).
 	Reservation string `json:"reservation,omitempty"`
 	// ReservationTTL is how long a Reserve holds without confirmation,

@@ -505,7 +505,12 @@ func (f *fold) expire(reservation string) error {
 
 func (f *fold) resync(rec *ledger.Record) error {
 	ev := &rec.Event
-	listed := make(map[string]bool, len(ev.Items))
+	listed := make(map[string]bool, len(ev.Items)+len(ev.Listed))
+	// The objects of a list split over several events came as Upserts
+	// before this one.
+	for _, name := range ev.Listed {
+		listed[name] = true
+	}
 	for i := range ev.Items {
 		e := f.evaluated(i)
 		if e.err != nil {

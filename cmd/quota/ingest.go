@@ -110,7 +110,11 @@ stream's duplicate window (a day by default).`,
 					report = rr.Report
 					for _, g := range rr.Groups {
 						if g.Seq != 0 {
-							fmt.Fprintf(cmd.ErrOrStderr(), "resync %s in %s: %d objects, seq %d\n", g.Resource, g.Namespace, g.Items, g.Seq)
+							split := ""
+							if g.Split {
+								split = " (too large for one event: the objects appended one by one, then the list of their names)"
+							}
+							fmt.Fprintf(cmd.ErrOrStderr(), "resync %s in %s: %d objects, seq %d%s\n", g.Resource, g.Namespace, g.Items, g.Seq, split)
 						}
 					}
 				} else {

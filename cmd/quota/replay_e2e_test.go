@@ -149,11 +149,13 @@ func TestLostDeleteDriftAndResyncThroughTheBinary(t *testing.T) {
 	}
 }
 
-// TestLargeResyncNeedsALargerEvent resyncs a namespace of 6 000 pods, a
-// list whose event is over the default 1 MiB: refused with the flag to
-// raise in the reason, then taken by a server started with that flag
-// (describe prints the count as Kubernetes does, 6k).
-func TestLargeResyncNeedsALargerEvent(t *testing.T) {
+// TestLargeResyncIsSplit resyncs a namespace of 6 000 pods, a list whose
+// event is over the default 1 MiB: the pods are appended one by one, then
+// the list of their names, and the resync does what one event would (a pod
+// the list lacks is removed; describe prints the count as Kubernetes
+// does, 6k), which replay reproduces. Where even the names do not fit,
+// the resync is refused, naming the flag to raise.
+func TestLargeResyncIsSplit(t *testing.T) {
 	const ns, pods = "big", 6000
 	items := make([]json.RawMessage, pods)
 	for i := range items {
@@ -164,23 +166,39 @@ func TestLargeResyncNeedsALargerEvent(t *testing.T) {
 	write := fileWriter(t, t.TempDir())
 	listFile := write("pods.json", string(list))
 	quotaFile := write("quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: compute, namespace: big}\nspec: {hard: {pods: \"10000\", requests.cpu: \"1k\"}}\n")
+	// A pod whose deletion was lost: the list lacks it.
+	ghostFile := write("ghost.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: ghost, namespace: big, uid: uid-ghost}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: \"1\"}}}]}\n")
 
 	data := t.TempDir()
 	s := startServer(t, data)
-	s.mustRun("ingest", quotaFile)
-	out, errOut, code := s.run("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
-	if code != 1 || !strings.Contains(out+errOut, "exceeds the stream's maximum message size") || !strings.Contains(out+errOut, "--max-event-size") {
-		t.Fatalf("resync at the default size: exit %d\n%s%s\nwant exit 1, the event refused as too large, naming --max-event-size", code, out, errOut)
+	s.mustRun("ingest", quotaFile, ghostFile)
+	if text := s.mustRun("describe", "-n", ns); !strings.Contains(text, "pods          1     10k") {
+		t.Fatalf("describe before the resync:\n%s", text)
 	}
-	s.stop()
-
-	s = startServer(t, data, "--max-event-size", "4Mi")
-	s.mustRun("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	_, errOut, code := s.run("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	if code != 0 || !strings.Contains(errOut, "resync pods in big: 6000 objects") || !strings.Contains(errOut, "too large for one event") {
+		t.Fatalf("resync at the default size: exit %d\n%s\nwant it split and appended", code, errOut)
+	}
 	text := s.mustRun("describe", "-n", ns)
 	for _, want := range []string{"pods          6k    10k", "requests.cpu  600   1k"} {
 		if !strings.Contains(text, want) {
-			t.Errorf("describe after the resync lacks %q:\n%s", want, text)
+			t.Errorf("describe after the resync lacks %q (the ghost pod gone, the 6 000 counted):\n%s", want, text)
 		}
+	}
+	if out := s.mustRun("replay", "--verify"); !strings.Contains(out, "no drift") {
+		t.Errorf("replay --verify after the split resync:\n%s", out)
+	}
+	// The same list again changes nothing.
+	s.mustRun("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	if again := s.mustRun("describe", "-n", ns); again != text {
+		t.Errorf("describe after the same resync again:\n%s\nwant as before:\n%s", again, text)
+	}
+	s.stop()
+
+	s = startServer(t, data, "--max-event-size", "64Ki")
+	out, errOut, code := s.run("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
+	if code != 1 || !strings.Contains(out+errOut, "the list of its 6000 names alone is") || !strings.Contains(out+errOut, "--max-event-size") {
+		t.Errorf("resync with 64Ki events: exit %d\n%s%s\nwant exit 1, refused as the names alone are too large, naming --max-event-size", code, out, errOut)
 	}
 }
 
