@@ -97,7 +97,9 @@ func (fd *Fold) ApplyBatch(tx *bolt.Tx, records []ledger.Record) (skipped []Skip
 		case err != nil:
 			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
 		}
-		if err := tx.Bucket(bucketSubjects).Put(subjectKey(rec.Event.Namespace), seqBytes(rec.Seq)); err != nil {
+		// The subject's namespace, not the event's: a record skipped as
+		// unreadable has no event, and still moves its subject on.
+		if err := tx.Bucket(bucketSubjects).Put(subjectKey(rec.Namespace), seqBytes(rec.Seq)); err != nil {
 			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
 		}
 	}

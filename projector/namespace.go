@@ -284,7 +284,7 @@ func (s *subjectSeqs) applied(records []ledger.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range records {
-		s.learnLocked(records[i].Event.Namespace, records[i].Seq)
+		s.learnLocked(records[i].Namespace, records[i].Seq)
 	}
 }
 
