@@ -2,12 +2,14 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
@@ -113,4 +115,41 @@ func appendGenerated(t *testing.T, stream *ledger.Stream, seed uint64, n int) {
 		events[i] = gen.next()
 	}
 	appendAll(t, stream, events)
+}
+
+// TestQueriesOfADamagedLiveProjection damages a page of the live
+// projection while the server runs: an explain that reads it is answered
+// with an error (bbolt's panic on the page recovered), and the responder
+// goes on answering.
+func TestQueriesOfADamagedLiveProjection(t *testing.T) {
+	_, nc, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	snaps := openSnapshots(t, js)
+	appendGenerated(t, stream, 11, 400)
+	path := filepath.Join(t.TempDir(), "live.db")
+	live := startLive(t, path, stream)
+	live.waitCaughtUp()
+	projectortest.DamageLeaf(t, live.p.DB(), path, true)
+	serveAudit(t, nc, live, snaps)
+
+	failed := 0
+	for range 2 {
+		for _, ns := range []string{"team-a", "team-b", "batch"} {
+			body, _ := json.Marshal(projector.ExplainRequest{Namespace: ns})
+			m, err := nc.Request(projector.SubjectExplain, body, 10*time.Second)
+			if err != nil {
+				t.Fatalf("explain %s: %v (the responder no longer answers)", ns, err)
+			}
+			var reply projector.AuditReply
+			if err := json.Unmarshal(m.Data, &reply); err != nil {
+				t.Fatalf("explain %s: %v: %s", ns, err, m.Data)
+			}
+			if reply.Error != "" {
+				failed++
+			}
+		}
+	}
+	if failed == 0 {
+		t.Error("no explain met the damaged page")
+	}
 }
