@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector/projectortest"
 )
 
@@ -148,4 +149,36 @@ func fillLeafPages(t *testing.T, path string) (offset int64, size int) {
 		t.Fatal(err)
 	}
 	return projectortest.LeafPage(t, db, true)
+}
+
+// TestApplyMeetingADamagedPage damages a leaf of a projection in use, as a
+// bad sector met while the server runs would: bbolt panics on the page
+// when the fold reads it, and Apply returns an error saying what may have
+// happened (the process goes on, to stop cleanly), where the panic used
+// to end the process.
+func TestApplyMeetingADamagedPage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projection.db")
+	p, err := Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	records := benchRecords(t, 2, 300)
+	applyAll(t, p, records, len(records))
+	projectortest.DamageLeaf(t, p.DB(), path, true)
+	// Every pod again, as updates: each reads its record.
+	var again []ledger.Record
+	for _, rec := range records {
+		if rec.Event.Type == ledger.Upsert && rec.Event.Resource == "pods" {
+			rec.Seq = records[len(records)-1].Seq + uint64(len(again)) + 1
+			again = append(again, rec)
+		}
+	}
+	err = p.Apply(t.Context(), again)
+	if err == nil || !errors.Is(err, ledger.ErrInternal) || !strings.Contains(err.Error(), "damaged while the server ran") {
+		t.Fatalf("Apply over a damaged page: %v; want the recovered panic, naming a damaged page as a cause", err)
+	}
+	if got, want := p.Applied(), records[len(records)-1].Seq; got != want {
+		t.Errorf("applied seq %d after the failed batch, want %d", got, want)
+	}
 }

@@ -392,23 +392,33 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	var skipped []Skipped
 	facts := lastFactTime(records)
 	// folded says the transaction's function returned: an error after it
-	// is bbolt's commit failing to write the file.
-	folded := false
-	err := p.db.Update(func(tx *bolt.Tx) error {
-		var err error
-		if skipped, err = p.fold.ApplyBatch(tx, records); err != nil {
-			return err
-		}
-		if b := tx.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
-			if err := b.Put(keyFactTime, seqBytes(uint64(facts))); err != nil {
+	// is bbolt's commit failing to write the file. panicked says the fold
+	// panicked: a page of the file damaged while the server ran (bbolt
+	// panics on one), or a bug. bbolt's Update rolls the transaction back
+	// on a panic; the projector then stops with an error, not the process.
+	folded, panicked := false, false
+	err := func() (err error) {
+		defer ledger.Survive(p.cfg.Logger, "apply a batch to the projection", func(e error) { err, panicked = e, true })
+		return p.db.Update(func(tx *bolt.Tx) error {
+			var err error
+			if skipped, err = p.fold.ApplyBatch(tx, records); err != nil {
 				return err
 			}
-		}
-		folded = true
-		return nil
-	})
+			if b := tx.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
+				if err := b.Put(keyFactTime, seqBytes(uint64(facts))); err != nil {
+					return err
+				}
+			}
+			folded = true
+			return nil
+		})
+	}()
 	if err != nil {
 		first, last := records[0].Seq, records[len(records)-1].Seq
+		if panicked {
+			p.fold.Forget()
+			return fmt.Errorf("apply batch seq %d..%d: %w; a page of %s damaged while the server ran (its check at the next start names it) or a bug (the log holds the stack)", first, last, err, p.cfg.Path)
+		}
 		if folded {
 			p.fold.Forget() // the cache holds what did not commit
 			return fmt.Errorf("%w: %s: commit of seq %d..%d: %w", ErrWrite, p.cfg.Path, first, last, err)
