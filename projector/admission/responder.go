@@ -248,7 +248,7 @@ func (r *Responder) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-ticker.C:
-			if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+			if err := r.sweepOnce(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Warn("reservation sweep failed", "err", err)
 			}
 		}
@@ -515,6 +515,14 @@ func (r *Responder) sweep(ctx context.Context) error {
 		r.cfg.Metrics.expired(len(byNamespace[ns]))
 	}
 	return nil
+}
+
+// sweepOnce is sweep, with a panic in it (a page of the projection
+// damaged while the server runs, a bug) recovered as its error: the next
+// tick tries again, and the requests go on being answered.
+func (r *Responder) sweepOnce(ctx context.Context) (err error) {
+	defer ledger.Survive(r.cfg.Logger, "sweep expired reservations", func(e error) { err = e })
+	return r.sweep(ctx)
 }
 
 // expireEvent is the Expire event releasing the reservations of namespace
