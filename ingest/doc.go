@@ -49,7 +49,9 @@
 //     rest of the file from the bad line is one rejection. JSON lines resume
 //     at the next line.
 //   - Multi-line JSON and YAML files are read whole (at most
-//     DocumentBytesMax); JSON lines are streamed.
+//     DocumentBytesMax); JSON lines are streamed, each at most
+//     LineBytesMax. A first line longer than that (a compact List, as
+//     jq -c prints one) is read as a JSON document, up to DocumentBytesMax.
 //   - Records are decoded and trimmed by up to GOMAXPROCS goroutines, and
 //     one batch is appended while the next is prepared; the stream, the
 //     Report and the dead letters still follow the input order. When an

@@ -76,7 +76,11 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0
 	for {
-		line, tooLong, err := readLine(br)
+		// The first content line may be a whole document (a compact
+		// List, an array): it is read up to the largest document, where
+		// the lines after it are held to the largest JSON line.
+		line, over, err := readLineMax(br, DocumentBytesMax)
+		tooLong := over || len(line) > LineBytesMax
 		if len(line) == 0 && err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil // empty input
@@ -97,16 +101,22 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 		}
 		p := &parser{name: name, fn: fn}
 		switch {
-		case trimmed[0] == '{' && !bytes.Equal(trimmed, []byte("{")):
+		case trimmed[0] == '{' && !bytes.Equal(trimmed, []byte("{")) && (!tooLong || over):
+			// JSON lines (a line over the largest document among them is
+			// rejected alone).
 			return p.jsonLines(br, line, tooLong, lineNo, err)
 		case err != nil && !errors.Is(err, io.EOF):
 			return fmt.Errorf("read %s: %w", name, err)
-		case trimmed[0] == '[' && tooLong:
-			return p.reject(p.source(lineNo), nil, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, lineNo, LineBytesMax))
+		case trimmed[0] == '[' && over:
+			return p.reject(p.source(lineNo), nil, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, lineNo, DocumentBytesMax))
 		case trimmed[0] == '{' || trimmed[0] == '[':
-			// The lines read so far, then the rest.
+			// A value spread over lines, or one line longer than a JSON
+			// line may be: the lines read so far, then the rest.
 			return p.jsonDocuments(io.MultiReader(bytes.NewReader(slices.Concat(head.Bytes(), line)), br))
 		default:
+			if tooLong {
+				line = line[:min(len(line), LineBytesMax)]
+			}
 			return p.yamlDocuments(head.Bytes(), line, tooLong, err, br)
 		}
 	}
@@ -132,10 +142,15 @@ func (p *parser) tooLarge(line int) error {
 // readLine returns the next line with its newline, at most LineBytesMax
 // bytes of it; tooLong reports that the rest was discarded.
 func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	return readLineMax(br, LineBytesMax)
+}
+
+// readLineMax is readLine with max in place of LineBytesMax.
+func readLineMax(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	var buf []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) <= LineBytesMax {
+		if len(buf)+len(chunk) <= max {
 			buf = append(buf, chunk...)
 		} else {
 			tooLong = true

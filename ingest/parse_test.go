@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,4 +36,57 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("parse of in-memory input failed: %v", err)
 		}
 	})
+}
+
+// TestParseALongFirstLine reads a compact List on one line, longer than a
+// JSON line may be (jq -c of 'kubectl get pods -o json'): its items are
+// read as a document's. A line that long after the first of a JSON-lines
+// input is still rejected alone, the lines around it read.
+func TestParseALongFirstLine(t *testing.T) {
+	const pods = 1500
+	var list strings.Builder
+	list.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
+	for i := range pods {
+		if i > 0 {
+			list.WriteString(",")
+		}
+		fmt.Fprintf(&list, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p-%d","namespace":"team-a","annotations":{"note":%q}}}`, i, strings.Repeat("x", 3000))
+	}
+	list.WriteString("]}")
+	if list.Len() <= ingest.LineBytesMax {
+		t.Fatalf("the list is %d bytes, not over a line's %d", list.Len(), ingest.LineBytesMax)
+	}
+	event := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w","namespace":"team-a"}}}`
+
+	for _, tc := range []struct {
+		name, input string
+		want        []string // each record's source, and "!" after a rejected one's; nil: the List's items
+	}{
+		{"a compact List first", list.String() + "\n", nil},
+		{"a long line among JSON lines", event + "\n" + list.String() + "\n" + event + "\n", []string{"in:1", "in:2!", "in:3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			err := ingest.Parse("in", strings.NewReader(tc.input), func(r ingest.Record) error {
+				s := r.Source
+				if r.Err != nil {
+					s += "!"
+				}
+				got = append(got, s)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == nil {
+				for i := range pods {
+					want = append(want, fmt.Sprintf("in:1[%d]", i))
+				}
+			}
+			if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
+				t.Errorf("%d records %.300s..., want %d: %.300s...", len(got), g, len(want), w)
+			}
+		})
+	}
 }
