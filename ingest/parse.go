@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotaledger/quota/ledger/object"
@@ -73,6 +74,11 @@ type Record struct {
 // dropped.
 func Parse(name string, r io.Reader, fn func(Record) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
+	// A byte order mark (what some editors save first) is not content:
+	// left in, it would hide JSON's first brace from the detection below.
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0
 	for {
@@ -121,6 +127,9 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 		}
 	}
 }
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
 type parser struct {
 	name string
@@ -304,6 +313,9 @@ func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr e
 		}
 		if long != 0 {
 			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, long, LineBytesMax))
+		}
+		if err := oneNode(doc.Bytes()); err != nil {
+			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
 		}
 		js, err := yaml.YAMLToJSON(doc.Bytes())
 		if err != nil {
@@ -495,4 +507,22 @@ func jsonError(t []byte) error {
 		return err
 	}
 	return errors.New("invalid JSON")
+}
+
+// oneNode checks that a YAML document holds one node. yaml.YAMLToJSON
+// reads the first and ignores what follows it in the document, so that
+// JSON objects one per line without "---" between them would lose all but
+// the first without a trace. Only that is refused here: a document the
+// stricter yaml.v3 cannot read at all is left to YAMLToJSON, as kubectl
+// leaves it.
+func oneNode(doc []byte) error {
+	dec := yaml3.NewDecoder(bytes.NewReader(doc))
+	var first, second yaml3.Node
+	if dec.Decode(&first) != nil {
+		return nil
+	}
+	if err := dec.Decode(&second); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%v (after the document's first value; a second object needs a \"---\" line before it)", err)
+	}
+	return nil
 }

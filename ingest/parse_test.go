@@ -90,3 +90,40 @@ func TestParseALongFirstLine(t *testing.T) {
 		})
 	}
 }
+
+// TestParseJSONLinesAfterAByteOrderMark reads JSON lines saved with a
+// byte order mark first, as some editors save them: every line is read.
+// They used to go to the YAML reader, which kept the first object and
+// dropped the others without a trace. In YAML, objects one per line with
+// no "---" between them are now refused, not cut to the first.
+func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
+	lines := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n"}}}
+{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"n"}}}
+{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"}}}
+`
+	for _, tc := range []struct {
+		name, input string
+		want        string
+	}{
+		{"JSON lines after a byte order mark", "\xef\xbb\xbf" + lines, "in:1 in:2 in:3"},
+		{"YAML holding JSON objects one per line", "# objects\n---\n" + lines, "in:3!"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			err := ingest.Parse("in", strings.NewReader(tc.input), func(r ingest.Record) error {
+				s := r.Source
+				if r.Err != nil {
+					s += "!"
+				}
+				got = append(got, s)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("records %s, want %s", g, tc.want)
+			}
+		})
+	}
+}
