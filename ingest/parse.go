@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	yaml3 "go.yaml.in/yaml/v3"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotaledger/quota/ledger/object"
@@ -76,8 +78,13 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	// A byte order mark (what some editors save first) is not content:
 	// left in, it would hide JSON's first brace from the detection below.
+	// UTF-16, which it announces (PowerShell's > writes kubectl's output
+	// so), is read as the UTF-8 it stands for.
 	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
 		br.Discard(len(utf8BOM))
+	} else if b, err := br.Peek(2); err == nil && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff) {
+		utf16 := unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()
+		br = bufio.NewReaderSize(transform.NewReader(br, utf16), 64<<10)
 	}
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0

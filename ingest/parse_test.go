@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	utf16enc "unicode/utf16"
 
 	"github.com/quotaledger/quota/ingest"
 )
@@ -92,7 +93,8 @@ func TestParseALongFirstLine(t *testing.T) {
 }
 
 // TestParseJSONLinesAfterAByteOrderMark reads JSON lines saved with a
-// byte order mark first, as some editors save them: every line is read.
+// byte order mark first, as some editors save them, and in UTF-16, as
+// PowerShell's > saves kubectl's output: every line is read.
 // They used to go to the YAML reader, which kept the first object and
 // dropped the others without a trace. In YAML, objects one per line with
 // no "---" between them are now refused, not cut to the first.
@@ -106,6 +108,8 @@ func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
 		want        string
 	}{
 		{"JSON lines after a byte order mark", "\xef\xbb\xbf" + lines, "in:1 in:2 in:3"},
+		{"JSON lines in UTF-16, little-endian", utf16(lines, false), "in:1 in:2 in:3"},
+		{"JSON lines in UTF-16, big-endian", utf16(lines, true), "in:1 in:2 in:3"},
 		{"YAML holding JSON objects one per line", "# objects\n---\n" + lines, "in:3!"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,4 +130,17 @@ func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
 			}
 		})
 	}
+}
+
+// utf16 is s in UTF-16 with its byte order mark.
+func utf16(s string, bigEndian bool) string {
+	var b []byte
+	for _, u := range append([]uint16{0xfeff}, utf16enc.Encode([]rune(s))...) {
+		if bigEndian {
+			b = append(b, byte(u>>8), byte(u))
+		} else {
+			b = append(b, byte(u), byte(u>>8))
+		}
+	}
+	return string(b)
 }
