@@ -75,17 +75,7 @@ type Record struct {
 // input it cannot use is passed to fn as a Record with Err set, never
 // dropped.
 func Parse(name string, r io.Reader, fn func(Record) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	// A byte order mark (what some editors save first) is not content:
-	// left in, it would hide JSON's first brace from the detection below.
-	// UTF-16, which it announces (PowerShell's > writes kubectl's output
-	// so), is read as the UTF-8 it stands for.
-	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
-		br.Discard(len(utf8BOM))
-	} else if b, err := br.Peek(2); err == nil && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff) {
-		utf16 := unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()
-		br = bufio.NewReaderSize(transform.NewReader(br, utf16), 64<<10)
-	}
+	br := Text(r)
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0
 	for {
@@ -137,6 +127,22 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 
 // utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// Text returns r buffered and read as UTF-8 text. A byte order mark (what
+// some editors save first) is not content: left in, it would hide JSON's
+// first brace from Parse's detection of the format. UTF-16, which its
+// mark announces (PowerShell's > writes kubectl's output so), is read as
+// the UTF-8 it stands for. Other input is read as it is.
+func Text(r io.Reader) *bufio.Reader {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	} else if b, err := br.Peek(2); err == nil && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff) {
+		utf16 := unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()
+		br = bufio.NewReaderSize(transform.NewReader(br, utf16), 64<<10)
+	}
+	return br
+}
 
 type parser struct {
 	name string
@@ -321,7 +327,7 @@ func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr e
 		if long != 0 {
 			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, long, LineBytesMax))
 		}
-		if err := oneNode(doc.Bytes()); err != nil {
+		if err := OneNode(doc.Bytes()); err != nil {
 			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
 		}
 		js, err := yaml.YAMLToJSON(doc.Bytes())
@@ -516,13 +522,13 @@ func jsonError(t []byte) error {
 	return errors.New("invalid JSON")
 }
 
-// oneNode checks that a YAML document holds one node. yaml.YAMLToJSON
+// OneNode checks that a YAML document holds one node. yaml.YAMLToJSON
 // reads the first and ignores what follows it in the document, so that
 // JSON objects one per line without "---" between them would lose all but
 // the first without a trace. Only that is refused here: a document the
 // stricter yaml.v3 cannot read at all is left to YAMLToJSON, as kubectl
 // leaves it.
-func oneNode(doc []byte) error {
+func OneNode(doc []byte) error {
 	dec := yaml3.NewDecoder(bytes.NewReader(doc))
 	var first, second yaml3.Node
 	if dec.Decode(&first) != nil {

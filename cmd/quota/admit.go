@@ -21,6 +21,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/quotaledger/quota/ingest"
 	"github.com/quotaledger/quota/projector/admission"
 )
 
@@ -135,11 +136,16 @@ func readManifest(file string) ([]byte, error) {
 		b   []byte
 		err error
 	)
-	if file == "-" {
-		b, err = io.ReadAll(io.LimitReader(os.Stdin, manifestSizeMax+1))
-	} else {
-		b, err = os.ReadFile(file)
+	in := io.Reader(os.Stdin)
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
 	}
+	b, err = io.ReadAll(io.LimitReader(ingest.Text(in), manifestSizeMax+1))
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +172,9 @@ func readManifest(file string) ([]byte, error) {
 			continue
 		}
 		n++
+		if err := ingest.OneNode(doc); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, n, err)
+		}
 		raw, err := yaml.YAMLToJSON(doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: not JSON or YAML: %w", name, n, err)

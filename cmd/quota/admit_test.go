@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
 )
@@ -40,6 +41,9 @@ func TestReadManifest(t *testing.T) {
 		{name: "bad YAML", content: "not: [valid", wantErr: "document 1: not JSON or YAML"},
 		{name: "bad YAML after a leading separator", content: "# broken\n---\nnot: [valid", wantErr: "document 1: not JSON or YAML"},
 		{name: "bad YAML second", content: "---\n" + pod + "---\nnot: [valid", wantErr: "document 2: not JSON or YAML"},
+		{name: "two JSON objects without a separator", content: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"api"}}` + "\n" + `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"}}`, wantErr: "a second object needs a \"---\" line before it"},
+		{name: "after a byte order mark", content: "\xef\xbb\xbf" + pod, wantName: "web"},
+		{name: "UTF-16, as PowerShell saves it", content: string(utf16LE(pod)), wantName: "web"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "manifest.yaml")
@@ -146,4 +150,13 @@ func TestClientsWaitForAStartingServer(t *testing.T) {
 	if waited := time.Since(started); code != exitError || !strings.Contains(errOut, "is 'quota serve' running?") || waited < 250*time.Millisecond {
 		t.Errorf("describe with no server: exit %d after %s, %q; want exit %d after about 300ms, saying none runs", code, waited, errOut, exitError)
 	}
+}
+
+// utf16LE is s in UTF-16, little-endian, with its byte order mark.
+func utf16LE(s string) []byte {
+	var b []byte
+	for _, u := range append([]uint16{0xfeff}, utf16.Encode([]rune(s))...) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return b
 }
