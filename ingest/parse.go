@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,10 @@ type Record struct {
 // input it cannot use is passed to fn as a Record with Err set, never
 // dropped.
 func Parse(name string, r io.Reader, fn func(Record) error) error {
-	br := Text(r)
+	br, err := Text(r)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0
 	for {
@@ -128,20 +132,32 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 // utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
-// Text returns r buffered and read as UTF-8 text. A byte order mark (what
-// some editors save first) is not content: left in, it would hide JSON's
-// first brace from Parse's detection of the format. UTF-16, which its
-// mark announces (PowerShell's > writes kubectl's output so), is read as
-// the UTF-8 it stands for. Other input is read as it is.
-func Text(r io.Reader) *bufio.Reader {
+// gzipMagic starts every gzip stream.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// Text returns r buffered and read as UTF-8 text. Gzip-compressed input
+// (an archive of watch events, events.jsonl.gz) is decompressed. A byte
+// order mark (what some editors save first) is not content: left in, it
+// would hide JSON's first brace from Parse's detection of the format.
+// UTF-16, which its mark announces (PowerShell's > writes kubectl's
+// output so), is read as the UTF-8 it stands for. Other input is read as
+// it is. The error is a gzip header's that cannot be read.
+func Text(r io.Reader) (*bufio.Reader, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	if b, err := br.Peek(len(gzipMagic)); err == nil && bytes.Equal(b, gzipMagic) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		br = bufio.NewReaderSize(zr, 64<<10)
+	}
 	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
 		br.Discard(len(utf8BOM))
 	} else if b, err := br.Peek(2); err == nil && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff) {
 		utf16 := unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()
 		br = bufio.NewReaderSize(transform.NewReader(br, utf16), 64<<10)
 	}
-	return br
+	return br, nil
 }
 
 type parser struct {

@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"strings"
 	"testing"
@@ -93,8 +94,8 @@ func TestParseALongFirstLine(t *testing.T) {
 }
 
 // TestParseJSONLinesAfterAByteOrderMark reads JSON lines saved with a
-// byte order mark first, as some editors save them, and in UTF-16, as
-// PowerShell's > saves kubectl's output: every line is read.
+// byte order mark first, as some editors save them, in UTF-16, as
+// PowerShell's > saves kubectl's output, and gzipped: every line is read.
 // They used to go to the YAML reader, which kept the first object and
 // dropped the others without a trace. In YAML, objects one per line with
 // no "---" between them are now refused, not cut to the first.
@@ -110,6 +111,8 @@ func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
 		{"JSON lines after a byte order mark", "\xef\xbb\xbf" + lines, "in:1 in:2 in:3"},
 		{"JSON lines in UTF-16, little-endian", utf16(lines, false), "in:1 in:2 in:3"},
 		{"JSON lines in UTF-16, big-endian", utf16(lines, true), "in:1 in:2 in:3"},
+		{"JSON lines gzipped", gzipped(lines), "in:1 in:2 in:3"},
+		{"UTF-16 gzipped", gzipped(utf16(lines, false)), "in:1 in:2 in:3"},
 		{"YAML holding JSON objects one per line", "# objects\n---\n" + lines, "in:3!"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,4 +146,13 @@ func utf16(s string, bigEndian bool) string {
 		}
 	}
 	return string(b)
+}
+
+// gzipped is s compressed with gzip.
+func gzipped(s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	zw.Close()
+	return b.String()
 }

@@ -145,8 +145,11 @@ func readManifest(file string) ([]byte, error) {
 		defer f.Close()
 		in = f
 	}
-	b, err = io.ReadAll(io.LimitReader(ingest.Text(in), manifestSizeMax+1))
+	text, err := ingest.Text(in)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if b, err = io.ReadAll(io.LimitReader(text, manifestSizeMax+1)); err != nil {
 		return nil, err
 	}
 	name := file

@@ -26,8 +26,8 @@ func newIngestCommand(g *globalFlags) *cobra.Command {
 		Long: `ingest reads Kubernetes watch events as JSON lines (what
 'kubectl get --raw /api/v1/pods?watch=true' prints: ADDED, MODIFIED, DELETED,
 BOOKMARK, ERROR), or plain objects in JSON or YAML (single, multi-document or
-kind: List), which count as ADDED. With no FILE, or with -, it reads
-standard input. Every FILE is checked before any is read: a missing one
+kind: List), which count as ADDED, in UTF-8 or UTF-16 (after its byte order
+mark), gzipped or not. With no FILE, or with -, it reads standard input. Every FILE is checked before any is read: a missing one
 stops ingest before it appends anything.
 
 It returns once every valid event is durably in the stream. A live feed
