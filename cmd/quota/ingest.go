@@ -27,8 +27,9 @@ func newIngestCommand(g *globalFlags) *cobra.Command {
 'kubectl get --raw /api/v1/pods?watch=true' prints: ADDED, MODIFIED, DELETED,
 BOOKMARK, ERROR), or plain objects in JSON or YAML (single, multi-document or
 kind: List), which count as ADDED, in UTF-8 or UTF-16 (after its byte order
-mark), gzipped or not. With no FILE, or with -, it reads standard input. Every FILE is checked before any is read: a missing one
-stops ingest before it appends anything.
+mark), gzipped or not. With no FILE, or with -, it reads standard input.
+Every FILE is checked before any is read: a missing one stops ingest before
+it appends anything.
 
 It returns once every valid event is durably in the stream. A live feed
 (a watch piped in, the input left open: 'kubectl get --raw
