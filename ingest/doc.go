@@ -18,7 +18,8 @@
 // prints them), JSON objects (possibly pretty-printed, possibly several),
 // or YAML documents separated by "---". Plain objects count as ADDED; a
 // List (kind "List" or "<Kind>List" with items) counts as its items, whose
-// source is "FILE:LINE[i]".
+// source is "FILE:LINE[i]". Input may be gzipped, and UTF-16 after its byte
+// order mark (see Text).
 //
 // # Events
 //
