@@ -550,8 +550,12 @@ func OneNode(doc []byte) error {
 	if dec.Decode(&first) != nil {
 		return nil
 	}
-	if err := dec.Decode(&second); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%v (after the document's first value; a second object needs a \"---\" line before it)", err)
+	err := dec.Decode(&second)
+	if errors.Is(err, io.EOF) {
+		return nil
 	}
-	return nil
+	if err == nil {
+		err = errors.New("a second document")
+	}
+	return fmt.Errorf("%v (after the document's first value; a second object needs a \"---\" line before it)", err)
 }

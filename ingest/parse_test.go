@@ -114,6 +114,8 @@ func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
 		{"JSON lines gzipped", gzipped(lines), "in:1 in:2 in:3"},
 		{"UTF-16 gzipped", gzipped(utf16(lines, false)), "in:1 in:2 in:3"},
 		{"YAML holding JSON objects one per line", "# objects\n---\n" + lines, "in:3!"},
+		{"YAML documents ended by ... alone", "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a, namespace: n}\n...\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: b, namespace: n}\n", "in:1 in:5"},
+		{"YAML documents ended by ... and separated by ---", "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a, namespace: n}\n...\n---\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: b, namespace: n}\n", "in:1 in:6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -43,6 +43,7 @@ func TestReadManifest(t *testing.T) {
 		{name: "bad YAML second", content: "---\n" + pod + "---\nnot: [valid", wantErr: "document 2: not JSON or YAML"},
 		{name: "two JSON objects without a separator", content: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"api"}}` + "\n" + `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"}}`, wantErr: "a second object needs a \"---\" line before it"},
 		{name: "after a byte order mark", content: "\xef\xbb\xbf" + pod, wantName: "web"},
+		{name: "two documents, the first ended by ...", content: pod + "...\n" + strings.Replace(pod, "web", "api", 1), wantErr: "a second object needs a \"---\" line before it"},
 		{name: "UTF-16, as PowerShell saves it", content: string(utf16LE(pod)), wantName: "web"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
