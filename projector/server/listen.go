@@ -22,3 +22,13 @@ func splitHostPort(listen string) (string, int, error) {
 	}
 	return host, port, nil
 }
+
+// loopback reports whether host, a listen address's host, takes
+// connections from this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -161,6 +161,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		inProcess = append(inProcess, emb.InProcess())
 		log.Info("embedded JetStream started", "url", url, "store", storeDir, "sync", syncName(cfg.SyncInterval),
 			"took", time.Since(started).Round(time.Millisecond))
+		if !loopback(host) {
+			log.Warn("the embedded NATS server takes connections from other machines, with no authentication: anyone who reaches it can append to the log, decide admissions and purge rejections; to expose the ledger, run it on a secured NATS (--nats)", "listen", cfg.Listen)
+		}
 	}
 
 	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),

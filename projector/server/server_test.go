@@ -73,3 +73,39 @@ func TestExternalNATSMustTakeTheLargestEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWarnsWhenListeningBeyondLoopback starts the embedded server on every
+// interface: serve warns that it takes unauthenticated connections from
+// other machines. On loopback it does not.
+func TestWarnsWhenListeningBeyondLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		warns  bool
+	}{
+		{"0.0.0.0:0", true},
+		{"127.0.0.1:0", false},
+	} {
+		var logs ledgertest.LogBuffer
+		ready := make(chan struct{})
+		done := make(chan error, 1)
+		ctx, stop := context.WithCancel(context.Background())
+		go func() {
+			done <- Run(ctx, Config{DataDir: t.TempDir(), Listen: tc.listen, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+				Ready: func(string) { close(ready) }})
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("--listen %s: %v", tc.listen, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("--listen %s: not ready in 30 s", tc.listen)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(logs.String(), "with no authentication"); warned != tc.warns {
+			t.Errorf("--listen %s: warned %v, want %v:\n%s", tc.listen, warned, tc.warns, logs.String())
+		}
+	}
+}
