@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -65,7 +66,11 @@ var servingLine = regexp.MustCompile(`quota ledger serving.* nats=(\S+)`)
 // waits until it serves.
 func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
 	t.Helper()
-	args := append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0"}, extra...)
+	args := []string{"serve", "--data", dir}
+	if !slices.Contains(extra, "--nats") {
+		args = append(args, "--listen", "127.0.0.1:0") // the embedded server's
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary, args...)
 	pr, pw := io.Pipe()
 	s := &ledgerProc{t: t, cmd: cmd, data: dir, logs: &ledgertest.LogBuffer{}, done: make(chan error, 1)}

@@ -110,6 +110,14 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 					return withCode(exitError, err)
 				}
 			}
+			if cfg.NATSURL != "" {
+				// These configure the embedded server, which --nats replaces.
+				for _, name := range []string{"listen", "sync"} {
+					if cmd.Flags().Changed(name) {
+						return withCode(exitError, errorf("--%s configures the embedded NATS server; with --nats there is none (set it on that NATS server)", name))
+					}
+				}
+			}
 			if cfg.Stream.Replicas < 1 || cfg.Stream.Replicas > ledger.ReplicasMax {
 				return withCode(exitError, errorf("--replicas %d: want 1 to %d", cfg.Stream.Replicas, ledger.ReplicasMax))
 			}
@@ -125,7 +133,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
 	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server (--creds, --nkey and --tls-* secure the connection)")
 	f.IntVar(&cfg.Stream.Replicas, "replicas", 1, "copies of the stream (and of the snapshots) JetStream keeps: 3 on a NATS cluster (--nats), so that an acknowledged event survives the loss of a node; the embedded server keeps 1")
-	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s")
+	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s (with --nats, that server's own setting applies)")
 	f.StringVar(&maxEventSize, "max-event-size", resource.NewQuantity(ledger.DefaultMaxMsgSize, resource.BinarySI).String(), "largest event the stream takes, in bytes or as a quantity such as 4Mi (a resync too large for one is split, but the names it lists must fit one); an external NATS must take messages as large (max_payload)")
 	f.DurationVar(&cfg.Stream.DuplicateWindow, "duplicate-window", ledger.DefaultDuplicateWindow, "how long the stream remembers each event's message ID, within which a re-sent event is a no-op; the NATS server holds about 100 bytes of memory for each ID it remembers")
 	f.BoolVar(&cfg.Projector.NoSync, "projection-nosync", false, "do not fsync the projection file (it is rebuilt from the stream after a power loss)")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,8 +22,14 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{[]string{"--replicas", "3"}, "--replicas 3 needs a NATS cluster (--nats)"},
 		{[]string{"--tls-ca", "ca.pem"}, "secure the connection to --nats"},
 		{[]string{"--nkey", "user.nk"}, "secure the connection to --nats"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--listen", "127.0.0.1:4223"}, "--listen configures the embedded NATS server; with --nats there is none"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--sync", "1s"}, "--sync configures the embedded NATS server; with --nats there is none"},
 	} {
-		args := append([]string{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...)
+		args := []string{"serve", "--data", t.TempDir()}
+		if !slices.Contains(tc.args, "--nats") {
+			args = append(args, "--listen", "127.0.0.1:0")
+		}
+		args = append(args, tc.args...)
 		msg, err := exec.Command(binary, args...).CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitError || !strings.Contains(string(msg), tc.flag) {
