@@ -68,26 +68,15 @@ func TestParseALongFirstLine(t *testing.T) {
 		{"a long line among JSON lines", event + "\n" + list.String() + "\n" + event + "\n", []string{"in:1", "in:2!", "in:3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			err := ingest.Parse("in", strings.NewReader(tc.input), func(r ingest.Record) error {
-				s := r.Source
-				if r.Err != nil {
-					s += "!"
-				}
-				got = append(got, s)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := parsedSources(t, tc.input)
 			want := tc.want
 			if want == nil {
 				for i := range pods {
 					want = append(want, fmt.Sprintf("in:1[%d]", i))
 				}
 			}
-			if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
-				t.Errorf("%d records %.300s..., want %d: %.300s...", len(got), g, len(want), w)
+			if g, w := got, strings.Join(want, " "); g != w {
+				t.Errorf("records %.300s..., want %d: %.300s...", g, len(want), w)
 			}
 		})
 	}
@@ -118,20 +107,9 @@ func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
 		{"YAML documents ended by ... and separated by ---", "kind: ConfigMap\napiVersion: v1\nmetadata: {name: a, namespace: n}\n...\n---\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: b, namespace: n}\n", "in:1 in:6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			err := ingest.Parse("in", strings.NewReader(tc.input), func(r ingest.Record) error {
-				s := r.Source
-				if r.Err != nil {
-					s += "!"
-				}
-				got = append(got, s)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := strings.Join(got, " "); g != tc.want {
-				t.Errorf("records %s, want %s", g, tc.want)
+			got := parsedSources(t, tc.input)
+			if got != tc.want {
+				t.Errorf("records %s, want %s", got, tc.want)
 			}
 		})
 	}
@@ -157,4 +135,23 @@ func gzipped(s string) string {
 	zw.Write([]byte(s))
 	zw.Close()
 	return b.String()
+}
+
+// parsedSources parses input, named "in", and returns its records'
+// sources in order, each followed by "!" when the record was rejected.
+func parsedSources(t *testing.T, input string) string {
+	t.Helper()
+	var got []string
+	err := ingest.Parse("in", strings.NewReader(input), func(r ingest.Record) error {
+		s := r.Source
+		if r.Err != nil {
+			s += "!"
+		}
+		got = append(got, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(got, " ")
 }

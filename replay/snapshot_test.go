@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector"
@@ -86,15 +88,7 @@ func TestRebuildNamesADamagedSnapshot(t *testing.T) {
 // projection while the server runs: verify reports the live copy as
 // damaged instead of crashing on it while comparing.
 func TestVerifyNamesADamagedLiveProjection(t *testing.T) {
-	_, nc, js := ledgertest.StartServer(t)
-	stream := ledgertest.OpenStream(t, js)
-	snaps := openSnapshots(t, js)
-	appendGenerated(t, stream, 11, 400)
-	path := filepath.Join(t.TempDir(), "live.db")
-	live := startLive(t, path, stream)
-	live.waitCaughtUp()
-	projectortest.DamageLeaf(t, live.p.DB(), path, true)
-	serveAudit(t, nc, live, snaps)
+	nc, stream, snaps := serveDamagedLive(t)
 
 	v, err := Verify(context.Background(), nc, stream, snaps, Options{})
 	if err == nil {
@@ -104,6 +98,23 @@ func TestVerifyNamesADamagedLiveProjection(t *testing.T) {
 	if !errors.Is(err, projector.ErrDamaged) || !strings.Contains(err.Error(), "live") {
 		t.Fatalf("verify: %v, want ErrDamaged naming the live projection", err)
 	}
+}
+
+// serveDamagedLive runs a live projection of 400 generated events, damages
+// one of its leaf pages below the buckets' roots, and serves its audit
+// subjects (explain, snapshot) on the returned connection.
+func serveDamagedLive(t *testing.T) (*nats.Conn, *ledger.Stream, *projector.Snapshots) {
+	t.Helper()
+	_, nc, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	snaps := openSnapshots(t, js)
+	appendGenerated(t, stream, 11, 400)
+	path := filepath.Join(t.TempDir(), "live.db")
+	live := startLive(t, path, stream)
+	live.waitCaughtUp()
+	projectortest.DamageLeaf(t, live.p.DB(), path, true)
+	serveAudit(t, nc, live, snaps)
+	return nc, stream, snaps
 }
 
 // appendGenerated appends n events of the generator seeded with seed.
@@ -122,15 +133,7 @@ func appendGenerated(t *testing.T, stream *ledger.Stream, seed uint64, n int) {
 // with an error (bbolt's panic on the page recovered), and the responder
 // goes on answering.
 func TestQueriesOfADamagedLiveProjection(t *testing.T) {
-	_, nc, js := ledgertest.StartServer(t)
-	stream := ledgertest.OpenStream(t, js)
-	snaps := openSnapshots(t, js)
-	appendGenerated(t, stream, 11, 400)
-	path := filepath.Join(t.TempDir(), "live.db")
-	live := startLive(t, path, stream)
-	live.waitCaughtUp()
-	projectortest.DamageLeaf(t, live.p.DB(), path, true)
-	serveAudit(t, nc, live, snaps)
+	nc, _, _ := serveDamagedLive(t)
 
 	failed := 0
 	for range 2 {
