@@ -133,7 +133,8 @@ func roundClaimResources(pvc *corev1.PersistentVolumeClaim) {
 
 // defaultPodRequests is the API defaulting of container requests: a
 // container with a limit and no request for a resource requests the limit.
-// Pod-level requests default the same way from pod-level limits.
+// Pod-level huge pages limits default to the containers' aggregate, and
+// pod-level requests from the containers' requests and pod-level limits.
 func defaultPodRequests(pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
@@ -152,7 +153,31 @@ func defaultPodRequests(pod *corev1.Pod) {
 		}
 	}
 	r := pod.Spec.Resources
-	if r == nil || len(r.Limits) == 0 {
+	if r == nil || len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return
+	}
+	// A pod that states pod-level resources is limited, for each size of
+	// huge pages its containers limit and it neither requests nor limits,
+	// to their aggregate.
+	limits := r.Limits
+	if limits == nil {
+		limits = corev1.ResourceList{}
+	}
+	for k, v := range aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }) {
+		if !isHugePages(string(k)) {
+			continue
+		}
+		if _, ok := r.Requests[k]; ok {
+			continue
+		}
+		if _, ok := limits[k]; !ok {
+			limits[k] = v
+		}
+	}
+	if len(limits) > 0 {
+		r.Limits = limits
+	}
+	if len(r.Limits) == 0 {
 		return
 	}
 	requests := r.Requests

@@ -173,3 +173,35 @@ func TestHugePagesAloneAreInvalid(t *testing.T) {
 		t.Fatalf("got %v, want the 422 %q", err, want)
 	}
 }
+
+// TestDefaultPodLevelHugePagesLimits: a pod that states pod-level
+// resources is limited to its containers' huge pages, unless it requests
+// that size itself.
+func TestDefaultPodLevelHugePagesLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		want       string // spec.resources.limits[hugepages-2Mi], "" for none
+	}{
+		{"pod-level requests only", `{"resources":{"requests":{"cpu":"1"}},"containers":[` + ctr("a", "", `"hugepages-2Mi":"4Mi","memory":"1Gi"`) + `,` + ctr("b", "", `"hugepages-2Mi":"2Mi","memory":"1Gi"`) + `]}`, "6Mi"},
+		{"pod-level limits of another resource", `{"resources":{"limits":{"memory":"4Gi"}},"containers":[` + ctr("a", "", `"hugepages-2Mi":"4Mi","memory":"1Gi"`) + `]}`, "4Mi"},
+		{"the pod requests that size", `{"resources":{"requests":{"hugepages-2Mi":"2Mi"}},"containers":[` + ctr("a", "", `"hugepages-2Mi":"4Mi","memory":"1Gi"`) + `]}`, ""},
+		{"no pod-level resources", `{"containers":[` + ctr("a", "", `"hugepages-2Mi":"4Mi","memory":"1Gi"`) + `]}`, ""},
+		{"empty pod-level resources", `{"resources":{},"containers":[` + ctr("a", "", `"hugepages-2Mi":"4Mi","memory":"1Gi"`) + `]}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := decode(t, pod("p", tc.spec))
+			if err := Default(o, Environment{}); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if r := o.Value.(*corev1.Pod).Spec.Resources; r != nil {
+				if v, ok := r.Limits["hugepages-2Mi"]; ok {
+					got = v.String()
+				}
+			}
+			if got != tc.want {
+				t.Errorf("pod-level limit of hugepages-2Mi %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
