@@ -81,7 +81,7 @@ func TestClaimQuotaNames(t *testing.T) {
 		"gpu.deviceclass.resource.k8s.io/devices":                     true,
 		"count/resourceclaims.resource.k8s.io":                        true,
 		".deviceclass.resource.k8s.io/devices":                        false,
-		"requests.deviceclass.resource.kubernetes.io/gpu":             false,
+		"requests.deviceclass.resource.kubernetes.io/gpu":             true,
 		"gpu.deviceclass.resource.k8s.io/requests.storage":            false,
 		"count/resourceclaimtemplates.resource.k8s.io":                true,
 		"example.com/gpu.deviceclass.resource.k8s.io/devices.unknown": false,

@@ -14,13 +14,15 @@
 //     sidecars (restartable init containers), raised to the peak of each init
 //     container plus the sidecars started before it, replaced by pod-level
 //     resources where set, plus spec.overhead (limits only where non-zero).
-//   - During an in-place resize a pod charges the larger of its spec and what
-//     the kubelet allocated or actuated (only the latter when the resize is
-//     infeasible).
+//   - During an in-place resize (a container's status reports resources),
+//     each app container and sidecar charges the larger of its spec and
+//     what the kubelet actuated or allocated for it (only the latter when
+//     the resize is infeasible), and the pod the total of those.
 //   - Requests charge cpu/requests.cpu, memory/requests.memory,
 //     ephemeral-storage/requests.ephemeral-storage, hugepages-<size> and
-//     requests.hugepages-<size>; extended resources charge requests.<name>
-//     only; limits charge limits.<name>.
+//     requests.hugepages-<size>; extended resources, and a DeviceClass's
+//     (deviceclass.resource.kubernetes.io/<class>), charge
+//     requests.<name> only; limits charge limits.<name>.
 //   - A claim charges persistentvolumeclaims, count/persistentvolumeclaims,
 //     requests.storage (the larger of its request and allocated size, rounded
 //     up to whole bytes) and the same under

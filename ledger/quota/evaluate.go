@@ -152,7 +152,8 @@ func podUsage(cv *converter, pod *corev1.Pod, now time.Time) ResourceList {
 
 // computeUsage names a pod's (or a container's) requests and limits as
 // quota does: requests under both the bare and requests. names, limits
-// under limits., extended resources as requests.<name> only.
+// under limits., extended resources (a DeviceClass's included) as
+// requests.<name> only.
 func computeUsage(requests, limits ResourceList) ResourceList {
 	result := ResourceList{}
 	computeUsageInto(result, requests, limits)
@@ -176,7 +177,7 @@ func computeUsageInto(result, requests, limits ResourceList) {
 			result[name] = v
 			result[requestsPrefix+name] = v
 		}
-		if isExtendedResourceName(name) {
+		if isChargedAsExtended(name) {
 			result[requestsPrefix+name] = v
 		}
 	}
@@ -226,13 +227,12 @@ func addPairs(dst ResourceList, src []namedQuantity) {
 	}
 }
 
-// listSource names the resource list of a container that a view of the pod
-// reads: the spec's, or one of the status's.
+// listSource names a resource list of a container: its spec's, or one of
+// its status's.
 type listSource uint8
 
 const (
-	sourceNone listSource = iota
-	sourceSpecRequests
+	sourceSpecRequests listSource = iota
 	sourceSpecLimits
 	sourceAllocated
 	sourceStatusRequests
@@ -241,10 +241,14 @@ const (
 )
 
 // podContainer is one container (init or app) with its status and its
-// resource lists, each converted at most once however many views read it.
+// resource lists, each converted at most once.
 type podContainer struct {
-	c         *corev1.Container
-	cs        *corev1.ContainerStatus // nil when there is none
+	c  *corev1.Container
+	cs *corev1.ContainerStatus // nil when there is none
+	// resizable is true for an app container or a sidecar whose status
+	// reports resources: during an in-place resize its effective lists
+	// come from spec and status together (effectiveRequests).
+	resizable bool
 	converted [sourceCount][]namedQuantity
 	done      [sourceCount]bool
 }
@@ -266,9 +270,6 @@ func (pc *podContainer) kubeList(s listSource) corev1.ResourceList {
 }
 
 func (pc *podContainer) list(cv *converter, s listSource) []namedQuantity {
-	if s == sourceNone {
-		return nil
-	}
 	if !pc.done[s] {
 		l := pc.kubeList(s)
 		if len(l) > 0 {
@@ -283,7 +284,59 @@ func (pc *podContainer) list(cv *converter, s listSource) []namedQuantity {
 	return pc.converted[s]
 }
 
-// podContainers holds a pod's containers for the views that total them.
+// maxOf is the larger of the lists for each resource, a resource missing
+// from one counting as absent there; of equal values the first list's is
+// kept, with its format.
+func maxOf(lists ...[]namedQuantity) []namedQuantity {
+	result := ResourceList{}
+	for _, l := range lists {
+		for i := range l {
+			if w, ok := result[l[i].name]; !ok || l[i].value.Cmp(w) > 0 {
+				result[l[i].name] = l[i].value
+			}
+		}
+	}
+	out := make([]namedQuantity, 0, len(result))
+	for k, v := range result {
+		out = append(out, namedQuantity{name: k, value: v})
+	}
+	return out
+}
+
+// effectiveRequests is what a container is charged of requests. During
+// an in-place resize (its status reports resources) that is the larger of
+// what its spec asks, what the kubelet actuated and what it allocated; of
+// the latter two only, when the pod's resize is infeasible.
+func (pc *podContainers) effectiveRequests(c *podContainer) []namedQuantity {
+	spec := c.list(pc.cv, sourceSpecRequests)
+	if !c.resizable {
+		return spec
+	}
+	actuated := c.list(pc.cv, sourceStatusRequests)
+	allocated := c.list(pc.cv, sourceAllocated)
+	if pc.infeasible {
+		return maxOf(actuated, allocated)
+	}
+	return maxOf(spec, actuated, allocated)
+}
+
+// effectiveLimits is what a container is charged of limits: during an
+// in-place resize the larger of its spec's and the actuated, or the
+// actuated alone when the pod's resize is infeasible.
+func (pc *podContainers) effectiveLimits(c *podContainer) []namedQuantity {
+	spec := c.list(pc.cv, sourceSpecLimits)
+	if !c.resizable {
+		return spec
+	}
+	actuated := c.list(pc.cv, sourceStatusLimits)
+	if pc.infeasible {
+		return actuated
+	}
+	return maxOf(spec, actuated)
+}
+
+// podContainers holds a pod's containers for the totals of their requests
+// and limits.
 type podContainers struct {
 	cv         *converter
 	pod        *corev1.Pod
@@ -303,84 +356,25 @@ func newPodContainers(cv *converter, pod *corev1.Pod) *podContainers {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		pc.apps[i] = podContainer{c: c, cs: findContainerStatus(pod, c.Name)}
+		cs := findContainerStatus(pod, c.Name)
+		pc.apps[i] = podContainer{c: c, cs: cs, resizable: cs != nil && cs.Resources != nil}
 	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		pc.inits[i] = podContainer{c: c, cs: findContainerStatus(pod, c.Name)}
+		cs := findContainerStatus(pod, c.Name)
+		pc.inits[i] = podContainer{c: c, cs: cs, resizable: isRestartable(c) && cs != nil && cs.Resources != nil}
 	}
 	return pc
-}
-
-// containerSourceFunc picks the resource list one view of the pod reads
-// from a container, given its status (nil when there is none) and whether
-// a resize is infeasible.
-type containerSourceFunc func(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource
-
-func specRequests(*corev1.Container, *corev1.ContainerStatus, bool) listSource {
-	return sourceSpecRequests
-}
-
-func allocatedRequests(_ *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource {
-	if cs != nil && cs.AllocatedResources != nil {
-		return sourceAllocated
-	}
-	if infeasible {
-		return sourceNone
-	}
-	return sourceSpecRequests
-}
-
-func actuatedRequests(_ *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource {
-	if cs != nil && cs.Resources != nil && cs.Resources.Requests != nil {
-		return sourceStatusRequests
-	}
-	if cs != nil && cs.AllocatedResources != nil {
-		return sourceAllocated
-	}
-	if infeasible {
-		return sourceNone
-	}
-	return sourceSpecRequests
-}
-
-func specLimits(*corev1.Container, *corev1.ContainerStatus, bool) listSource {
-	return sourceSpecLimits
-}
-
-func actuatedLimits(_ *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) listSource {
-	if cs != nil && cs.Resources != nil && cs.Resources.Limits != nil {
-		return sourceStatusLimits
-	}
-	if infeasible {
-		return sourceNone
-	}
-	return sourceSpecLimits
-}
-
-// sameSources reports whether two views read the same list from every
-// container, and so total to the same values.
-func (pc *podContainers) sameSources(a, b containerSourceFunc) bool {
-	for _, cs := range [2][]podContainer{pc.apps, pc.inits} {
-		for i := range cs {
-			c := &cs[i]
-			if a(c.c, c.cs, pc.infeasible) != b(c.c, c.cs, pc.infeasible) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // aggregate totals the containers of a pod as the scheduler and quota do:
 // the sum of the app containers and sidecars, raised to what each init
 // container needs while it runs (itself plus the sidecars started before
-// it).
-func (pc *podContainers) aggregate(get containerSourceFunc) ResourceList {
+// it). get gives one container's list.
+func (pc *podContainers) aggregate(get func(*podContainer) []namedQuantity) ResourceList {
 	result := ResourceList{}
 	for i := range pc.apps {
-		c := &pc.apps[i]
-		addPairs(result, c.list(pc.cv, get(c.c, c.cs, pc.infeasible)))
+		addPairs(result, get(&pc.apps[i]))
 	}
 	if len(pc.inits) == 0 {
 		return result
@@ -389,7 +383,7 @@ func (pc *podContainers) aggregate(get containerSourceFunc) ResourceList {
 	initPeak := ResourceList{}
 	for i := range pc.inits {
 		c := &pc.inits[i]
-		own := c.list(pc.cv, get(c.c, c.cs, pc.infeasible))
+		own := get(c)
 		var running ResourceList
 		if isRestartable(c.c) {
 			addPairs(result, own)
@@ -415,25 +409,18 @@ func (pc *podContainers) convertAll(s listSource) {
 	}
 }
 
-// aggregateUnless totals the view get, or returns nil when it reads the
-// same lists as the view same, whose total is then the same and raising
-// to it changes nothing.
-func (pc *podContainers) aggregateUnless(get, same containerSourceFunc) ResourceList {
-	if pc.sameSources(get, same) {
-		return nil
-	}
-	return pc.aggregate(get)
-}
-
+// findContainerStatus returns the status of the container called name,
+// an init container's first (as the scheduler's lookup, where it would
+// shadow an app container's of the same name), or nil.
 func findContainerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
 	for i := range pod.Status.InitContainerStatuses {
 		if pod.Status.InitContainerStatuses[i].Name == name {
 			return &pod.Status.InitContainerStatuses[i]
+		}
+	}
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
 		}
 	}
 	return nil
@@ -495,33 +482,18 @@ func (pc *podContainers) overheadList() []namedQuantity {
 	return pc.overhead
 }
 
-// requests is the pod's effective request: the larger of what the spec
-// asks and what the kubelet allocated or actuated during an in-place
-// resize, pod-level requests where set, plus the pod overhead.
+// requests is the pod's effective request: the total of its containers'
+// (effectiveRequests during an in-place resize), pod-level requests where
+// set, plus the pod overhead.
 func (pc *podContainers) requests() ResourceList {
-	var reqs ResourceList
 	if pc.infeasible {
-		// The spec's requests and limits do not count, but a quantity in
-		// them that the ledger cannot hold still fails the evaluation.
+		// A resizable container's spec does not count then, but a
+		// quantity in it that the ledger cannot hold still fails the
+		// evaluation.
 		pc.convertAll(sourceSpecRequests)
 		pc.convertAll(sourceSpecLimits)
-		// The larger of actuated and allocated.
-		reqs = pc.aggregate(actuatedRequests)
-		if allocated := pc.aggregateUnless(allocatedRequests, actuatedRequests); allocated != nil {
-			maxInto(reqs, allocated)
-		}
-	} else {
-		// The larger of spec, actuated and allocated, in that order.
-		reqs = pc.aggregate(specRequests)
-		if actuated := pc.aggregateUnless(actuatedRequests, specRequests); actuated != nil {
-			maxInto(reqs, actuated)
-		}
-		if !pc.sameSources(allocatedRequests, actuatedRequests) {
-			if allocated := pc.aggregateUnless(allocatedRequests, specRequests); allocated != nil {
-				maxInto(reqs, allocated)
-			}
-		}
 	}
+	reqs := pc.aggregate(pc.effectiveRequests)
 	pod := pc.pod
 	if pod.Spec.Resources != nil && anySupportedPodLevel(pod.Spec.Resources.Requests) {
 		applyPodLevel(pc.cv, reqs, pod.Spec.Resources.Requests)
@@ -530,18 +502,11 @@ func (pc *podContainers) requests() ResourceList {
 	return reqs
 }
 
-// limits is the pod's effective limit; overhead is added only to limits
-// that are set and non-zero.
+// limits is the pod's effective limit: the total of its containers'
+// (effectiveLimits during an in-place resize), pod-level limits where
+// set, and the overhead added to the limits that are set and non-zero.
 func (pc *podContainers) limits() ResourceList {
-	limits := pc.aggregate(actuatedLimits)
-	if !pc.infeasible {
-		// The larger of spec and actuated, in that order.
-		if !pc.sameSources(specLimits, actuatedLimits) {
-			spec := pc.aggregate(specLimits)
-			maxInto(spec, limits)
-			limits = spec
-		}
-	}
+	limits := pc.aggregate(pc.effectiveLimits)
 	if podLevelSet(pc.pod) {
 		applyPodLevel(pc.cv, limits, pc.pod.Spec.Resources.Limits)
 	}
@@ -583,8 +548,10 @@ func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
 		}
 		return false
 	}
-	if podLevelSet(pod) {
-		if r := pod.Spec.Resources; positive(r.Requests) || positive(r.Limits) {
+	// A pod that states spec.resources, even empty or naming no resource
+	// pod-level resources support, takes its class from them alone.
+	if r := pod.Spec.Resources; r != nil {
+		if positive(r.Requests) || positive(r.Limits) {
 			return corev1.PodQOSBurstable
 		}
 		return corev1.PodQOSBestEffort

@@ -15,9 +15,10 @@ import (
 	"github.com/quotaledger/quota/ledger/quantity"
 )
 
-// The functions below are the pod evaluation as first written: every
-// container list converted for every view of the pod, summed through fresh
-// maps. Evaluate must give the same charge, down to each quantity's int64
+// The functions below are the pod evaluation written plainly, as
+// Kubernetes' resource helpers (component-helpers' PodRequests and
+// PodLimits) compute it: every container list converted where it is read,
+// summed through fresh maps. Evaluate must give the same charge, down to each quantity's int64
 // form, format and cached text, because the charge is stored and later
 // printed and summed.
 
@@ -32,68 +33,54 @@ func refList(cv *converter, l corev1.ResourceList) ResourceList {
 	return out
 }
 
-type refResourceFunc func(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList
-
-func refSpecRequests(c *corev1.Container, _ *corev1.ContainerStatus, _ bool) corev1.ResourceList {
-	return c.Resources.Requests
-}
-
-func refAllocatedRequests(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
-	if cs != nil && cs.AllocatedResources != nil {
-		return cs.AllocatedResources
+// refEffective is one container's list as Kubernetes' resource helpers
+// compute it: the spec's, or during an in-place resize (an app container
+// or a sidecar whose status reports resources) the larger of the spec's
+// and the status's, the spec left out when the resize is infeasible.
+func refEffective(cv *converter, pod *corev1.Pod, c *corev1.Container, app, limits bool) ResourceList {
+	spec := c.Resources.Requests
+	if limits {
+		spec = c.Resources.Limits
+	}
+	cs := findContainerStatus(pod, c.Name)
+	if (!app && !isRestartable(c)) || cs == nil || cs.Resources == nil {
+		return refList(cv, spec)
+	}
+	infeasible := resizeInfeasible(pod)
+	if limits {
+		if infeasible {
+			return clone(refList(cv, cs.Resources.Limits))
+		}
+		return refMaxOf(refList(cv, spec), refList(cv, cs.Resources.Limits))
 	}
 	if infeasible {
-		return nil
+		return refMaxOf(refList(cv, cs.Resources.Requests), refList(cv, cs.AllocatedResources))
 	}
-	return c.Resources.Requests
-}
-
-func refActuatedRequests(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
-	if cs != nil && cs.Resources != nil && cs.Resources.Requests != nil {
-		return cs.Resources.Requests
-	}
-	if cs != nil && cs.AllocatedResources != nil {
-		return cs.AllocatedResources
-	}
-	if infeasible {
-		return nil
-	}
-	return c.Resources.Requests
-}
-
-func refSpecLimits(c *corev1.Container, _ *corev1.ContainerStatus, _ bool) corev1.ResourceList {
-	return c.Resources.Limits
-}
-
-func refActuatedLimits(c *corev1.Container, cs *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
-	if cs != nil && cs.Resources != nil && cs.Resources.Limits != nil {
-		return cs.Resources.Limits
-	}
-	if infeasible {
-		return nil
-	}
-	return c.Resources.Limits
+	return refMaxOf(refList(cv, spec), refList(cv, cs.Resources.Requests), refList(cv, cs.AllocatedResources))
 }
 
 func refMaxOf(a ResourceList, others ...ResourceList) ResourceList {
 	out := clone(a)
+	if out == nil {
+		out = ResourceList{}
+	}
 	for _, o := range others {
 		maxInto(out, o)
 	}
 	return out
 }
 
-func refAggregate(cv *converter, pod *corev1.Pod, get refResourceFunc, infeasible bool) ResourceList {
+func refAggregate(cv *converter, pod *corev1.Pod, limits bool) ResourceList {
 	result := ResourceList{}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		addInto(result, refList(cv, get(c, findContainerStatus(pod, c.Name), infeasible)))
+		addInto(result, refEffective(cv, pod, c, true, limits))
 	}
 	sidecars := ResourceList{}
 	initPeak := ResourceList{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		own := refList(cv, get(c, findContainerStatus(pod, c.Name), infeasible))
+		own := refEffective(cv, pod, c, false, limits)
 		var running ResourceList
 		if isRestartable(c) {
 			addInto(result, own)
@@ -119,16 +106,15 @@ func refApplyPodLevel(cv *converter, result ResourceList, podLevel corev1.Resour
 }
 
 func refPodRequests(cv *converter, pod *corev1.Pod) ResourceList {
-	infeasible := resizeInfeasible(pod)
-	spec := refAggregate(cv, pod, refSpecRequests, infeasible)
-	allocated := refAggregate(cv, pod, refAllocatedRequests, infeasible)
-	actuated := refAggregate(cv, pod, refActuatedRequests, infeasible)
-	var reqs ResourceList
-	if infeasible {
-		reqs = refMaxOf(actuated, allocated)
-	} else {
-		reqs = refMaxOf(spec, actuated, allocated)
+	for i := range pod.Spec.InitContainers {
+		refList(cv, pod.Spec.InitContainers[i].Resources.Requests)
+		refList(cv, pod.Spec.InitContainers[i].Resources.Limits)
 	}
+	for i := range pod.Spec.Containers {
+		refList(cv, pod.Spec.Containers[i].Resources.Requests)
+		refList(cv, pod.Spec.Containers[i].Resources.Limits)
+	}
+	reqs := refAggregate(cv, pod, false)
 	if pod.Spec.Resources != nil && anySupportedPodLevel(pod.Spec.Resources.Requests) {
 		refApplyPodLevel(cv, reqs, pod.Spec.Resources.Requests)
 	}
@@ -137,15 +123,7 @@ func refPodRequests(cv *converter, pod *corev1.Pod) ResourceList {
 }
 
 func refPodLimits(cv *converter, pod *corev1.Pod) ResourceList {
-	infeasible := resizeInfeasible(pod)
-	spec := refAggregate(cv, pod, refSpecLimits, infeasible)
-	actuated := refAggregate(cv, pod, refActuatedLimits, infeasible)
-	var limits ResourceList
-	if infeasible {
-		limits = actuated
-	} else {
-		limits = refMaxOf(spec, actuated)
-	}
+	limits := refAggregate(cv, pod, true)
 	if r := pod.Spec.Resources; r != nil && (anySupportedPodLevel(r.Requests) || anySupportedPodLevel(r.Limits)) {
 		refApplyPodLevel(cv, limits, r.Limits)
 	}
@@ -178,7 +156,7 @@ func refComputeUsage(requests, limits ResourceList) ResourceList {
 			result[name] = v
 			result[requestsPrefix+name] = v
 		}
-		if isExtendedResourceName(name) {
+		if isChargedAsExtended(name) {
 			result[requestsPrefix+name] = v
 		}
 	}

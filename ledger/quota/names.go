@@ -41,6 +41,12 @@ const (
 	// a quota allows claims of one DeviceClass to ask for.
 	resourceClaims    = "resourceclaims.resource.k8s.io"
 	deviceClassSuffix = ".deviceclass.resource.k8s.io/devices"
+
+	// deviceClassResourcePrefix begins the extended resource a container
+	// may request of a DeviceClass by its name alone
+	// (deviceclass.resource.kubernetes.io/gpu, DRAExtendedResource, on
+	// by default since v1.36); a pod is charged it as requests.<name>.
+	deviceClassResourcePrefix = "deviceclass.resource.kubernetes.io/"
 )
 
 // Scope names of ResourceQuota spec.scopes and scopeSelector.
@@ -135,9 +141,18 @@ func isExtendedResourceName(name string) bool {
 }
 
 // isExtendedResourceNameForQuota reports whether name is an extended
-// resource as a quota names it (requests.example.com/gpu).
+// resource as a quota names it (requests.example.com/gpu), a DeviceClass's
+// included (requests.deviceclass.resource.kubernetes.io/gpu).
 func isExtendedResourceNameForQuota(name string) bool {
-	return !isNativeResource(name) && strings.HasPrefix(name, requestsPrefix)
+	rest, ok := strings.CutPrefix(name, requestsPrefix)
+	return ok && (!isNativeResource(name) || strings.HasPrefix(rest, deviceClassResourcePrefix))
+}
+
+// isChargedAsExtended reports whether a pod requesting name is charged
+// requests.<name> as for an extended resource: an extended resource, or
+// one of a DeviceClass.
+func isChargedAsExtended(name string) bool {
+	return isExtendedResourceName(name) || strings.HasPrefix(name, deviceClassResourcePrefix)
 }
 
 func isIntegerResourceName(name string) bool {
