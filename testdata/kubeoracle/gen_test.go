@@ -324,3 +324,86 @@ func genAffinity(r *rand.Rand) obj {
 	}
 	return a
 }
+
+// quotaResourceNames are what quotas track, pod resources most often.
+var quotaResourceNames = []string{
+	"pods", "count/pods", "cpu", "memory", "requests.cpu", "requests.memory",
+	"limits.cpu", "limits.memory", "ephemeral-storage", "requests.ephemeral-storage",
+	"limits.ephemeral-storage", "hugepages-2Mi", "requests.hugepages-2Mi",
+	"requests.example.com/gpu", "example.com/gpu", "limits.example.com/gpu",
+	"requests.vendor.io/fpga", "requests.deviceclass.resource.kubernetes.io/gpu-class",
+	"services", "requests.storage", "persistentvolumeclaims", "configmaps",
+	"count/deployments.apps",
+}
+
+// quotaText is a hard or used amount for a quota resource.
+func quotaText(r *rand.Rand, name string) string {
+	switch name {
+	case "cpu", "requests.cpu", "limits.cpu":
+		return cpuText(r)
+	case "memory", "requests.memory", "limits.memory", "ephemeral-storage",
+		"requests.ephemeral-storage", "limits.ephemeral-storage", "requests.storage":
+		return memText(r)
+	case "hugepages-2Mi", "requests.hugepages-2Mi":
+		return hugeText(r)
+	}
+	return countText(r)
+}
+
+var scopeNames = []string{"Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass", "CrossNamespacePodAffinity"}
+
+// genQuota is a random ResourceQuota named name. withUsed fills
+// status.used for some or all of what it tracks.
+func genQuota(r *rand.Rand, name string, withUsed bool) obj {
+	hard := obj{}
+	for n := 1 + r.IntN(4); len(hard) < n; {
+		k := pick(r, quotaResourceNames[:14]...)
+		if chance(r, 0.15) {
+			k = pick(r, quotaResourceNames...)
+		}
+		hard[k] = quotaText(r, k)
+	}
+	spec := obj{"hard": hard}
+	if chance(r, 0.3) {
+		var scopes []any
+		for i := 0; i < 1+r.IntN(2); i++ {
+			scopes = append(scopes, pick(r, scopeNames...))
+		}
+		spec["scopes"] = scopes
+	}
+	if chance(r, 0.3) {
+		var exprs []any
+		for i := 0; i < 1+r.IntN(2); i++ {
+			sn := pick(r, scopeNames...)
+			e := obj{"scopeName": sn}
+			if sn == "PriorityClass" {
+				e["operator"] = pick(r, "In", "NotIn", "Exists", "DoesNotExist")
+				if e["operator"] == "In" || e["operator"] == "NotIn" {
+					e["values"] = []any{pick(r, "high", "low")}
+					if chance(r, 0.3) {
+						e["values"] = []any{"high", "low"}
+					}
+				}
+			} else {
+				e["operator"] = pick(r, "Exists", "Exists", "Exists", "DoesNotExist", "In")
+			}
+			exprs = append(exprs, e)
+		}
+		spec["scopeSelector"] = obj{"matchExpressions": exprs}
+	}
+	status := obj{}
+	if withUsed {
+		used := obj{}
+		for k := range hard {
+			if chance(r, 0.95) {
+				used[k] = quotaText(r, k)
+				if chance(r, 0.3) {
+					used[k] = "0"
+				}
+			}
+		}
+		status["used"] = used
+	}
+	return obj{"apiVersion": "v1", "kind": "ResourceQuota",
+		"metadata": obj{"name": name, "namespace": "ns"}, "spec": spec, "status": status}
+}

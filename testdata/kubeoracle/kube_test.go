@@ -9,8 +9,8 @@ import (
 	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	"k8s.io/kubernetes/pkg/apis/core/validation"
