@@ -128,8 +128,16 @@ func requirements(r *rand.Rand, p float64) obj {
 	case 2:
 		res["limits"] = resourceList(r, names, p)
 	default:
-		res["requests"] = resourceList(r, names, p)
-		res["limits"] = resourceList(r, names, p)
+		req := resourceList(r, names, p)
+		lim := resourceList(r, names, p)
+		// Mostly valid: a request equal to its limit cannot exceed it.
+		for k, v := range req {
+			if _, ok := lim[k]; ok && chance(r, 0.7) {
+				lim[k] = v
+			}
+		}
+		res["requests"] = req
+		res["limits"] = lim
 	}
 	return res
 }

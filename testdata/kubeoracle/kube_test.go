@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/core/helper/qos"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	"k8s.io/kubernetes/pkg/apis/core/validation"
 	"k8s.io/kubernetes/pkg/quota/v1/evaluator/core"
@@ -52,6 +53,7 @@ func storedPod(raw []byte) ([]byte, field.ErrorList, error) {
 		return nil, nil, err
 	}
 	errs := validatePod(&internal)
+	prepareForCreate(&internal)
 	var out corev1.Pod
 	if err := legacyscheme.Scheme.Convert(&internal, &out, nil); err != nil {
 		return nil, nil, err
@@ -59,6 +61,18 @@ func storedPod(raw []byte) ([]byte, field.ErrorList, error) {
 	out.APIVersion, out.Kind = "v1", "Pod"
 	b, err := json.Marshal(&out)
 	return b, errs, err
+}
+
+// prepareForCreate is what the pod registry sets on a new pod before
+// validating admission (quota) runs: phase Pending and the QoS class.
+// Status a test gave the pod (the kubelet's, later) is kept.
+func prepareForCreate(p *api.Pod) {
+	if p.Status.Phase == "" {
+		p.Status.Phase = api.PodPending
+	}
+	if p.Status.QOSClass == "" {
+		p.Status.QOSClass = qos.GetPodQOS(p)
+	}
 }
 
 // validatePod is the API server's validation of a new pod.
