@@ -97,8 +97,17 @@ func resourceText(r *rand.Rand, name string) string {
 var containerResourceNames = []string{
 	"cpu", "cpu", "cpu", "memory", "memory", "memory", "ephemeral-storage",
 	"hugepages-2Mi", "example.com/gpu", "example.com/gpu", "vendor.io/fpga",
-	"deviceclass.resource.kubernetes.io/gpu-class", "kubernetes.io/widget",
+	"kubernetes.io/widget",
 }
+
+// deviceClassResource is an extended resource backed by a DRA DeviceClass
+// (deviceclass.resource.kubernetes.io/<class>). Only the comparisons made
+// for it generate it, as the ledger does not know it and every other
+// comparison would report that difference again.
+const deviceClassResource = "deviceclass.resource.kubernetes.io/gpu-class"
+
+// withDeviceClass makes genPod and genQuota use deviceClassResource.
+var withDeviceClass = false
 
 // resourceList is a random list over names, each present with chance p.
 func resourceList(r *rand.Rand, names []string, p float64) obj {
@@ -117,6 +126,9 @@ func requirements(r *rand.Rand, p float64) obj {
 	names := []string{"cpu", "memory"}
 	if chance(r, 0.4) {
 		names = append(names, pick(r, containerResourceNames...))
+	}
+	if withDeviceClass && chance(r, 0.5) {
+		names = append(names, deviceClassResource)
 	}
 	if chance(r, 0.2) {
 		names = append(names, pick(r, containerResourceNames...))
@@ -189,7 +201,10 @@ func genPod(r *rand.Rand, shape podShape) obj {
 	if chance(r, 0.15) {
 		spec["overhead"] = resourceList(r, []string{"cpu", "memory", "example.com/gpu"}, 0.6)
 	}
-	if chance(r, 0.15) {
+	if chance(r, 0.03) {
+		// Stated but empty: still the pod-level path for the QoS class.
+		spec["resources"] = obj{}
+	} else if chance(r, 0.15) {
 		pr := obj{}
 		if chance(r, 0.7) {
 			pr["requests"] = resourceList(r, []string{"cpu", "memory", "hugepages-2Mi"}, 0.6)
@@ -339,8 +354,7 @@ var quotaResourceNames = []string{
 	"limits.cpu", "limits.memory", "ephemeral-storage", "requests.ephemeral-storage",
 	"limits.ephemeral-storage", "hugepages-2Mi", "requests.hugepages-2Mi",
 	"requests.example.com/gpu", "example.com/gpu", "limits.example.com/gpu",
-	"requests.vendor.io/fpga", "requests.deviceclass.resource.kubernetes.io/gpu-class",
-	"services", "requests.storage", "persistentvolumeclaims", "configmaps",
+	"requests.vendor.io/fpga", "services", "requests.storage", "persistentvolumeclaims", "configmaps",
 	"count/deployments.apps",
 }
 
@@ -368,6 +382,9 @@ func genQuota(r *rand.Rand, name string, withUsed bool) obj {
 		k := pick(r, quotaResourceNames[:14]...)
 		if chance(r, 0.15) {
 			k = pick(r, quotaResourceNames...)
+		}
+		if withDeviceClass && chance(r, 0.3) {
+			k = "requests." + deviceClassResource
 		}
 		hard[k] = quotaText(r, k)
 	}
