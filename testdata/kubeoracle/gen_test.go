@@ -432,3 +432,66 @@ func genQuota(r *rand.Rand, name string, withUsed bool) obj {
 	return obj{"apiVersion": "v1", "kind": "ResourceQuota",
 		"metadata": obj{"name": name, "namespace": "ns"}, "spec": spec, "status": status}
 }
+
+// genClaim is a random PersistentVolumeClaim, with its class named by the
+// beta annotation, spec.storageClassName, both or neither, and possibly an
+// expansion in progress (status.allocatedResources).
+func genClaim(r *rand.Rand) obj {
+	meta := obj{"name": fmt.Sprintf("claim-%d", r.IntN(100)), "namespace": "ns"}
+	spec := obj{"accessModes": []any{"ReadWriteOnce"}}
+	if chance(r, 0.95) {
+		spec["resources"] = obj{"requests": obj{"storage": memText(r)}}
+	}
+	if chance(r, 0.4) {
+		meta["annotations"] = obj{"volume.beta.kubernetes.io/storage-class": pick(r, "gold", "silver", "")}
+	}
+	if chance(r, 0.6) {
+		spec["storageClassName"] = pick(r, "gold", "silver", "")
+	}
+	if chance(r, 0.2) {
+		spec["volumeAttributesClassName"] = pick(r, "fast", "")
+	}
+	c := obj{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+	status := obj{}
+	if chance(r, 0.3) {
+		status["allocatedResources"] = obj{"storage": memText(r)}
+	}
+	if chance(r, 0.3) {
+		status["capacity"] = obj{"storage": memText(r)}
+	}
+	if chance(r, 0.2) {
+		status["phase"] = pick(r, "Bound", "Pending", "Lost")
+	}
+	if len(status) > 0 {
+		c["status"] = status
+	}
+	return c
+}
+
+// genService is a random Service of any type, with ports that may name a
+// node port, and node port allocation for load balancers on or off.
+func genService(r *rand.Rand) obj {
+	spec := obj{}
+	if chance(r, 0.9) {
+		spec["type"] = pick(r, "ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+	}
+	if spec["type"] == "ExternalName" {
+		spec["externalName"] = "example.com"
+	}
+	var ports []any
+	for i := 0; i < r.IntN(4); i++ {
+		p := obj{"name": fmt.Sprintf("p%d", i), "port": 80 + i, "protocol": pick(r, "TCP", "UDP")}
+		if chance(r, 0.4) {
+			p["nodePort"] = 30000 + r.IntN(2000)
+		}
+		ports = append(ports, p)
+	}
+	if len(ports) > 0 || chance(r, 0.5) {
+		spec["ports"] = ports
+	}
+	if chance(r, 0.4) {
+		spec["allocateLoadBalancerNodePorts"] = chance(r, 0.5)
+	}
+	return obj{"apiVersion": "v1", "kind": "Service",
+		"metadata": obj{"name": fmt.Sprintf("svc-%d", r.IntN(100)), "namespace": "ns"}, "spec": spec}
+}
