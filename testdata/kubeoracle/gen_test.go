@@ -495,3 +495,34 @@ func genService(r *rand.Rand) obj {
 	return obj{"apiVersion": "v1", "kind": "Service",
 		"metadata": obj{"name": fmt.Sprintf("svc-%d", r.IntN(100)), "namespace": "ns"}, "spec": spec}
 }
+
+// genLimitRange is a random LimitRange with container and pod items over
+// cpu, memory, ephemeral storage and an extended resource.
+func genLimitRange(r *rand.Rand, name string) obj {
+	names := []string{"cpu", "memory", "ephemeral-storage", "example.com/gpu"}
+	some := func(p float64) obj { return resourceList(r, names, p) }
+	var items []any
+	for i := 0; i < 1+r.IntN(2); i++ {
+		item := obj{"type": pick(r, "Container", "Container", "Pod")}
+		if item["type"] == "Container" {
+			if chance(r, 0.6) {
+				item["default"] = some(0.5)
+			}
+			if chance(r, 0.6) {
+				item["defaultRequest"] = some(0.5)
+			}
+		}
+		if chance(r, 0.4) {
+			item["min"] = some(0.4)
+		}
+		if chance(r, 0.4) {
+			item["max"] = some(0.4)
+		}
+		if chance(r, 0.2) {
+			item["maxLimitRequestRatio"] = obj{pick(r, "cpu", "memory"): pick(r, "1", "2", "1.5", "4")}
+		}
+		items = append(items, item)
+	}
+	return obj{"apiVersion": "v1", "kind": "LimitRange",
+		"metadata": obj{"name": name, "namespace": "ns"}, "spec": obj{"limits": items}}
+}
