@@ -1,0 +1,114 @@
+// Package answer sends and receives request-reply answers that may be
+// larger than one NATS message.
+//
+// A NATS server refuses a message larger than its max_payload (1 MiB by
+// default), so an answer that large (describe -A over thousands of
+// namespaces, explain of a namespace of thousands of pods) would never
+// reach its client. Send splits such an answer into parts, each published
+// to the request's reply subject with the headers PartHeader (1, 2, ...)
+// and PartsHeader (their number); the answer is their bodies in order.
+// An answer that fits is sent as one plain message, so a client that
+// knows nothing of parts (nats req) reads every answer that fits.
+// Request sends a request and puts the parts back together.
+package answer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+const (
+	// PartHeader numbers a part of an answer, from 1.
+	PartHeader = "Quota-Part"
+	// PartsHeader is the number of parts of an answer.
+	PartsHeader = "Quota-Parts"
+
+	// headerRoom is kept out of each part for its headers: NATS counts
+	// them in the message's size.
+	headerRoom = 256
+	// partsMax bounds the parts a client accepts for one answer.
+	partsMax = 1 << 16
+)
+
+// ErrParts reports an answer whose parts do not fit together.
+var ErrParts = errors.New("answer in parts")
+
+// Send answers the request m with data through nc, in parts when data is
+// larger than the server takes in one message.
+func Send(nc *nats.Conn, m *nats.Msg, data []byte) error {
+	if m.Reply == "" {
+		return nats.ErrMsgNoReply
+	}
+	limit := int(nc.MaxPayload())
+	if limit <= 0 || len(data) <= limit {
+		return nc.Publish(m.Reply, data)
+	}
+	size := limit - headerRoom
+	if size <= 0 {
+		return fmt.Errorf("answer of %d bytes: the server's max_payload of %d bytes leaves no room for parts", len(data), limit)
+	}
+	n := (len(data) + size - 1) / size
+	for i := range n {
+		part := nats.NewMsg(m.Reply)
+		part.Header.Set(PartHeader, strconv.Itoa(i+1))
+		part.Header.Set(PartsHeader, strconv.Itoa(n))
+		part.Data = data[i*size : min((i+1)*size, len(data))]
+		if err := nc.PublishMsg(part); err != nil {
+			return fmt.Errorf("answer part %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
+}
+
+// Request sends data on subject and waits, at most timeout in all, for
+// the whole answer: one message, or every part of one that Send split.
+// The message returned holds the answer's bytes and the first message's
+// headers. A subject no one subscribes to gives nats.ErrNoResponders.
+func Request(nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	// A large answer arrives faster than it is read: let it queue.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return nil, err
+	}
+	if err := nc.PublishRequest(subject, inbox, data); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	first, err := sub.NextMsg(timeout)
+	if err != nil {
+		return nil, err
+	}
+	parts := first.Header.Get(PartsHeader)
+	if parts == "" {
+		return first, nil
+	}
+	n, err := strconv.Atoi(parts)
+	if err != nil || n < 1 || n > partsMax {
+		return nil, fmt.Errorf("%w: %s %q", ErrParts, PartsHeader, parts)
+	}
+	whole := &nats.Msg{Subject: first.Subject, Header: first.Header}
+	for i := 1; ; i++ {
+		m := first
+		if i > 1 {
+			if m, err = sub.NextMsg(time.Until(deadline)); err != nil {
+				return nil, fmt.Errorf("%w: part %d of %d: %w", ErrParts, i, n, err)
+			}
+		}
+		if got := m.Header.Get(PartHeader); got != strconv.Itoa(i) || m.Header.Get(PartsHeader) != parts {
+			return nil, fmt.Errorf("%w: expected part %d of %d, got part %q of %q", ErrParts, i, n, got, m.Header.Get(PartsHeader))
+		}
+		whole.Data = append(whole.Data, m.Data...)
+		if i == n {
+			return whole, nil
+		}
+	}
+}
