@@ -409,9 +409,9 @@ func (pc *podContainers) convertAll(s listSource) {
 	}
 }
 
-// findContainerStatus returns the status of the container called name,
-// an init container's first (as the scheduler's lookup, where it would
-// shadow an app container's of the same name), or nil.
+// findContainerStatus returns the status of the container called name, or
+// nil. An init container's status is looked up first: in Kubernetes' own
+// lookup it wins over an app container's of the same name.
 func findContainerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	for i := range pod.Status.InitContainerStatuses {
 		if pod.Status.InitContainerStatuses[i].Name == name {
