@@ -15,6 +15,13 @@ func TestHandWrittenRequests(t *testing.T) {
 		"status update of a claim against a quota with no used": `{"subresource":"status","changes":[],` +
 			`"object":{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c","resourceVersion":"1"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}},` +
 			`"quotas":[{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns"},"spec":{"hard":{"requests.storage":"10Gi"}}}]}`,
+		// With DRAExtendedResource (beta, on in v1.36) a ResourceClaim
+		// also charges its devices of each class as
+		// requests.deviceclass.resource.kubernetes.io/<class>.
+		"claim of two devices against a quota on the class's extended resource": `{` +
+			`"object":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"rc"},"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"gpu","count":2}}]}}},` +
+			`"quotas":[{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns"},"spec":{"hard":{"count/resourceclaims.resource.k8s.io":"10","requests.deviceclass.resource.kubernetes.io/gpu":"1"}},` +
+			`"status":{"used":{"count/resourceclaims.resource.k8s.io":"0","requests.deviceclass.resource.kubernetes.io/gpu":"0"}}}]}`,
 	}
 	for name, raw := range requests {
 		t.Run(name, func(t *testing.T) {

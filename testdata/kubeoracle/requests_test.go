@@ -355,14 +355,24 @@ func checkRequest(tree any) outcome {
 	if k.validate != nil && len(k.validate(stored)) > 0 {
 		return outcome{skip: true}
 	}
-	if p, ok := stored.(*api.Pod); ok {
-		prepareForCreate(p)
+	changes, update := t["changes"].([]any)
+	switch o := stored.(type) {
+	case *api.Pod:
+		prepareForCreate(o)
+	case *api.PersistentVolumeClaim:
+		// What the registry clears on create; a stored claim keeps it.
+		if !update {
+			o.Status = api.PersistentVolumeClaimStatus{}
+		}
+	case *api.Service:
+		if !update {
+			o.Status = api.ServiceStatus{}
+		}
 	}
 
 	op := admission.Create
 	var obj, old runtime.Object = stored, nil
 	var opts runtime.Object = &metav1.CreateOptions{}
-	changes, update := t["changes"].([]any)
 	if update {
 		op = admission.Update
 		opts = &metav1.UpdateOptions{}
@@ -538,3 +548,14 @@ func setPath(tree any, path []any, v any, set bool) {
 		}
 	}
 }
+
+// mustJSONRaw reads JSON text into a tree.
+func mustJSONRaw(raw []byte) any {
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		panic(err)
+	}
+	return tree
+}
+
+func jsonUnmarshal(raw []byte, into any) error { return json.Unmarshal(raw, into) }
