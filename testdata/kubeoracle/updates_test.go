@@ -2,6 +2,7 @@ package kubeoracle
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -34,7 +35,8 @@ func TestAdmitServiceUpdate(t *testing.T) {
 // runRequests compares n generated admission requests with checkRequest.
 func runRequests(t *testing.T, name string, n int, gen func(*rand.Rand) obj) {
 	m := newMismatches(t, name)
-	skipped, denied := 0, 0
+	skipped := 0
+	denials := map[string]int{}
 	for i := 0; i < cases(t, n); i++ {
 		r := caseRand(m.seed, m.name, i)
 		out := m.compare(i, gen(r), checkRequest)
@@ -42,9 +44,20 @@ func runRequests(t *testing.T, name string, n int, gen func(*rand.Rand) obj) {
 			skipped++
 		}
 		if out.detail != "" && out.kind == "" {
-			denied++
+			denials[denialKind(out.detail)]++
 		}
 	}
-	t.Logf("%s: %d cases the API server refuses before admission skipped; %d compared cases were denials", name, skipped, denied)
+	t.Logf("%s: %d cases the API server refuses before admission skipped; agreed denials by reason: %v", name, skipped, denials)
 	m.done()
+}
+
+// denialKind names the reason of a denial message.
+func denialKind(msg string) string {
+	for _, k := range []string{"exceeded quota", "status unknown", "failed quota", "insufficient quota to consume",
+		"insufficient quota to match these scopes", "usage is negative", "prior version"} {
+		if strings.Contains(msg, k) {
+			return k
+		}
+	}
+	return "other"
 }
