@@ -66,7 +66,7 @@ func genQuotaOver(r *rand.Rand, name string, names []string, withUsed bool, scop
 	status := obj{}
 	if withUsed {
 		used := obj{}
-		for k := range hard {
+		for _, k := range sortedKeys(hard) {
 			if chance(r, 0.92) {
 				used[k] = quotaAmount(r, k)
 				if chance(r, 0.3) {
@@ -215,6 +215,16 @@ func genQuotasOfPods(r *rand.Rand) []any {
 func genClaimUpdate(r *rand.Rand) obj {
 	c := genClaim(r)
 	storedVersion(r, c)
+	if chance(r, 0.8) {
+		// Only a bound claim may be expanded.
+		c["spec"].(obj)["volumeName"] = "pv-1"
+		status, _ := c["status"].(obj)
+		if status == nil {
+			status = obj{}
+			c["status"] = status
+		}
+		status["phase"] = "Bound"
+	}
 	sub := pick(r, "", "", "status", "status")
 	var changes []any
 	for i := 0; i < 1+r.IntN(2); i++ {

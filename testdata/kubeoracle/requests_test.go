@@ -427,6 +427,13 @@ func checkRequest(tree any) outcome {
 		}
 		return outcome{kind: kind, detail: detail}
 	}
+	switch {
+	case verdict.kind != "" || verdict.detail != "":
+	case kubeHandles:
+		verdict.detail = "allowed"
+	default:
+		verdict.detail = "not evaluated"
+	}
 	return verdict
 }
 
