@@ -3,12 +3,24 @@ package kubeoracle
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"time"
 )
 
 // JSON trees: generated objects are plain maps, so that quantities keep
 // the exact text the generator chose when both sides read them.
 type obj = map[string]any
+
+// sortedKeys are m's keys in order: a generator drawing a random number
+// per key must visit them in a fixed order to be reproducible.
+func sortedKeys(m obj) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
 
@@ -143,9 +155,9 @@ func requirements(r *rand.Rand, p float64) obj {
 		req := resourceList(r, names, p)
 		lim := resourceList(r, names, p)
 		// Mostly valid: a request equal to its limit cannot exceed it.
-		for k, v := range req {
+		for _, k := range sortedKeys(req) {
 			if _, ok := lim[k]; ok && chance(r, 0.7) {
-				lim[k] = v
+				lim[k] = req[k]
 			}
 		}
 		res["requests"] = req
@@ -419,7 +431,7 @@ func genQuota(r *rand.Rand, name string, withUsed bool) obj {
 	status := obj{}
 	if withUsed {
 		used := obj{}
-		for k := range hard {
+		for _, k := range sortedKeys(hard) {
 			if chance(r, 0.95) {
 				used[k] = quotaText(r, k)
 				if chance(r, 0.3) {
