@@ -45,6 +45,10 @@ type trimmedMeta struct {
 	// subresource and with no manager, holding the time of that write
 	// (Object.Recounted).
 	ManagedFields []trimmedManagedFields `json:"managedFields,omitempty"`
+	// OwnerReferences is kept for a ResourceClaim the scheduler made for a
+	// pod's extended resources (ExtendedResourceClaimAnnotation): its
+	// controller, the pod, whose own charge covers the claim's.
+	OwnerReferences []metav1.OwnerReference `json:"ownerReferences,omitempty"`
 }
 
 type trimmedManagedFields struct {
@@ -251,6 +255,14 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	case *resourcev1.ResourceClaim:
 		t.APIVersion = claimAPIVersion
 		t.Spec = trimClaim(v)
+		if value, ok := v.Annotations[resourcev1.ExtendedResourceClaimAnnotation]; ok {
+			t.Metadata.Annotations = map[string]string{resourcev1.ExtendedResourceClaimAnnotation: value}
+			if ref := metav1.GetControllerOfNoCopy(v); ref != nil {
+				t.Metadata.OwnerReferences = []metav1.OwnerReference{{
+					APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ref.Controller,
+				}}
+			}
+		}
 	case *corev1.ResourceQuota:
 		t.Metadata.ManagedFields = append(written(o.Written), recounted(o.Recounted)...)
 		// The status is the cluster's own count, rewritten on every

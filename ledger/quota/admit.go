@@ -99,13 +99,18 @@ type Decision struct {
 // them between the Terminating and NotTerminating scopes (since Kubernetes
 // v1.33; a plain update cannot change what a pod is charged, only which
 // quotas charge it); claims (of storage and of devices) and services on
-// create and update; every
+// create and update, and claims on every update of their status; every
 // other counted object on create only; no other request on a subresource.
 func handles(req *AdmitRequest) bool {
 	op, resource := req.Operation, req.Object.Resource
 	switch {
 	case resource == "pods" && req.Subresource == "resize":
 		return op == Update
+	case resource == "persistentvolumeclaims" && req.Subresource == "status":
+		// Kubernetes evaluates every status update of a claim (its test
+		// of a change in the allocated size compares two pointers), but
+		// refuses none for exceeding a quota.
+		return req.OldObject != nil
 	case req.Subresource != "":
 		return false
 	case resource == "pods":
@@ -270,6 +275,9 @@ func Admit(req AdmitRequest) Decision {
 			continue
 		}
 		q := states[i].Quota
+		if req.Subresource == "status" {
+			continue
+		}
 		if exceeded := exceededNames(states[i].Used, l, q.Hard); len(exceeded) > 0 {
 			requested := q.Mask(l)
 			refusals = append(refusals, refusal{i, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",

@@ -17,35 +17,48 @@ func resourceClaim(version, requests string) string {
 func TestEvaluateResourceClaims(t *testing.T) {
 	const gpu, fpga = "gpu.deviceclass.resource.k8s.io/devices", "fpga.deviceclass.resource.k8s.io/devices"
 	const count = "count/resourceclaims.resource.k8s.io"
+	// Each class's devices are charged again as its extended resource.
+	const xgpu, xfpga = "requests.deviceclass.resource.kubernetes.io/gpu", "requests.deviceclass.resource.kubernetes.io/fpga"
 	tests := []struct {
 		name, claim string
 		want        map[string]string
 	}{
 		{"an exact count",
 			resourceClaim("v1", `[{"name":"r","exactly":{"deviceClassName":"gpu","allocationMode":"ExactCount","count":2}}]`),
-			map[string]string{count: "1", gpu: "2"}},
+			map[string]string{count: "1", gpu: "2", xgpu: "2"}},
 		{"no count: the default, one device",
 			resourceClaim("v1", `[{"name":"r","exactly":{"deviceClassName":"gpu"}}]`),
-			map[string]string{count: "1", gpu: "1"}},
+			map[string]string{count: "1", gpu: "1", xgpu: "1"}},
 		{"mode All: the most one allocation holds",
 			resourceClaim("v1", `[{"name":"r","exactly":{"deviceClassName":"gpu","allocationMode":"All"}}]`),
-			map[string]string{count: "1", gpu: "32"}},
+			map[string]string{count: "1", gpu: "32", xgpu: "32"}},
 		{"requests of one class add up",
 			resourceClaim("v1", `[{"name":"r","exactly":{"deviceClassName":"gpu","count":2}},{"name":"s","exactly":{"deviceClassName":"gpu","count":3}}]`),
-			map[string]string{count: "1", gpu: "5"}},
+			map[string]string{count: "1", gpu: "5", xgpu: "5"}},
 		{"alternatives: the most any of a class asks, per class",
 			resourceClaim("v1", `[{"name":"r","firstAvailable":[{"name":"a","deviceClassName":"gpu","count":1},`+
 				`{"name":"b","deviceClassName":"fpga","count":2},{"name":"c","deviceClassName":"fpga","count":1}]},`+
 				`{"name":"x","exactly":{"deviceClassName":"fpga","count":3}}]`),
-			map[string]string{count: "1", gpu: "1", fpga: "5"}},
+			map[string]string{count: "1", gpu: "1", xgpu: "1", fpga: "5", xfpga: "5"}},
 		{"v1beta2 has v1's shape",
 			resourceClaim("v1beta2", `[{"name":"r","exactly":{"deviceClassName":"gpu","count":2}}]`),
-			map[string]string{count: "1", gpu: "2"}},
+			map[string]string{count: "1", gpu: "2", xgpu: "2"}},
 		{"v1beta1 keeps an exact request's fields on the request",
 			resourceClaim("v1beta1", `[{"name":"r","deviceClassName":"gpu","allocationMode":"ExactCount","count":4},`+
 				`{"name":"s","firstAvailable":[{"name":"a","deviceClassName":"fpga","allocationMode":"All"}]}]`),
-			map[string]string{count: "1", gpu: "4", fpga: "32"}},
+			map[string]string{count: "1", gpu: "4", xgpu: "4", fpga: "32", xfpga: "32"}},
 		{"no requests: the claim alone", resourceClaim("v1", `[]`), map[string]string{count: "1"}},
+		{"made by the scheduler for its pod: the pod is charged the extended resource",
+			`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"team",` +
+				`"annotations":{"resource.kubernetes.io/extended-resource-claim":"true"},` +
+				`"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"web","uid":"u1","controller":true}]},` +
+				`"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"gpu","count":2}}]}}}`,
+			map[string]string{count: "1", gpu: "2"}},
+		{"marked, but controlled by no pod",
+			`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"team",` +
+				`"annotations":{"resource.kubernetes.io/extended-resource-claim":"true"}},` +
+				`"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"gpu","count":2}}]}}}`,
+			map[string]string{count: "1", gpu: "2", xgpu: "2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,7 +34,9 @@
 //   - A ResourceClaim charges count/resourceclaims.resource.k8s.io and,
 //     per DeviceClass, <class>.deviceclass.resource.k8s.io/devices: an
 //     exact request's count (32 for mode All), and of a request's
-//     alternatives the most any asks of each class.
+//     alternatives the most any asks of each class; the same again as
+//     requests.deviceclass.resource.kubernetes.io/<class>, unless the
+//     scheduler made the claim for the pod that controls it.
 //   - Every other object charges count/<resource> and, for secrets,
 //     configmaps, replicationcontrollers and resourcequotas, the legacy name;
 //     events and virtual resources (bindings, reviews) charge nothing.
@@ -59,7 +61,8 @@
 //   - Pods are evaluated on create, on updates of their resize subresource
 //     and on plain updates that move them between the Terminating and
 //     NotTerminating scopes; claims (of storage and of devices) and
-//     services on create and update;
+//     services on create and update, and claims of storage on every
+//     update of their status (never refused for exceeding a quota);
 //     everything else on create; no request on another subresource.
 //   - Raw manifests get requests from limits, every quantity rounded up to
 //     a multiple of 1m, LimitRange container defaults,

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quantity"
@@ -758,5 +759,30 @@ func claimUsage(claim *resourcev1.ResourceClaim) ResourceList {
 			add(r.Exactly.DeviceClassName, devices(r.Exactly.AllocationMode, r.Exactly.Count))
 		}
 	}
+	if !madeForPod(claim) {
+		// The devices of each class are charged again as the class's
+		// extended resource (DRAExtendedResource, on by default since
+		// v1.36), which a quota may limit beside pods asking for it.
+		extended := make(ResourceList, len(out))
+		for name, q := range out {
+			if class, ok := strings.CutSuffix(name, deviceClassSuffix); ok && class != "" && q.Sign() > 0 {
+				extended[requestsPrefix+deviceClassResourcePrefix+class] = q
+			}
+		}
+		addInto(out, extended)
+	}
 	return out
+}
+
+// madeForPod reports whether the scheduler made claim for the extended
+// resources of the pod that controls it. Kubernetes charges such a claim
+// only what the pod's own charge does not cover; a pod asking for a class
+// by its name (deviceclass.resource.kubernetes.io/<class>) is charged the
+// class's extended resource itself, so the claim is charged none of it.
+func madeForPod(claim *resourcev1.ResourceClaim) bool {
+	if claim.Annotations[resourcev1.ExtendedResourceClaimAnnotation] != "true" {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(claim)
+	return ref != nil && ref.Kind == "Pod" && ref.APIVersion == "v1"
 }

@@ -687,7 +687,7 @@ func TestAdmitSubresources(t *testing.T) {
 		{"a plain update of a pod", Update, cpu("3"), cpu("1"), "", ""},
 		{"a pod's status", Update, cpu("3"), cpu("1"), "status", ""},
 		{"a create on a pod's subresource", Create, cpu("3"), nil, "binding", ""},
-		{"a claim's status", Update, claim("12Gi"), claim("8Gi"), "status", ""},
+		{"a claim's status, evaluated but never refused for exceeding", Update, claim("12Gi"), claim("8Gi"), "status", ""},
 		{"a claim itself", Update, claim("12Gi"), claim("8Gi"), "",
 			`persistentvolumeclaims "c" is forbidden: exceeded quota: q, requested: requests.storage=4Gi, used: requests.storage=8Gi, limited: requests.storage=10Gi`},
 	}
@@ -696,6 +696,16 @@ func TestAdmitSubresources(t *testing.T) {
 		if got := map[bool]string{false: d.Message}[d.Allowed]; got != c.want {
 			t.Errorf("%s: got %q, want %q (empty: allowed)", c.name, got, c.want)
 		}
+	} // A claim's status update is evaluated: a quota whose status does not
+	// yet hold the claim's resources refuses it, as Kubernetes does.
+	unknown := QuotaState{Quota: q, Used: list("requests.cpu", "1")}
+	d := Admit(AdmitRequest{Operation: Update, Object: claim("8Gi"), OldObject: claim("8Gi"), Subresource: "status", Quotas: []QuotaState{unknown}, Now: testNow})
+	if want := `persistentvolumeclaims "c" is forbidden: status unknown for quota: q, resources: requests.storage`; d.Allowed || d.Message != want {
+		t.Errorf("a claim's status against a quota of unknown status: allowed %v %q, want %q", d.Allowed, d.Message, want)
+	}
+	d = Admit(AdmitRequest{Operation: Update, Object: cpu("1"), OldObject: cpu("1"), Subresource: "status", Quotas: []QuotaState{unknown}, Now: testNow})
+	if !d.Allowed {
+		t.Errorf("a pod's status against a quota of unknown status: %q, want allowed (not evaluated)", d.Message)
 	}
 }
 
