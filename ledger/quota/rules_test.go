@@ -696,7 +696,8 @@ func TestAdmitSubresources(t *testing.T) {
 		if got := map[bool]string{false: d.Message}[d.Allowed]; got != c.want {
 			t.Errorf("%s: got %q, want %q (empty: allowed)", c.name, got, c.want)
 		}
-	} // A claim's status update is evaluated: a quota whose status does not
+	}
+	// A claim's status update is evaluated: a quota whose status does not
 	// yet hold the claim's resources refuses it, as Kubernetes does.
 	unknown := QuotaState{Quota: q, Used: list("requests.cpu", "1")}
 	d := Admit(AdmitRequest{Operation: Update, Object: claim("8Gi"), OldObject: claim("8Gi"), Subresource: "status", Quotas: []QuotaState{unknown}, Now: testNow})
