@@ -56,7 +56,7 @@ type job struct {
 // update is an update's object and the old object it replaces.
 type update struct {
 	obj, old *object.Object
-	// subresource is the request's ("resize" or none).
+	// subresource is the request's ("resize", "status" or none).
 	subresource string
 	// trimmed is obj's trimmed form, made when first reserved.
 	trimmed []byte

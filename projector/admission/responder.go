@@ -343,8 +343,12 @@ type request struct {
 	OldObject json.RawMessage       `json:"oldObject"`
 	DryRun    *bool                 `json:"dryRun"`
 	// SubResource is the subresource the request is for, empty for the
-	// object itself: quota evaluates only a pod's resize among them.
+	// object itself: quota evaluates only a pod's resize and a claim's
+	// status among them.
 	SubResource string `json:"subResource"`
+	// statusOfOther is set once the object of a status update is known
+	// not to be a claim, whose status alone quota evaluates.
+	statusOfOther bool
 	// object is Object decoded while the review was read (scanReview), or
 	// nil; the first decodeObject of Object takes it.
 	object *object.Object
@@ -356,11 +360,20 @@ func (req *request) reserving() bool {
 	return req != nil && (req.Operation == admissionv1.Create || req.Operation == admissionv1.Update) && (req.DryRun == nil || !*req.DryRun) && !req.ignored()
 }
 
-// ignored reports whether quota leaves req alone whatever its object: a
-// request on a subresource other than an update of a resize, which
-// Kubernetes' quota plugin does not evaluate.
+// ignored reports whether quota leaves req alone, as Kubernetes' quota
+// plugin does: a request on a subresource other than an update of a pod's
+// resize or of a claim's status (a status update of anything else once
+// its object is read).
 func (req *request) ignored() bool {
-	return req.SubResource != "" && (req.SubResource != "resize" || req.Operation != admissionv1.Update)
+	switch req.SubResource {
+	case "":
+		return false
+	case "resize":
+		return req.Operation != admissionv1.Update
+	case "status":
+		return req.Operation != admissionv1.Update || req.statusOfOther
+	}
+	return true
 }
 
 // takeObject returns the object decoded with the review, once.
@@ -433,6 +446,12 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	obj, err := decodeObjectAs(req.takeObject(), req.Object, namespace)
+	if req.SubResource == "status" && (err != nil || obj.Resource != "persistentvolumeclaims") {
+		// Only a claim's status is evaluated; whatever else it is, it
+		// passes, as it did before it was read.
+		req.statusOfOther = true
+		return &admissionv1.AdmissionResponse{Allowed: true}, nil
+	}
 	var outside clusterScoped
 	if errors.As(err, &outside) {
 		// Kubernetes' quota admission passes what is outside every

@@ -27,6 +27,11 @@ func pvcManifest(namespace, name, size, resourceVersion string) string {
 		`"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"` + size + `"}}}}`
 }
 
+// allocated gives a claim manifest the status of a volume of size.
+func allocated(manifest, size string) string {
+	return strings.TrimSuffix(manifest, "}") + `,"status":{"phase":"Bound","allocatedResources":{"storage":"` + size + `"}}}`
+}
+
 // TestConcurrentUpdatesAndCreatesNeverExceedTheQuota races updates that
 // grow claims with creates of new claims, from 40 clients on their own
 // connections over 3 replicas, for the last 10Gi of a quota: exactly ten
@@ -252,8 +257,10 @@ func TestRoundReservesUpdatesAsTheFoldDoes(t *testing.T) {
 
 // TestSubresourcesAreDecidedAsKubernetesDecidesThem sends updates on
 // subresources: a pod's resize is decided and reserved like a claim's
-// growth, and quota leaves a plain pod update and any other subresource
-// (a claim's status) alone, as Kubernetes' quota plugin does.
+// growth; a claim's status update is decided and reserved too, but never
+// refused for exceeding a quota; quota leaves a plain pod update and any
+// other subresource (a pod's status) alone, as Kubernetes' quota plugin
+// does.
 func TestSubresourcesAreDecidedAsKubernetesDecidesThem(t *testing.T) {
 	const ns = "team"
 	r, stream := startWithQuota(t, ns, map[string]string{"requests.cpu": "2", "requests.storage": "10Gi"})
@@ -282,7 +289,7 @@ func TestSubresourcesAreDecidedAsKubernetesDecidesThem(t *testing.T) {
 			`pods "web" is forbidden: exceeded quota: q, requested: requests.cpu=2, used: requests.cpu=1, limited: requests.cpu=2`, false},
 		{"a plain update of the pod", resize("u2", "", "3"), "", false},
 		{"the pod's status", resize("u3", "status", "3"), "", false},
-		{"a claim's status", on("status", review("u4", admissionv1.Update, ns, pvcManifest(ns, "db", "12Gi", "5"), pvcManifest(ns, "db", "4Gi", "5"), false)), "", false},
+		{"a claim's status, allocated beyond the quota", on("status", review("u4", admissionv1.Update, ns, allocated(pvcManifest(ns, "db", "4Gi", "5"), "12Gi"), pvcManifest(ns, "db", "4Gi", "5"), false)), "", true},
 		{"a create on the resize subresource", on("resize", review("u6", admissionv1.Create, ns, podManifest(ns, "big", "3"), "", false)), "", false},
 		{"a resize that fits", resize("u5", "resize", "2"), "", true},
 	}
@@ -310,8 +317,8 @@ func TestSubresourcesAreDecidedAsKubernetesDecidesThem(t *testing.T) {
 	if got := r.used(t, ns, "q", "requests.cpu"); got != "2" {
 		t.Errorf("used requests.cpu %s, want 2: the resize reserved", got)
 	}
-	if got := r.used(t, ns, "q", "requests.storage"); got != "4Gi" {
-		t.Errorf("used requests.storage %s, want 4Gi: a status update charges nothing", got)
+	if got := r.used(t, ns, "q", "requests.storage"); got != "12Gi" {
+		t.Errorf("used requests.storage %s, want 12Gi: a claim's status update charges what it allocates beyond the request", got)
 	}
 }
 
