@@ -101,27 +101,5 @@ func checkAdmit(tree any) outcome {
 		return outcome{kind: "the ledger refuses a pod Kubernetes accepts", detail: err.Error()}
 	}
 	d := quota.Admit(quota.AdmitRequest{Operation: quota.Create, Object: o, Quotas: states, Now: now, VerdictOnly: true})
-
-	want := "allowed"
-	if kerr != nil {
-		want = kerr.Error()
-	}
-	got := "allowed"
-	if !d.Allowed {
-		got = d.Message
-	}
-	if want != got {
-		kind := "message differs"
-		switch {
-		case kerr == nil:
-			kind = "kubernetes allows, the ledger denies"
-		case d.Allowed:
-			kind = "kubernetes denies, the ledger allows"
-		}
-		return outcome{kind: kind, detail: "kubernetes: " + want + "\nledger:     " + got}
-	}
-	if kerr != nil {
-		return outcome{detail: want}
-	}
-	return outcome{}
+	return compareVerdicts(kerr, d)
 }
