@@ -113,19 +113,12 @@ func checkManifest(tree any) outcome {
 	for _, lr := range ranges {
 		_ = limitranger.PodMutateLimitFunc(lr, ip)
 	}
-	prepareForCreate(ip)
-	if errs := validatePod(ip); len(errs) > 0 {
-		for _, e := range errs {
-			if !strings.Contains(e.Field, "resources") && !strings.Contains(e.Field, "activeDeadlineSeconds") {
-				// Refused for what the ledger does not read (a
-				// missing name or image): not a manifest to compare.
-				return outcome{skip: true}
-			}
-		}
-		kubeOut = "invalid: " + apierrors.NewInvalid(api.Kind("Pod"), ip.Name, errs).Error()
-		for _, e := range errs {
-			kubeItems = append(kubeItems, e.Error())
-		}
+	out, items, skip := kubeValidation(ip)
+	if skip {
+		return outcome{skip: true}
+	}
+	if out != "" {
+		kubeOut, kubeItems = out, append(kubeItems, items...)
 	} else {
 		attrs := admission.NewAttributesRecord(ip, nil, api.Kind("Pod").WithVersion("v1"), "ns", ip.Name,
 			corev1.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, nil)
@@ -221,4 +214,25 @@ func sameUpToOrder(kube string, items []string, ledger string) bool {
 		rest = rest[:i] + rest[i+len(it):]
 	}
 	return strings.Trim(rest, ", ") == ""
+}
+
+// kubeValidation prepares a pod for creation and runs the API server's
+// validation of it: "" when it passes, else the 422 message and each of
+// its items. skip is set when the pod is refused for what the ledger does
+// not read (a missing name or image): not a manifest to compare.
+func kubeValidation(ip *api.Pod) (out string, items []string, skip bool) {
+	prepareForCreate(ip)
+	errs := validatePod(ip)
+	if len(errs) == 0 {
+		return "", nil, false
+	}
+	for _, e := range errs {
+		if !strings.Contains(e.Field, "resources") && !strings.Contains(e.Field, "activeDeadlineSeconds") {
+			return "", nil, true
+		}
+	}
+	for _, e := range errs {
+		items = append(items, e.Error())
+	}
+	return "invalid: " + apierrors.NewInvalid(api.Kind("Pod"), ip.Name, errs).Error(), items, false
 }

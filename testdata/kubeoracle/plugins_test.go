@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -392,18 +391,11 @@ func checkPlugins(tree any) outcome {
 		}
 	}
 	if kubeOut == "" {
-		prepareForCreate(ip)
-		if errs := validatePod(ip); len(errs) > 0 {
-			for _, e := range errs {
-				if !strings.Contains(e.Field, "resources") && !strings.Contains(e.Field, "activeDeadlineSeconds") {
-					return outcome{skip: true}
-				}
-			}
-			kubeOut = "invalid: " + apierrors.NewInvalid(api.Kind("Pod"), ip.Name, errs).Error()
-			for _, e := range errs {
-				kubeItems = append(kubeItems, e.Error())
-			}
+		out, items, skip := kubeValidation(ip)
+		if skip {
+			return outcome{skip: true}
 		}
+		kubeOut, kubeItems = out, append(kubeItems, items...)
 	}
 	if kubeOut == "" {
 		for _, p := range []admission.ValidationInterface{plugins.serviceAccount, plugins.priority, plugins.runtimeClass} {
