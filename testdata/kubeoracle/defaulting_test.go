@@ -151,25 +151,9 @@ func checkManifest(tree any) outcome {
 	if err := quota.Default(o, env); err != nil {
 		ledgerOut = "default refused: " + err.Error()
 	} else if err := quota.Validate(o, nil, env); err != nil {
-		switch e := err.(type) {
-		case *quota.InvalidError:
-			ledgerOut = "invalid: " + e.Error()
-		case *quota.RefusedError:
-			ledgerOut = "forbidden: " + quota.ForbiddenPrefix(o) + e.Error()
-		default:
-			ledgerOut = "error: " + err.Error()
-		}
+		ledgerOut = ledgerError(o, err)
 	}
-	if kubeOut != ledgerOut && !sameUpToOrder(kubeOut, kubeItems, ledgerOut) {
-		kind := "message differs"
-		switch {
-		case kubeOut == "":
-			kind = "kubernetes accepts, the ledger refuses"
-		case ledgerOut == "":
-			kind = "kubernetes refuses, the ledger accepts"
-		case kubeOut[:4] != ledgerOut[:4]:
-			kind = "refused at a different step"
-		}
+	if kind := verdictKind(kubeOut, kubeItems, ledgerOut); kind != "" {
 		return outcome{kind: kind, detail: "kubernetes: " + kubeOut + "\nledger:     " + ledgerOut}
 	}
 	if kubeOut != "" {
@@ -183,6 +167,25 @@ func checkManifest(tree any) outcome {
 		return outcome{kind: "usage: " + diffKind(want, got.Usage), detail: d}
 	}
 	return outcome{}
+}
+
+// verdictKind names how the ledger's verdict on a manifest differs from
+// Kubernetes' (each "" for an acceptance, else the message with its step's
+// prefix), or returns "" when they agree, up to the order of an
+// aggregate's items.
+func verdictKind(kubeOut string, kubeItems []string, ledgerOut string) string {
+	if kubeOut == ledgerOut || sameUpToOrder(kubeOut, kubeItems, ledgerOut) {
+		return ""
+	}
+	switch {
+	case kubeOut == "":
+		return "kubernetes accepts, the ledger refuses"
+	case ledgerOut == "":
+		return "kubernetes refuses, the ledger accepts"
+	case kubeOut[:4] != ledgerOut[:4]:
+		return "refused at a different step"
+	}
+	return "message differs"
 }
 
 // sameUpToOrder reports whether ledger is Kubernetes' message kube with its

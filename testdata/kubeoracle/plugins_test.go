@@ -417,16 +417,7 @@ func checkPlugins(tree any) outcome {
 	} else if err := quota.Validate(o, nil, env); err != nil {
 		ledgerOut = ledgerError(o, err)
 	}
-	if kubeOut != ledgerOut && !sameUpToOrder(kubeOut, kubeItems, ledgerOut) {
-		kind := "message differs"
-		switch {
-		case kubeOut == "":
-			kind = "kubernetes accepts, the ledger refuses"
-		case ledgerOut == "":
-			kind = "kubernetes refuses, the ledger accepts"
-		case kubeOut[:4] != ledgerOut[:4]:
-			kind = "refused at a different step"
-		}
+	if kind := verdictKind(kubeOut, kubeItems, ledgerOut); kind != "" {
 		if kubeOut != "" {
 			kind += " (kubernetes: " + messageShape(kubeOut) + ")"
 		}
