@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotaledger/quota/ledger/jsonscan"
@@ -273,6 +274,11 @@ var walkInputs = []string{
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"b\u0075ilder"}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":null,"serviceAccount":7}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Pend\u0069ng","qosClass":7}}`,
+	// Node selectors, which admission reads for the RuntimeClass plugin.
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeSelector":{"zone":"a","disk":"ss\u0064"},"containers":[{"name":"c"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeSelector":{},"runtimeClassName":""}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeSelector":null}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeSelector":{"zone":7}}}`,
 	// Not valid JSON, in what the walk skips or after the pod.
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"volumes":[01]}}`,
 	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b\q"}}}`,
@@ -421,6 +427,37 @@ func TestDecodeForQuotaTrimsAsDecode(t *testing.T) {
 	}
 	if pods < 10 {
 		t.Fatalf("the pod shortcut took only %d inputs; the check is too weak", pods)
+	}
+}
+
+// TestDecodeForQuotaReadsNodeSelector: a raw pod's node selector, which
+// admission checks against its RuntimeClass's, is read by the quick
+// decoders as Decode reads it.
+func TestDecodeForQuotaReadsNodeSelector(t *testing.T) {
+	for _, raw := range []string{
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"runtimeClassName":"rc","nodeSelector":{"zone":"a","disk":"ssd"},"containers":[{"name":"c","image":"x"}]}}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeSelector":{},"containers":[{"name":"c"}]}}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`,
+	} {
+		full, err := Decode([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := full.Value.(*corev1.Pod).Spec.NodeSelector
+		quick, err := DecodeForQuota([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := quick.Value.(*corev1.Pod).Spec.NodeSelector; !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeForQuota(%s): nodeSelector %#v, want %#v", raw, got, want)
+		}
+		from, _, ok := DecodeForQuotaFrom(jsonscan.New([]byte(raw)))
+		if !ok || from == nil {
+			t.Fatalf("DecodeForQuotaFrom(%s) read nothing", raw)
+		}
+		if got := from.Value.(*corev1.Pod).Spec.NodeSelector; !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeForQuotaFrom(%s): nodeSelector %#v, want %#v", raw, got, want)
+		}
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
@@ -149,6 +151,39 @@ func TestSetNamespaceIgnoresClusterScoped(t *testing.T) {
 	o.SetNamespace("team")
 	if o.Namespace != "" {
 		t.Fatalf("got %q, want empty", o.Namespace)
+	}
+}
+
+// TestTrimmedRuntimeClassKeepsItsNodeSelector: the RuntimeClass plugin
+// refuses a pod whose node selector contradicts its class's, so the
+// trimmed class keeps the selector (and not its tolerations).
+func TestTrimmedRuntimeClassKeepsItsNodeSelector(t *testing.T) {
+	o, err := Decode([]byte(`{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"zoned","labels":{"a":"b"}},"handler":"runsc","scheduling":{"nodeSelector":{"zone":"b","tier":"x"},"tolerations":[{"key":"k","operator":"Exists"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := o.Trimmed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"zoned"},"handler":"runsc","scheduling":{"nodeSelector":{"tier":"x","zone":"b"}}}`
+	if string(b) != want {
+		t.Fatalf("trimmed:\n got %s\nwant %s", b, want)
+	}
+	back, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := back.Value.(*nodev1.RuntimeClass)
+	if rc.Scheduling == nil || rc.Scheduling.NodeSelector["zone"] != "b" || rc.Scheduling.NodeSelector["tier"] != "x" {
+		t.Fatalf("decoded scheduling: %#v", rc.Scheduling)
+	}
+	plain, err := Decode([]byte(`{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"runc"},"handler":"runc","scheduling":{"tolerations":[{"key":"k","operator":"Exists"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := plain.Trimmed(); strings.Contains(string(b), "scheduling") {
+		t.Fatalf("a class selecting no nodes keeps its scheduling: %s", b)
 	}
 }
 

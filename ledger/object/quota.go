@@ -120,6 +120,9 @@ type quotaPodSpec struct {
 	RuntimeClassName      *string                      `json:"runtimeClassName"`
 	Overhead              corev1.ResourceList          `json:"overhead"`
 	Resources             *corev1.ResourceRequirements `json:"resources"`
+	// NodeSelector is read for the RuntimeClass admission plugin, which
+	// refuses a pod whose selector contradicts its class's.
+	NodeSelector map[string]string `json:"nodeSelector"`
 	// ServiceAccountName and its deprecated alias are read for the
 	// ServiceAccount admission plugin's look-up.
 	ServiceAccountName       string `json:"serviceAccountName"`
@@ -176,6 +179,7 @@ func (p *quotaPod) object() *Object {
 			RuntimeClassName:      p.Spec.RuntimeClassName,
 			Overhead:              p.Spec.Overhead,
 			Resources:             p.Spec.Resources,
+			NodeSelector:          p.Spec.NodeSelector,
 
 			ServiceAccountName:       p.Spec.ServiceAccountName,
 			DeprecatedServiceAccount: p.Spec.DeprecatedServiceAccount,
@@ -258,7 +262,7 @@ var (
 	managedFieldsKeys = []string{"time"}
 	specKeys          = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
 		"priorityClassName", "priority", "preemptionPolicy", "runtimeClassName", "overhead",
-		"serviceAccountName", "serviceAccount", "resources"}
+		"serviceAccountName", "serviceAccount", "nodeSelector", "resources"}
 	statusKeys          = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
 	containerKeys       = []string{"name", "resources", "restartPolicy"}
 	containerStatusKeys = []string{"name", "allocatedResources", "resources"}
@@ -317,6 +321,8 @@ func walkSpec(s *jsonscan.Scanner, sp *quotaPodSpec) bool {
 			return readAccountName(s, &sp.ServiceAccountName)
 		case "serviceAccount":
 			return readAccountName(s, &sp.DeprecatedServiceAccount)
+		case "nodeSelector":
+			return readValue(s, &sp.NodeSelector)
 		default:
 			return readValue(s, &sp.Resources)
 		}

@@ -65,12 +65,21 @@ type trimmedObject struct {
 	Spec       any         `json:"spec,omitempty"`
 	Status     any         `json:"status,omitempty"`
 	// Flat fields of kinds that keep them at the top level.
-	Handler  string           `json:"handler,omitempty"`
-	Overhead *nodev1.Overhead `json:"overhead,omitempty"`
-	Value    *int32           `json:"value,omitempty"`
+	Handler    string             `json:"handler,omitempty"`
+	Overhead   *nodev1.Overhead   `json:"overhead,omitempty"`
+	Scheduling *trimmedScheduling `json:"scheduling,omitempty"`
+	Value      *int32             `json:"value,omitempty"`
 	// GlobalDefault and Provisioner are kept for the record only.
 	GlobalDefault bool   `json:"globalDefault,omitempty"`
 	Provisioner   string `json:"provisioner,omitempty"`
+}
+
+// trimmedScheduling is the part of a RuntimeClass's scheduling that
+// admission reads: the RuntimeClass plugin refuses a pod whose node
+// selector gives one of these labels another value. Its tolerations are
+// merged into the pod, which refuses nothing and charges nothing.
+type trimmedScheduling struct {
+	NodeSelector map[string]string `json:"nodeSelector"`
 }
 
 type trimmedResources struct {
@@ -274,6 +283,9 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	case *nodev1.RuntimeClass:
 		t.Handler = v.Handler
 		t.Overhead = v.Overhead
+		if sc := v.Scheduling; sc != nil && len(sc.NodeSelector) > 0 {
+			t.Scheduling = &trimmedScheduling{NodeSelector: sc.NodeSelector}
+		}
 	case *schedulingv1.PriorityClass:
 		value := v.Value
 		t.Value = &value

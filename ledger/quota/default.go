@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -328,23 +329,57 @@ func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
 }
 
 // setOverhead is the RuntimeClass plugin's mutation: it copies the
-// overhead of the RuntimeClass a pod names into the pod, and refuses a pod
-// naming a class that does not exist or stating an overhead other than
-// its class's.
+// overhead of the RuntimeClass a pod names into the pod, and merges the
+// class's node selector into the pod's. It refuses a pod naming a class
+// that does not exist, stating an overhead other than its class's, or
+// whose node selector gives a label of the class's selector another
+// value; an empty class name fails as the plugin's look-up fails.
 func setOverhead(pod *corev1.Pod, env Environment) error {
-	var rc *nodev1.RuntimeClass
-	if name := pod.Spec.RuntimeClassName; name != nil && *name != "" {
-		if rc = env.RuntimeClasses[*name]; rc == nil {
-			return &RefusedError{ErrRuntimeClassNotFound, fmt.Sprintf("pod rejected: RuntimeClass %q not found", *name)}
+	name := pod.Spec.RuntimeClassName
+	if name == nil {
+		return nil
+	}
+	if *name == "" {
+		// The plugin's informer does not hold the class, so it asks the
+		// API server with its client, which refuses an empty name before
+		// sending anything.
+		return &PlainError{ErrRuntimeClassNameEmpty, "resource name may not be empty"}
+	}
+	rc := env.RuntimeClasses[*name]
+	if rc == nil {
+		return &RefusedError{ErrRuntimeClassNotFound, fmt.Sprintf("pod rejected: RuntimeClass %q not found", *name)}
+	}
+	if rc.Overhead != nil {
+		if len(pod.Spec.Overhead) > 0 && !apiequality.Semantic.DeepEqual(rc.Overhead.PodFixed, pod.Spec.Overhead) {
+			return &RefusedError{ErrOverheadMismatch, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"}
+		}
+		pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
+	} // else an overhead of the pod's own is refused by Validate
+	return mergeNodeSelector(pod, rc)
+}
+
+// mergeNodeSelector is the RuntimeClass plugin's scheduling step: the
+// class's node selector is merged into the pod's, and a label the pod
+// selects with another value is a conflict. Kubernetes walks the class's
+// selector in Go's map order, so with several conflicting labels the one
+// it names varies from request to request; the ledger names the first in
+// sorted order. The class's tolerations, which the plugin also merges,
+// are not read: they refuse nothing and charge nothing.
+func mergeNodeSelector(pod *corev1.Pod, rc *nodev1.RuntimeClass) error {
+	if rc.Scheduling == nil || len(rc.Scheduling.NodeSelector) == 0 {
+		return nil
+	}
+	class := rc.Scheduling.NodeSelector
+	if pod.Spec.NodeSelector == nil {
+		pod.Spec.NodeSelector = maps.Clone(class)
+		return nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(class)) {
+		if value, ok := pod.Spec.NodeSelector[key]; ok && value != class[key] {
+			return &RefusedError{ErrNodeSelectorConflict, fmt.Sprintf("conflict: runtimeClass.scheduling.nodeSelector[%s] = %s; pod.spec.nodeSelector[%s] = %s", key, class[key], key, value)}
 		}
 	}
-	if rc == nil || rc.Overhead == nil {
-		return nil // an overhead of the pod's own is refused by Validate
-	}
-	if len(pod.Spec.Overhead) > 0 && !apiequality.Semantic.DeepEqual(rc.Overhead.PodFixed, pod.Spec.Overhead) {
-		return &RefusedError{ErrOverheadMismatch, "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"}
-	}
-	pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
+	maps.Copy(pod.Spec.NodeSelector, class)
 	return nil
 }
 

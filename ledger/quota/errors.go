@@ -13,6 +13,14 @@ var (
 	// ErrRuntimeClassNotFound is the reason of Default's refusal of a pod
 	// naming a RuntimeClass the environment does not hold.
 	ErrRuntimeClassNotFound = errors.New("runtime class not found")
+	// ErrRuntimeClassNameEmpty is the reason of Default's failure on a pod
+	// naming the RuntimeClass "", which Kubernetes' RuntimeClass plugin
+	// cannot look up.
+	ErrRuntimeClassNameEmpty = errors.New("empty RuntimeClass name")
+	// ErrNodeSelectorConflict is the reason of Default's refusal of a pod
+	// whose node selector gives a label of its RuntimeClass's selector
+	// another value.
+	ErrNodeSelectorConflict = errors.New("node selector conflicts with its RuntimeClass's")
 	// ErrOverheadMismatch is the reason of Default's refusal of a pod
 	// stating an overhead different from its RuntimeClass's.
 	ErrOverheadMismatch = errors.New("pod overhead does not match its RuntimeClass")
@@ -46,6 +54,19 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Message }
 
 func (e *RefusedError) Unwrap() error { return e.Reason }
+
+// PlainError is a failure of an admission plugin that runs before quota's
+// that Kubernetes does not word as a refusal: the plugin returns a plain
+// error, which the API server reports with code 500, no reason and the
+// bare message, Error. errors.Is matches it to its Reason.
+type PlainError struct {
+	Reason  error
+	Message string
+}
+
+func (e *PlainError) Error() string { return e.Message }
+
+func (e *PlainError) Unwrap() error { return e.Reason }
 
 // InvalidError is the API server's refusal of an object that fails its
 // validation, which comes before any validating admission plugin: a 422

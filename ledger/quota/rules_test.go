@@ -3,6 +3,7 @@ package quota
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -840,8 +841,10 @@ func TestDefaultRules(t *testing.T) {
 func TestPluginRefusals(t *testing.T) {
 	rc := &nodev1.RuntimeClass{Handler: "kata", Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": resource.MustParse("250m")}}}
 	plain := &nodev1.RuntimeClass{Handler: "runc"}
+	zoned := &nodev1.RuntimeClass{Handler: "runsc", Scheduling: &nodev1.Scheduling{NodeSelector: map[string]string{"zone": "b", "tier": "x"}}}
+	zonedKata := &nodev1.RuntimeClass{Handler: "kata", Overhead: rc.Overhead, Scheduling: zoned.Scheduling}
 	env := Environment{
-		RuntimeClasses:  map[string]*nodev1.RuntimeClass{"kata": rc, "runc": plain},
+		RuntimeClasses:  map[string]*nodev1.RuntimeClass{"kata": rc, "runc": plain, "zoned": zoned, "zoned-kata": zonedKata},
 		PriorityClasses: []*schedulingv1.PriorityClass{{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}},
 	}
 	withAccounts := env
@@ -861,6 +864,17 @@ func TestPluginRefusals(t *testing.T) {
 			ErrOverheadWithoutRuntimeClass, `pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead`},
 		{"overhead with a class defining none", `{"runtimeClassName":"runc","overhead":{"cpu":"100m"},"containers":[{"name":"c"}]}`, env,
 			ErrOverheadWithoutRuntimeClass, `pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead`},
+		{"empty runtime class name", `{"runtimeClassName":"","containers":[{"name":"c"}]}`, env,
+			ErrRuntimeClassNameEmpty, `resource name may not be empty`},
+		{"node selector against the class's", `{"runtimeClassName":"zoned","nodeSelector":{"zone":"a"},"containers":[{"name":"c"}]}`, env,
+			ErrNodeSelectorConflict, `conflict: runtimeClass.scheduling.nodeSelector[zone] = b; pod.spec.nodeSelector[zone] = a`},
+		{"several labels against the class's, the first in order named", `{"runtimeClassName":"zoned","nodeSelector":{"zone":"a","tier":"y"},"containers":[{"name":"c"}]}`, env,
+			ErrNodeSelectorConflict, `conflict: runtimeClass.scheduling.nodeSelector[tier] = x; pod.spec.nodeSelector[tier] = y`},
+		{"node selector agreeing with the class's", `{"runtimeClassName":"zoned","nodeSelector":{"zone":"b","disk":"ssd"},"containers":[{"name":"c"}]}`, env, nil, ""},
+		{"empty node selector", `{"runtimeClassName":"zoned","nodeSelector":{},"containers":[{"name":"c"}]}`, env, nil, ""},
+		{"node selector without a class's", `{"runtimeClassName":"kata","nodeSelector":{"zone":"a"},"containers":[{"name":"c"}]}`, env, nil, ""},
+		{"overhead checked before the node selector", `{"runtimeClassName":"zoned-kata","overhead":{"cpu":"100m"},"nodeSelector":{"zone":"a"},"containers":[{"name":"c"}]}`, env,
+			ErrOverheadMismatch, `pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead`},
 		{"unknown priority class", `{"priorityClassName":"urgent","containers":[{"name":"c"}]}`, env,
 			ErrPriorityClassNotFound, `no PriorityClass with name urgent was found`},
 		{"known priority class", `{"priorityClassName":"high","containers":[{"name":"c"}]}`, env, nil, ""},
@@ -902,6 +916,39 @@ func TestPluginRefusals(t *testing.T) {
 				t.Fatalf("got %v, want %q (reason %v)", err, tc.want, tc.reason)
 			}
 		})
+	}
+}
+
+// TestRuntimeClassNodeSelectorMerged: the RuntimeClass plugin merges its
+// class's node selector into the pod's, and an empty class name fails as
+// a plain error (a 500 in Kubernetes), not as a refusal.
+func TestRuntimeClassNodeSelectorMerged(t *testing.T) {
+	zoned := &nodev1.RuntimeClass{Handler: "runsc", Scheduling: &nodev1.Scheduling{NodeSelector: map[string]string{"zone": "b"}}}
+	env := Environment{RuntimeClasses: map[string]*nodev1.RuntimeClass{"zoned": zoned}}
+	for _, tc := range []struct {
+		name, spec string
+		want       map[string]string
+	}{
+		{"a pod selecting nothing takes the class's", `{"runtimeClassName":"zoned","containers":[{"name":"c"}]}`, map[string]string{"zone": "b"}},
+		{"a pod's own labels are kept", `{"runtimeClassName":"zoned","nodeSelector":{"disk":"ssd"},"containers":[{"name":"c"}]}`, map[string]string{"disk": "ssd", "zone": "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := decode(t, pod("p", tc.spec))
+			if err := Default(o, env); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Value.(*corev1.Pod).Spec.NodeSelector; !maps.Equal(got, tc.want) {
+				t.Fatalf("nodeSelector: got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if zoned.Scheduling.NodeSelector["disk"] != "" {
+		t.Fatal("the class's selector was changed")
+	}
+	var plain *PlainError
+	err := Default(decode(t, pod("p", `{"runtimeClassName":"","containers":[{"name":"c"}]}`)), env)
+	if !errors.As(err, &plain) {
+		t.Fatalf("empty class name: got %v (%T), want a *PlainError", err, err)
 	}
 }
 

@@ -94,11 +94,16 @@ func verdict(st *projector.NamespaceState, d quota.Decision) *decision {
 
 // refusal is the denial of obj by what runs before quota: the API
 // server's validation (a 422 in its own words) or an admission plugin (a
-// 403 about the object).
+// 403 about the object, or the plugin's plain error, a 500 with its bare
+// message).
 func refusal(obj *object.Object, err error) *decision {
 	var invalid *quota.InvalidError
 	if errors.As(err, &invalid) {
 		return &decision{allowed: false, code: 422, message: invalid.Error()}
+	}
+	var plain *quota.PlainError
+	if errors.As(err, &plain) {
+		return &decision{allowed: false, code: 500, message: plain.Error()}
 	}
 	return &decision{allowed: false, code: 403, message: quota.ForbiddenPrefix(obj) + err.Error()}
 }
