@@ -115,7 +115,11 @@ stream's duplicate window (a day by default).`,
 							if g.Split {
 								split = " (too large for one event: the objects appended one by one, then the list of their names)"
 							}
-							fmt.Fprintf(cmd.ErrOrStderr(), "resync %s in %s: %d objects, seq %d%s\n", g.Resource, g.Namespace, g.Items, g.Seq, split)
+							where := "namespace " + g.Namespace
+							if g.Namespace == "" {
+								where = "the cluster"
+							}
+							fmt.Fprintf(cmd.ErrOrStderr(), "resync %s in %s: %d objects, seq %d%s\n", g.Resource, where, g.Items, g.Seq, split)
 						}
 					}
 				} else {

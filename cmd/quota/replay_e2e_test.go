@@ -176,7 +176,7 @@ func TestLargeResyncIsSplit(t *testing.T) {
 		t.Fatalf("describe before the resync:\n%s", text)
 	}
 	_, errOut, code := s.run("ingest", "--resync", "-n", ns, "--kind", "pods", listFile)
-	if code != 0 || !strings.Contains(errOut, "resync pods in big: 6000 objects") || !strings.Contains(errOut, "too large for one event") {
+	if code != 0 || !strings.Contains(errOut, "resync pods in namespace big: 6000 objects") || !strings.Contains(errOut, "too large for one event") {
 		t.Fatalf("resync at the default size: exit %d\n%s\nwant it split and appended", code, errOut)
 	}
 	text := s.mustRun("describe", "-n", ns)
