@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
@@ -26,11 +25,7 @@ func TestLimitRangesRefuseBeforeQuota(t *testing.T) {
 	upsert(t, stream, pvcManifest(ns, "held", "1Gi", "5"))
 	r := startReplica(t, srv.ClientURL(), Config{})
 	r.catchUp(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := clientConn(t, srv.ClientURL())
 
 	for _, tc := range []struct {
 		name, obj, old string

@@ -43,6 +43,17 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // startReplica starts a projector and an admission responder on url and
 // returns once the responder is subscribed. Everything stops when the test
 // ends.
+// clientConn is a client's connection to url, closed when the test ends.
+func clientConn(t testing.TB, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 func startReplica(t testing.TB, url string, cfg Config) *replica {
 	t.Helper()
 	connect := func(name string) *nats.Conn {

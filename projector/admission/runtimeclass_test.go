@@ -3,7 +3,6 @@ package admission
 import (
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,11 +25,7 @@ func TestRuntimeClassSchedulingRefusesBeforeQuota(t *testing.T) {
 	)
 	r := startReplica(t, srv.ClientURL(), Config{})
 	r.catchUp(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := clientConn(t, srv.ClientURL())
 
 	pod := func(name, spec string) string {
 		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"` + ns + `"},"spec":{` + spec + `"containers":[{"name":"a","image":"i"}]}}`

@@ -3,7 +3,6 @@ package admission
 import (
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
@@ -26,11 +25,7 @@ func TestServiceAccountLookedUp(t *testing.T) {
 	upsert(t, stream, quotaManifest("other", "q", map[string]string{"pods": "0"}))
 	r := startReplica(t, srv.ClientURL(), Config{})
 	r.catchUp(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := clientConn(t, srv.ClientURL())
 	podAs := func(namespace, account string) string {
 		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"job","namespace":"` + namespace + `"},"spec":{"serviceAccountName":"` + account + `","containers":[{"name":"a","image":"i"}]}}`
 	}
