@@ -38,11 +38,11 @@ type Environment struct {
 // quota admission sees it: pod defaulting (requests default to limits),
 // the LimitRanger plugin's container defaults, the ServiceAccount plugin's
 // look-up of the pod's service account, the Priority plugin's default
-// priority class, the RuntimeClass plugin's pod overhead, and the
-// DefaultStorageClass plugin's class for a claim that names none, in the
-// API server's order of those plugins (a pod refused by several is refused
-// by the first). Other objects are left unchanged. It must not be applied
-// to objects that came from the API server.
+// priority class, the RuntimeClass plugin's pod overhead and node
+// selector, and the DefaultStorageClass plugin's class for a claim that
+// names none, in the API server's order of those plugins (a pod refused
+// by several is refused by the first). Other objects are left unchanged.
+// It must not be applied to objects that came from the API server.
 func Default(o *object.Object, env Environment) error {
 	if pvc, ok := o.Value.(*corev1.PersistentVolumeClaim); ok {
 		roundClaimResources(pvc)
@@ -62,7 +62,7 @@ func Default(o *object.Object, env Environment) error {
 	if err := priorityClass(pod, env.PriorityClasses); err != nil {
 		return err
 	}
-	return setOverhead(pod, env)
+	return runtimeClass(pod, env)
 }
 
 // milliScale is the scale to which the API server's defaulting rounds
@@ -328,13 +328,13 @@ func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
 	}
 }
 
-// setOverhead is the RuntimeClass plugin's mutation: it copies the
+// runtimeClass is the RuntimeClass plugin's mutation: it copies the
 // overhead of the RuntimeClass a pod names into the pod, and merges the
 // class's node selector into the pod's. It refuses a pod naming a class
 // that does not exist, stating an overhead other than its class's, or
 // whose node selector gives a label of the class's selector another
 // value; an empty class name fails as the plugin's look-up fails.
-func setOverhead(pod *corev1.Pod, env Environment) error {
+func runtimeClass(pod *corev1.Pod, env Environment) error {
 	name := pod.Spec.RuntimeClassName
 	if name == nil {
 		return nil
