@@ -46,5 +46,8 @@
 // migrated when opened (reservations indexed by expiry, informer indexes
 // built in name order); a file of a later version is refused rather than
 // misread, and the remedy is to delete it and let the projector rebuild it
-// from the stream.
+// from the stream. The file also records the rules it was folded under
+// (RulesVersion): a file of other rules is read as it is, charges and all,
+// and its owner (`quota serve`) rebuilds it rather than fold on from
+// charges this build would not make.
 package projector

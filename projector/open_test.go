@@ -182,3 +182,38 @@ func TestApplyMeetingADamagedPage(t *testing.T) {
 		t.Errorf("applied seq %d after the failed batch, want %d", got, want)
 	}
 }
+
+// TestOpenRecordsTheRules: a new file, or one that has applied nothing,
+// records this build's RulesVersion; the version stays with the file.
+func TestOpenRecordsTheRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projection.db")
+	p, err := Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Rules(); got != RulesVersion {
+		t.Fatalf("new file: rules %d, want %d", got, RulesVersion)
+	}
+	err = p.DB().Update(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyRules); len(v) != 8 {
+			return fmt.Errorf("rules not recorded: %x", v)
+		}
+		// As a build before the version was recorded leaves a file that
+		// has applied nothing.
+		return tx.Bucket(bucketMeta).Delete(keyRules)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err = Open(Config{Path: path, NoSync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if got := p.Rules(); got != RulesVersion {
+		t.Fatalf("a file that has applied nothing: rules %d, want %d", got, RulesVersion)
+	}
+}

@@ -119,6 +119,8 @@ type Projector struct {
 	fold *Fold // the only writer's cache; used under db.Update only
 
 	applied atomic.Uint64
+	// rules is the RulesVersion the file was first folded under.
+	rules uint64
 	// skipped counts the records this process's Apply skipped.
 	skipped atomic.Uint64
 	// pending is the stream's backlog behind the last record applied.
@@ -174,7 +176,9 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 			return err
 		}
 		p.applied.Store(appliedSeq(tx))
-		return nil
+		rules, err := rulesVersion(tx)
+		p.rules = rules
+		return err
 	})
 	if err == nil && stream != nil {
 		err = bindStream(db, stream)
@@ -293,6 +297,14 @@ func (p *Projector) DB() *bolt.DB { return p.db }
 
 // Applied returns the last stream sequence the projection reflects.
 func (p *Projector) Applied() uint64 { return p.applied.Load() }
+
+// Rules returns the RulesVersion the file was first folded under: this
+// build's for a file that had applied nothing when opened, 0 for one
+// written before the version was recorded. A projection of other rules
+// holds charges this build would not make until each object's next event
+// (and, where Kubernetes would have recounted since, sums this build
+// would not print); rebuild it from the stream.
+func (p *Projector) Rules() uint64 { return p.rules }
 
 // Skipped returns how many records Apply has skipped since Open: records
 // the fold could not apply, each noted in the projection and kept as a

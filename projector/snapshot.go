@@ -51,6 +51,7 @@ const (
 	metaSeq    = "applied-seq"
 	metaTime   = "applied-time"
 	metaSchema = "schema"
+	metaRules  = "rules"
 	metaKind   = "kind"
 )
 
@@ -124,6 +125,9 @@ type SnapshotInfo struct {
 	Time time.Time `json:"time"`
 	// Schema is the projection layout version of the file.
 	Schema int `json:"schema"`
+	// Rules is the RulesVersion the projection was folded under, 0 for a
+	// snapshot taken before it was recorded.
+	Rules uint64 `json:"rules"`
 	// Size is the file's size in bytes.
 	Size uint64 `json:"size"`
 }
@@ -204,7 +208,7 @@ func (s *Snapshots) Write(ctx context.Context, p *Projector, kind string) (Snaps
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
 	}
-	info.Kind, info.Schema = kind, SchemaVersion
+	info.Kind, info.Schema, info.Rules = kind, SchemaVersion, p.rules
 	switch kind {
 	case SnapshotPeriodic:
 		info.Name = fmt.Sprintf("%s%020d", snapshotPrefix, info.Seq)
@@ -220,6 +224,7 @@ func (s *Snapshots) Write(ctx context.Context, p *Projector, kind string) (Snaps
 			metaSeq:    strconv.FormatUint(info.Seq, 10),
 			metaTime:   info.Time.Format(time.RFC3339Nano),
 			metaSchema: strconv.Itoa(SchemaVersion),
+			metaRules:  strconv.FormatUint(p.rules, 10),
 			metaKind:   kind,
 		},
 		Opts: &jetstream.ObjectMetaOptions{ChunkSize: SnapshotChunkSize},
@@ -284,12 +289,16 @@ func infoOf(o *jetstream.ObjectInfo) (SnapshotInfo, bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return SnapshotInfo{}, false
 	}
-	return SnapshotInfo{Name: o.Name, Kind: o.Metadata[metaKind], Seq: seq, Time: t, Schema: schema, Size: o.Size}, true
+	// A snapshot taken before the rules were recorded has none: 0.
+	rules, _ := strconv.ParseUint(o.Metadata[metaRules], 10, 64)
+	return SnapshotInfo{Name: o.Name, Kind: o.Metadata[metaKind], Seq: seq, Time: t, Schema: schema, Rules: rules, Size: o.Size}, true
 }
 
-// Newest returns the newest periodic snapshot of this build's schema whose
-// sequence is at most maxSeq and whose time is not after notAfter (zero:
-// any time). ok is false when there is none.
+// Newest returns the newest periodic snapshot of this build's schema and
+// rules whose sequence is at most maxSeq and whose time is not after
+// notAfter (zero: any time). ok is false when there is none. A snapshot
+// folded under other rules is no starting point: it holds charges this
+// build would not make.
 func (s *Snapshots) Newest(ctx context.Context, maxSeq uint64, notAfter time.Time) (info SnapshotInfo, ok bool, err error) {
 	list, err := s.List(ctx)
 	if err != nil {
@@ -297,7 +306,7 @@ func (s *Snapshots) Newest(ctx context.Context, maxSeq uint64, notAfter time.Tim
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
-		if c.Schema != SchemaVersion || c.Seq > maxSeq || c.Seq == 0 {
+		if c.Schema != SchemaVersion || c.Rules != RulesVersion || c.Seq > maxSeq || c.Seq == 0 {
 			continue
 		}
 		if !notAfter.IsZero() && c.Time.After(notAfter) {

@@ -19,10 +19,21 @@ import (
 // file of an earlier version.
 const SchemaVersion = 6
 
+// RulesVersion is the version of the rules the fold charges by: what
+// ledger/quota charges for an object, and when the fold recounts and
+// releases as Kubernetes does. A file records the version it was first
+// folded under (Projector.Rules); a projection keeps each object's charge
+// as its last event was folded, so one folded under other rules holds
+// charges this build would not make, and `quota serve` rebuilds it from
+// the stream. Any change that folds the same log to other usage bumps it.
+// Version 1 is the rules of v1.36.3 as followed since 481798d; files
+// written before the version was recorded read as 0.
+const RulesVersion = 1
+
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
 var (
-	bucketMeta      = []byte("meta")      // applied sequence, schema version
+	bucketMeta      = []byte("meta")      // applied sequence, schema and rules versions
 	bucketSubjects  = []byte("subjects")  // namespace → last applied seq of its subject
 	bucketObjects   = []byte("objects")   // ns\0resource\0name → objectRecord
 	bucketQuotas    = []byte("quotas")    // ns\0name → quotaRecord
@@ -37,8 +48,10 @@ var (
 	// leaves it out.
 	bucketStream = []byte("stream") // "identity" → ledger.Stream.Identity; "fact-time" → Unix ns
 
-	keyApplied  = []byte("applied")
-	keySchema   = []byte("schema")
+	keyApplied = []byte("applied")
+	keySchema  = []byte("schema")
+	// keyRules holds the RulesVersion the file was first folded under.
+	keyRules    = []byte("rules")
 	keyIdentity = []byte("identity")
 	// keyFactTime (in bucketStream) holds when the stream took the newest
 	// cluster fact the projection applied (LastFactTime).
@@ -237,6 +250,23 @@ func expiryKey(at time.Time, reservation string) []byte {
 }
 
 // appliedSeq reads the last applied stream sequence (0 for a new file).
+// rulesVersion is the RulesVersion a file was first folded under, 0 when
+// it was written before the version was recorded. A file that has applied
+// nothing yet takes this build's.
+func rulesVersion(tx *bolt.Tx) (uint64, error) {
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keyRules); len(v) == 8 {
+		return binary.BigEndian.Uint64(v), nil
+	}
+	if appliedSeq(tx) > 0 {
+		return 0, nil
+	}
+	if !tx.Writable() {
+		return RulesVersion, nil
+	}
+	return RulesVersion, meta.Put(keyRules, seqBytes(RulesVersion))
+}
+
 func appliedSeq(tx *bolt.Tx) uint64 {
 	v := tx.Bucket(bucketMeta).Get(keyApplied)
 	if v == nil {

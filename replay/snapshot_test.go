@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
@@ -154,5 +155,70 @@ func TestQueriesOfADamagedLiveProjection(t *testing.T) {
 	}
 	if failed == 0 {
 		t.Error("no explain met the damaged page")
+	}
+}
+
+// TestRebuildSkipsASnapshotOfOtherRules takes a snapshot of a projection
+// folded under this build's rules, then a later one of a projection
+// written before the rules were recorded: a rebuild starts from the
+// earlier, as the later holds charges this build would not make.
+func TestRebuildSkipsASnapshotOfOtherRules(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	snaps := openSnapshots(t, js)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "live.db")
+	live := startLive(t, path, stream)
+	gen := newStreamGen(7)
+	more := func() {
+		events := make([]ledger.Event, 50)
+		for i := range events {
+			events[i] = gen.next()
+		}
+		appendAll(t, stream, events)
+		live.waitCaughtUp()
+	}
+	more()
+	current, err := snaps.Write(ctx, live.p, projector.SnapshotPeriodic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if current.Rules != projector.RulesVersion {
+		t.Fatalf("snapshot of a new projection has rules %d, want %d", current.Rules, projector.RulesVersion)
+	}
+	more()
+	live.stop()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("rules")) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.start()
+	if got := live.p.Rules(); got != 0 {
+		t.Fatalf("a projection without its rules reads as rules %d, want 0", got)
+	}
+	older, err := snaps.Write(ctx, live.p, projector.SnapshotPeriodic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if older.Rules != 0 || older.Seq <= current.Seq {
+		t.Fatalf("second snapshot: %+v, want rules 0 after seq %d", older, current.Seq)
+	}
+	r, err := Rebuild(ctx, stream, Options{Snapshots: snaps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Snapshot == nil || r.Snapshot.Name != current.Name {
+		t.Fatalf("rebuild started from %+v, want %s", r.Snapshot, current.Name)
+	}
+	if got := r.Projector.Rules(); got != projector.RulesVersion {
+		t.Errorf("rebuilt projection has rules %d, want %d", got, projector.RulesVersion)
 	}
 }

@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	pcfg := cfg.Projector
 	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
 	pcfg.Logger = log
-	proj, err := projector.Open(pcfg, stream)
+	proj, err := openProjection(pcfg, stream, log)
 	if err != nil {
 		return err
 	}
@@ -510,4 +510,33 @@ func connectionLogs(log *slog.Logger) []nats.Option {
 			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
 		}),
 	}
+}
+
+// openProjection opens the projection file, and rebuilds it from the
+// stream when it was folded under other rules than this build's (an
+// upgrade that follows Kubernetes more closely): it keeps each object's
+// charge as the build that folded its last event computed it, which this
+// build would not, so describe and admission would go on from figures
+// Kubernetes would not show. The old file is moved aside, not deleted, and
+// the new one catches up with the stream before admission takes requests.
+func openProjection(cfg projector.Config, stream *ledger.Stream, log *slog.Logger) (*projector.Projector, error) {
+	proj, err := projector.Open(cfg, stream)
+	if err != nil {
+		return nil, err
+	}
+	rules := proj.Rules()
+	if rules == projector.RulesVersion {
+		return proj, nil
+	}
+	applied := proj.Applied()
+	if err := proj.Close(); err != nil {
+		return nil, fmt.Errorf("close projection %s: %w", cfg.Path, err)
+	}
+	aside := fmt.Sprintf("%s.rules-%d", cfg.Path, rules)
+	if err := os.Rename(cfg.Path, aside); err != nil {
+		return nil, fmt.Errorf("projection %s was folded under rules %d, this build's are %d, and moving it aside to rebuild it failed: %w", cfg.Path, rules, projector.RulesVersion, err)
+	}
+	log.Warn("the projection was folded under other charging rules than this build's: rebuilding it from the stream; the old file is kept aside",
+		"path", cfg.Path, "rules", rules, "build_rules", projector.RulesVersion, "applied_seq", applied, "aside", aside)
+	return projector.Open(cfg, stream)
 }
