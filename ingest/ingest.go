@@ -503,11 +503,16 @@ func (in *Ingester) prepare(rec Record) prepared {
 		pr.reject = fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
 		return pr
 	}
-	if !o.ClusterScoped() && o.Namespace == "" {
-		if in.opts.Namespace == "" {
-			pr.reject = fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
-			return pr
-		}
+	switch {
+	case o.ClusterScoped() || o.Namespace != "":
+	case rec.Watched && o.TakeClusterScoped():
+		// A custom resource the API server sent without a namespace is
+		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
+		// quota.
+	case in.opts.Namespace == "":
+		pr.reject = fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
+		return pr
+	default:
 		o.SetNamespace(in.opts.Namespace)
 	}
 	ev := ledger.Event{

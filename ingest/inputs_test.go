@@ -300,3 +300,47 @@ func TestOversizedEventIsRejectedNotFatal(t *testing.T) {
 		t.Fatalf("got %+v, want line 2 rejected as too large", rep)
 	}
 }
+
+// TestClusterScopedCustomResources: a custom resource the API server sends
+// in a watch event without a namespace (a ClusterIssuer) is cluster-scoped,
+// and recorded as such whatever -n says; a built-in namespaced kind in a
+// watch event without one, and a plain object of a custom kind that names
+// none, take -n as before, or are refused without it.
+func TestClusterScopedCustomResources(t *testing.T) {
+	issuer := `{"apiVersion":"cert-manager.io/v1","kind":"ClusterIssuer","metadata":{"name":"letsencrypt","uid":"u1","resourceVersion":"%d"},"spec":{}}`
+	widget := `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`
+	watch := fmt.Sprintf(`{"type":"ADDED","object":`+issuer+`}`, 5) + "\n" +
+		fmt.Sprintf(`{"type":"DELETED","object":`+issuer+`}`, 6) + "\n" +
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"homeless","uid":"u2"}}}` + "\n"
+	for _, namespace := range []string{"", "dflt"} {
+		t.Run("namespace "+namespace, func(t *testing.T) {
+			in, s := newIngester(t, ingest.Options{Namespace: namespace})
+			rep := ingestString(t, in, "watch.jsonl", watch)
+			rep.Add(ingestString(t, in, "widget.json", widget))
+			wantRejected := 0
+			want := []string{
+				"watch.jsonl:1 upsert clusterissuers.cert-manager.io /letsencrypt",
+				"watch.jsonl:2 delete clusterissuers.cert-manager.io /letsencrypt",
+			}
+			if namespace == "" {
+				wantRejected = 2
+			} else {
+				want = append(want, "watch.jsonl:3 upsert pods dflt/homeless", "widget.json:1 upsert widgets.example.com dflt/w")
+			}
+			if rep.Rejected != wantRejected {
+				t.Fatalf("got %+v, want %d rejected", rep, wantRejected)
+			}
+			for _, r := range rep.Rejections {
+				if !strings.Contains(r.Reason, "namespaced object has no namespace") || (r.Source != "watch.jsonl:3" && r.Source != "widget.json:1") {
+					t.Errorf("rejection %+v", r)
+				}
+			}
+			checkStream(t, s, want)
+			for _, r := range ledgertest.ReadAll(t, s, 1)[:2] {
+				if r.Subject != ledger.Subject("") {
+					t.Errorf("%s %s on subject %s, want the cluster's %s", r.Event.Type, r.Event.Name, r.Subject, ledger.Subject(""))
+				}
+			}
+		})
+	}
+}

@@ -48,6 +48,10 @@ type Record struct {
 	Source string
 	// Type is the watch event type; WatchAdded for plain objects.
 	Type string
+	// Watched says the record came as a watch event, as an API server
+	// sends it: an object of it that names no namespace is cluster-scoped
+	// (a plain object that names none takes Options.Namespace).
+	Watched bool
 	// Object is the object's JSON; empty when Err is set.
 	Object json.RawMessage
 	// Raw is the input text of the record, kept for the dead-letter stream.
@@ -461,7 +465,7 @@ func (p *parser) valueWithRaw(source string, raw, text []byte) error {
 		if env.Type != nil {
 			typ = *env.Type
 		}
-		return p.fn(Record{Source: source, Type: typ, Object: env.Object, Raw: text})
+		return p.fn(Record{Source: source, Type: typ, Watched: true, Object: env.Object, Raw: text})
 	case strings.HasSuffix(env.Kind, "List") && env.Items != nil:
 		return p.list(source, env, text)
 	default:

@@ -57,6 +57,10 @@ type Object struct {
 	Value runtime.Object
 
 	clusterScoped bool
+	// builtin says the kind is one of knownKinds, whose scope the ledger
+	// knows; another kind's is taken from how it arrives
+	// (TakeClusterScoped).
+	builtin bool
 }
 
 // kindInfo is what the ledger knows of a built-in kind.
@@ -307,6 +311,7 @@ func identify(h *header) (*Object, kindInfo, bool, error) {
 	}
 	o.Written = lastWrite(h.Metadata.ManagedFields)
 	info, known := knownKinds[groupKind{gv.Group, h.Kind}]
+	o.builtin = known
 	if known {
 		o.Resource = info.resource
 		o.clusterScoped = info.clusterScoped
@@ -333,6 +338,19 @@ func (o *Object) displayName() string {
 
 // ClusterScoped reports whether the kind lives outside namespaces.
 func (o *Object) ClusterScoped() bool { return o.clusterScoped }
+
+// TakeClusterScoped marks an object of a kind the ledger does not know (a
+// custom resource) and that names no namespace as cluster-scoped, as an
+// API server's watch event without a namespace says it is. It reports
+// false and changes nothing for a built-in kind, whose scope the ledger
+// knows, and for an object that names a namespace.
+func (o *Object) TakeClusterScoped() bool {
+	if o.builtin || o.Namespace != "" {
+		return false
+	}
+	o.clusterScoped = true
+	return true
+}
 
 // GroupResource returns the plural and group the object is stored under.
 func (o *Object) GroupResource() schema.GroupResource {
