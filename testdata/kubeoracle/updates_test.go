@@ -54,7 +54,7 @@ func runRequests(t *testing.T, name string, n int, gen func(*rand.Rand) obj) {
 // agreedKind names an agreed verdict: the reason of a denial, "allowed"
 // after evaluation, or "not evaluated".
 func agreedKind(msg string) string {
-	for _, k := range []string{"exceeded quota", "status unknown", "failed quota", "insufficient quota to consume",
+	for _, k := range []string{"print form only", "exceeded quota", "status unknown", "failed quota", "insufficient quota to consume",
 		"insufficient quota to match these scopes", "usage is negative", "prior version", "allowed", "not evaluated"} {
 		if strings.Contains(msg, k) {
 			return k
