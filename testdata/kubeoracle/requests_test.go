@@ -415,13 +415,18 @@ func checkRequest(tree any) outcome {
 	}
 	decision := quota.Admit(req)
 	verdict := compareVerdicts(kerr, decision)
-	if verdict.kind == "message differs" && update && writesFractionalBinary(changes) && sameFigures(kerr.Error(), decision.Message) {
-		// Kubernetes' plugin holds the update's quantity as the request
-		// wrote it (1.1Gi, BinarySI); the ledger, like a webhook, reads the
-		// object as the API server serializes it (1181116006400m), so a
-		// growth of exactly 1Gi prints 1Gi there and 1073741824 here. The
-		// values agree (README limitations, "Print formats").
-		verdict = outcome{detail: "print form only: " + kerr.Error()}
+	if verdict.kind == "message differs" && sameFigures(kerr.Error(), decision.Message) {
+		// Kubernetes' plugin holds the objects as they were read, with
+		// each quantity's spelling (1.1Gi is BinarySI, 1e1
+		// DecimalExponent); the ledger reads them as the API server
+		// serializes them (1181116006400m, 10), as it does from a
+		// webhook, and a sum prints in its first term's format. When
+		// Kubernetes, given the same serialized objects, says what the
+		// ledger says, the difference is only in how a figure prints
+		// (README limitations, "Print formats").
+		if again, err := kubeCheckServed(k, obj, old, attrs, kubeQuotas, kubeLimited); err == nil && again == decision.Message {
+			verdict = outcome{detail: "print form only: " + kerr.Error()}
+		}
 	}
 	if ledgerHandles := ledgerEvaluates(req); kubeHandles != ledgerHandles {
 		// Whether the request is evaluated at all is compared first; the
@@ -578,20 +583,38 @@ func mustJSONRaw(raw []byte) any {
 
 func jsonUnmarshal(raw []byte, into any) error { return json.Unmarshal(raw, into) }
 
-// fractionalBinary matches a quantity written with a binary suffix and a
-// fraction, whose value the API server serializes in DecimalSI.
-var fractionalBinary = regexp.MustCompile(`^[+-]?[0-9]*\.[0-9]+[KMGTPE]i$`)
-
-// writesFractionalBinary reports whether an update's changes write such a
-// quantity.
-func writesFractionalBinary(changes []any) bool {
-	for _, c := range changes {
-		m, _ := c.(map[string]any)
-		if v, ok := m["value"].(string); ok && fractionalBinary.MatchString(v) {
-			return true
+// kubeCheckServed asks Kubernetes' CheckRequest again, with obj and old
+// read back from the JSON the API server serializes them to (what the
+// ledger reads), and returns its refusal ("allowed" when it allows).
+func kubeCheckServed(k *kubeKind, obj, old runtime.Object, attrs admission.Attributes, quotas []corev1.ResourceQuota, limited []resourcequotaapi.LimitedResource) (string, error) {
+	reread := func(o runtime.Object) (runtime.Object, error) {
+		if o == nil {
+			return nil, nil
 		}
+		raw, err := k.served(o)
+		if err != nil {
+			return nil, err
+		}
+		var tree any
+		if err := json.Unmarshal(raw, &tree); err != nil {
+			return nil, err
+		}
+		return k.readObject(tree)
 	}
-	return false
+	obj2, err := reread(obj)
+	if err != nil {
+		return "", err
+	}
+	old2, err := reread(old)
+	if err != nil {
+		return "", err
+	}
+	attrs2 := admission.NewAttributesRecord(obj2, old2, attrs.GetKind(), attrs.GetNamespace(), attrs.GetName(), attrs.GetResource(),
+		attrs.GetSubresource(), attrs.GetOperation(), attrs.GetOperationOptions(), attrs.IsDryRun(), nil)
+	if _, err := resourcequota.CheckRequest(quotas, attrs2, k.evaluator, limited); err != nil {
+		return err.Error(), nil
+	}
+	return "allowed", nil
 }
 
 // quotaFigure matches a figure of a quota refusal: "name=quantity".
