@@ -89,8 +89,9 @@ func TestRulesVersionCoversTheFold(t *testing.T) {
 	fmt.Sscanf(want, "rules %d", &wantRules)
 	if wantRules == RulesVersion {
 		t.Fatalf("the fold's output changed under the same RulesVersion %d:\n got %s\nwant %s"+
-			"a change to what objects are charged must bump projector.RulesVersion, so that projections folded under the old rules are rebuilt; "+
-			"then rewrite the golden with -update", RulesVersion, got, want)
+			"a change to what objects are charged, or to how usage sums and prints, must bump projector.RulesVersion, so that "+
+			"projections folded under the old rules are rebuilt; then rewrite the golden with -update. "+
+			"(A change to the describe or explain text alone needs only the rewrite.)", RulesVersion, got, want)
 	}
 	t.Fatalf("RulesVersion is %d, %s was written for %d: rewrite it with -update", RulesVersion, rulesGolden, wantRules)
 }
