@@ -26,48 +26,65 @@ var samplesDir = filepath.Join("..", "testdata", "samples")
 // does, numbering them from seq and stamping them a second apart.
 func watchRecords(t testing.TB, seq uint64, files ...string) []ledger.Record {
 	t.Helper()
-	var records []ledger.Record
-	base := time.Date(2026, 11, 22, 2, 45, 0, 0, time.UTC)
+	var lines [][]byte
 	for _, file := range files {
-		f, err := os.Open(file)
+		lines = append(lines, readLines(t, file)...)
+	}
+	return watchLineRecords(t, time.Date(2026, 11, 22, 2, 45, 0, 0, time.UTC), seq, lines)
+}
+
+// watchLineRecords turns watch-event lines into stream records the way
+// ingest does, numbering them from seq and stamping them a second apart
+// from base.
+func watchLineRecords(t testing.TB, base time.Time, seq uint64, lines [][]byte) []ledger.Record {
+	t.Helper()
+	records := make([]ledger.Record, 0, len(lines))
+	for i, line := range lines {
+		var w struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.Unmarshal(line, &w); err != nil {
+			t.Fatalf("event %d: %v", i+1, err)
+		}
+		o, err := object.Decode(w.Object)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("event %d: decode: %v", i+1, err)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var w struct {
-				Type   string          `json:"type"`
-				Object json.RawMessage `json:"object"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			o, err := object.Decode(w.Object)
-			if err != nil {
-				t.Fatalf("%s: decode: %v", file, err)
-			}
-			trimmed, err := o.Trimmed()
-			if err != nil {
-				t.Fatalf("%s: trim: %v", file, err)
-			}
-			ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Upsert, Resource: o.Resource,
-				Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}
-			if w.Type == "DELETED" {
-				ev.Type = ledger.Delete
-			} else {
-				ev.Object = trimmed
-			}
-			seq++
-			records = append(records, ledger.Record{Seq: seq, Subject: ledger.Subject(o.Namespace), Namespace: o.Namespace,
-				Time: base.Add(time.Duration(seq) * time.Second), Event: ev})
+		ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Upsert, Resource: o.Resource,
+			Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}
+		if w.Type == "DELETED" {
+			ev.Type = ledger.Delete
+		} else if ev.Object, err = o.Trimmed(); err != nil {
+			t.Fatalf("event %d: trim: %v", i+1, err)
 		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
+		seq++
+		records = append(records, ledger.Record{Seq: seq, Subject: ledger.Subject(o.Namespace), Namespace: o.Namespace,
+			Time: base.Add(time.Duration(seq) * time.Second), Event: ev})
 	}
 	return records
+}
+
+// readLines returns the non-blank lines of a JSON-lines file.
+func readLines(t testing.TB, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+			lines = append(lines, bytes.Clone(line))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return lines
 }
 
 // openTemp opens a fresh projection file in a temp dir, closed with the test.
