@@ -46,13 +46,13 @@ test-race:
 # BENCH_REQUESTS, BENCH_SYNC_INTERVAL and BENCH_DIR (see BENCHMARKS.md);
 # then every package's own Go benchmarks run.
 bench: build
-	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./projector/benchmark
+	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./cmd/internal/benchmark
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
 
 # The scaling table of BENCHMARKS.md: the harness once per size (each in
 # its own process), printed as a Markdown table.
 bench-scaling: build
-	./projector/benchmark/scaling.sh
+	./cmd/internal/benchmark/scaling.sh
 
 # Each fuzz target for FUZZTIME (default 60s).
 FUZZTIME ?= 60s

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/quotaledger/quota/projector/benchmark"
+	"github.com/quotaledger/quota/cmd/internal/benchmark"
 )
 
 func main() {

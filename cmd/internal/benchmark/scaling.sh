@@ -11,7 +11,7 @@ run() { # name events namespaces live
 	echo "== $1: $2 events, $3 namespaces, $4 live" >&2
 	BENCH_EVENTS=$2 BENCH_NAMESPACES=$3 BENCH_LIVE=$4 BENCH_REQUESTS=${BENCH_REQUESTS:-2000} \
 	BENCH_JSON="$OUT/$1.json" go test -run '^$' -bench '^BenchmarkHarness$' -benchtime 1x -timeout 6h \
-		./projector/benchmark >"$OUT/$1.txt" 2>&1 || { cat "$OUT/$1.txt" >&2; exit 1; }
+		./cmd/internal/benchmark >"$OUT/$1.txt" 2>&1 || { cat "$OUT/$1.txt" >&2; exit 1; }
 }
 # Events, with a tenth of them live at most.
 run events-10k 10000 100 1000
@@ -25,4 +25,4 @@ run live-25k 50000 100 25000
 run ns-10 50000 10 5000
 run ns-1000 50000 1000 5000
 run ns-10000 50000 10000 5000
-go run ./projector/benchmark/scalingtable "$OUT"/events-*.json "$OUT"/live-*.json "$OUT"/ns-*.json
+go run ./cmd/internal/benchmark/scalingtable "$OUT"/events-*.json "$OUT"/live-*.json "$OUT"/ns-*.json
