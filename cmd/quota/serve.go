@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/quotaledger/quota/cmd/internal/server"
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
 	"github.com/quotaledger/quota/projector/admission"
-	"github.com/quotaledger/quota/projector/server"
 )
 
 func newServeCommand(g *globalFlags) *cobra.Command {
