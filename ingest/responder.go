@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/quotaledger/quota/ledger"
-	"github.com/quotaledger/quota/projector/answer"
 )
 
 // The NATS way in, for exporters that speak NATS.
@@ -143,7 +142,7 @@ func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 	}
 	// A failed reply is not retried: the requester times out and re-sends,
 	// and the message IDs make the second ingest a no-op.
-	if err := answer.Send(r.nc, m, data); err != nil {
+	if err := ledger.SendAnswer(r.nc, m, data); err != nil {
 		r.log.Warn("ingest reply not sent", "err", err)
 	}
 }

@@ -50,6 +50,20 @@
 // it syncs every write before acknowledging it, so an acknowledged event
 // survives power loss.
 //
+// # Answers in parts
+//
+// A NATS server refuses a message larger than its max_payload (1 MiB by
+// default), so a query's answer that large (describe -A over thousands of
+// namespaces, explain of a namespace of thousands of pods) would never
+// reach its client. SendAnswer splits such an answer into parts, each
+// published to the request's reply subject with the headers
+// AnswerPartHeader (1, 2, ...) and AnswerPartsHeader (their number); the
+// answer is their bodies in order. An answer that fits is sent as one plain
+// message, so a client that knows nothing of parts (nats req) reads every
+// answer that fits. RequestAnswer sends a request and puts the parts back
+// together. Both the projector's and ingest's responders answer this way,
+// which is why it lives here, below both.
+//
 // # Caveats
 //
 //   - The event stream denies deleting and purging by default, and has no

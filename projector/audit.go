@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/quotaledger/quota/ledger"
-	"github.com/quotaledger/quota/projector/answer"
 )
 
 // Audit query subjects, answered by AuditResponder.
@@ -136,7 +135,7 @@ func (r *AuditResponder) respond(ctx context.Context, m *nats.Msg, fn func(conte
 	if err != nil {
 		b, _ = json.Marshal(AuditReply{Error: "encode reply: " + err.Error()})
 	}
-	if err := answer.Send(r.nc, m, b); err != nil {
+	if err := ledger.SendAnswer(r.nc, m, b); err != nil {
 		r.log.Warn("query reply not sent", "subject", m.Subject, "err", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotaledger/quota/ledger"
-	"github.com/quotaledger/quota/projector/answer"
 )
 
 // Query subjects answered by Responder.
@@ -111,7 +110,7 @@ func (r *Responder) respond(ctx context.Context, m *nats.Msg, fn func(context.Co
 	if err != nil {
 		b, _ = json.Marshal(QueryReply{Error: "encode reply: " + err.Error()})
 	}
-	if err := answer.Send(r.nc, m, b); err != nil {
+	if err := ledger.SendAnswer(r.nc, m, b); err != nil {
 		r.log.Warn("query reply not sent", "subject", m.Subject, "err", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/quotaledger/quota/ledger"
-	"github.com/quotaledger/quota/projector/answer"
 )
 
 // defaultServer is where clients find the ledger when neither --server nor
@@ -195,9 +194,9 @@ func (g *globalFlags) stillStarting() bool {
 // subscribe once its stream is open, admission's once its projection has
 // caught up with the log).
 func (g *globalFlags) request(nc *nats.Conn, subject string, body []byte) (*nats.Msg, error) {
-	msg, err := answer.Request(nc, subject, body, requestTimeout)
+	msg, err := ledger.RequestAnswer(nc, subject, body, requestTimeout)
 	for errors.Is(err, nats.ErrNoResponders) && g.stillStarting() {
-		msg, err = answer.Request(nc, subject, body, requestTimeout)
+		msg, err = ledger.RequestAnswer(nc, subject, body, requestTimeout)
 	}
 	return msg, err
 }

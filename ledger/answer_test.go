@@ -1,4 +1,4 @@
-package answer
+package ledger_test
 
 import (
 	"bytes"
@@ -47,19 +47,19 @@ func TestRequestGetsTheWholeAnswer(t *testing.T) {
 	nc := connect(t, 4096)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB: 18 parts of at most 3840 bytes
 	small := []byte(`{"list":{}}`)
-	serve(t, nc, "q.big", func(m *nats.Msg) error { return Send(nc, m, big) })
-	serve(t, nc, "q.small", func(m *nats.Msg) error { return Send(nc, m, small) })
-	serve(t, nc, "q.edge", func(m *nats.Msg) error { return Send(nc, m, big[:4096]) })
+	serve(t, nc, "q.big", func(m *nats.Msg) error { return ledger.SendAnswer(nc, m, big) })
+	serve(t, nc, "q.small", func(m *nats.Msg) error { return ledger.SendAnswer(nc, m, small) })
+	serve(t, nc, "q.edge", func(m *nats.Msg) error { return ledger.SendAnswer(nc, m, big[:4096]) })
 
-	got, err := Request(nc, "q.big", []byte("?"), 5*time.Second)
+	got, err := ledger.RequestAnswer(nc, "q.big", []byte("?"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got.Data, big) {
 		t.Errorf("answer in parts: %d bytes back, want the %d sent", len(got.Data), len(big))
 	}
-	if got.Header.Get(PartsHeader) != "18" {
-		t.Errorf("%s %q, want 18", PartsHeader, got.Header.Get(PartsHeader))
+	if got.Header.Get(ledger.AnswerPartsHeader) != "18" {
+		t.Errorf("%s %q, want 18", ledger.AnswerPartsHeader, got.Header.Get(ledger.AnswerPartsHeader))
 	}
 	for subject, want := range map[string][]byte{"q.small": small, "q.edge": big[:4096]} {
 		// An answer that fits one message is a plain message, which a
@@ -68,10 +68,10 @@ func TestRequestGetsTheWholeAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(plain.Data, want) || plain.Header.Get(PartsHeader) != "" {
+		if !bytes.Equal(plain.Data, want) || plain.Header.Get(ledger.AnswerPartsHeader) != "" {
 			t.Errorf("%s: %d bytes, headers %v; want the %d bytes sent, plain", subject, len(plain.Data), plain.Header, len(want))
 		}
-		got, err := Request(nc, subject, []byte("?"), 5*time.Second)
+		got, err := ledger.RequestAnswer(nc, subject, []byte("?"), 5*time.Second)
 		if err != nil || !bytes.Equal(got.Data, want) {
 			t.Errorf("%s through Request: %d bytes, %v", subject, len(got.Data), err)
 		}
@@ -82,8 +82,8 @@ func TestRequestRefusesPartsThatDoNotFit(t *testing.T) {
 	nc := connect(t, 4096)
 	part := func(reply string, i, n string) error {
 		m := nats.NewMsg(reply)
-		m.Header.Set(PartHeader, i)
-		m.Header.Set(PartsHeader, n)
+		m.Header.Set(ledger.AnswerPartHeader, i)
+		m.Header.Set(ledger.AnswerPartsHeader, n)
 		m.Data = []byte("x")
 		return nc.PublishMsg(m)
 	}
@@ -100,16 +100,16 @@ func TestRequestRefusesPartsThatDoNotFit(t *testing.T) {
 		"q.bad":   `Quota-Parts "lots"`,
 		"q.short": "part 2 of 2: nats: timeout",
 	} {
-		_, err := Request(nc, subject, nil, 300*time.Millisecond)
-		if !errors.Is(err, ErrParts) || !bytes.Contains([]byte(err.Error()), []byte(want)) {
-			t.Errorf("%s: %v, want ErrParts saying %q", subject, err, want)
+		_, err := ledger.RequestAnswer(nc, subject, nil, 300*time.Millisecond)
+		if !errors.Is(err, ledger.ErrAnswerParts) || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("%s: %v, want ledger.ErrAnswerParts saying %q", subject, err, want)
 		}
 	}
 }
 
 func TestRequestWithoutResponders(t *testing.T) {
 	nc := connect(t, 4096)
-	if _, err := Request(nc, "q.nobody", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
+	if _, err := ledger.RequestAnswer(nc, "q.nobody", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("no subscriber: %v, want nats.ErrNoResponders", err)
 	}
 }

@@ -1,4 +1,4 @@
-package answer
+package ledger
 
 import (
 	"errors"
@@ -10,24 +10,24 @@ import (
 )
 
 const (
-	// PartHeader numbers a part of an answer, from 1.
-	PartHeader = "Quota-Part"
-	// PartsHeader is the number of parts of an answer.
-	PartsHeader = "Quota-Parts"
+	// AnswerPartHeader numbers a part of an answer, from 1.
+	AnswerPartHeader = "Quota-Part"
+	// AnswerPartsHeader is the number of parts of an answer.
+	AnswerPartsHeader = "Quota-Parts"
 
-	// headerRoom is kept out of each part for its headers: NATS counts
+	// answerHeaderRoom is kept out of each part for its headers: NATS counts
 	// them in the message's size.
-	headerRoom = 256
-	// partsMax bounds the parts a client accepts for one answer.
-	partsMax = 1 << 16
+	answerHeaderRoom = 256
+	// answerPartsMax bounds the parts a client accepts for one answer.
+	answerPartsMax = 1 << 16
 )
 
-// ErrParts reports an answer whose parts do not fit together.
-var ErrParts = errors.New("answer in parts")
+// ErrAnswerParts reports an answer whose parts do not fit together.
+var ErrAnswerParts = errors.New("answer in parts")
 
-// Send answers the request m with data through nc, in parts when data is
+// SendAnswer answers the request m with data through nc, in parts when data is
 // larger than the server takes in one message.
-func Send(nc *nats.Conn, m *nats.Msg, data []byte) error {
+func SendAnswer(nc *nats.Conn, m *nats.Msg, data []byte) error {
 	if m.Reply == "" {
 		return nats.ErrMsgNoReply
 	}
@@ -35,15 +35,15 @@ func Send(nc *nats.Conn, m *nats.Msg, data []byte) error {
 	if limit <= 0 || len(data) <= limit {
 		return nc.Publish(m.Reply, data)
 	}
-	size := limit - headerRoom
+	size := limit - answerHeaderRoom
 	if size <= 0 {
 		return fmt.Errorf("answer of %d bytes: the server's max_payload of %d bytes leaves no room for parts", len(data), limit)
 	}
 	n := (len(data) + size - 1) / size
 	for i := range n {
 		part := nats.NewMsg(m.Reply)
-		part.Header.Set(PartHeader, strconv.Itoa(i+1))
-		part.Header.Set(PartsHeader, strconv.Itoa(n))
+		part.Header.Set(AnswerPartHeader, strconv.Itoa(i+1))
+		part.Header.Set(AnswerPartsHeader, strconv.Itoa(n))
 		part.Data = data[i*size : min((i+1)*size, len(data))]
 		if err := nc.PublishMsg(part); err != nil {
 			return fmt.Errorf("answer part %d of %d: %w", i+1, n, err)
@@ -52,11 +52,11 @@ func Send(nc *nats.Conn, m *nats.Msg, data []byte) error {
 	return nil
 }
 
-// Request sends data on subject and waits, at most timeout in all, for
-// the whole answer: one message, or every part of one that Send split.
+// RequestAnswer sends data on subject and waits, at most timeout in all, for
+// the whole answer: one message, or every part of one that SendAnswer split.
 // The message returned holds the answer's bytes and the first message's
 // headers. A subject no one subscribes to gives nats.ErrNoResponders.
-func Request(nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+func RequestAnswer(nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
 	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
@@ -75,24 +75,24 @@ func Request(nc *nats.Conn, subject string, data []byte, timeout time.Duration) 
 	if err != nil {
 		return nil, err
 	}
-	parts := first.Header.Get(PartsHeader)
+	parts := first.Header.Get(AnswerPartsHeader)
 	if parts == "" {
 		return first, nil
 	}
 	n, err := strconv.Atoi(parts)
-	if err != nil || n < 1 || n > partsMax {
-		return nil, fmt.Errorf("%w: %s %q", ErrParts, PartsHeader, parts)
+	if err != nil || n < 1 || n > answerPartsMax {
+		return nil, fmt.Errorf("%w: %s %q", ErrAnswerParts, AnswerPartsHeader, parts)
 	}
 	whole := &nats.Msg{Subject: first.Subject, Header: first.Header}
 	for i := 1; ; i++ {
 		m := first
 		if i > 1 {
 			if m, err = sub.NextMsg(time.Until(deadline)); err != nil {
-				return nil, fmt.Errorf("%w: part %d of %d: %w", ErrParts, i, n, err)
+				return nil, fmt.Errorf("%w: part %d of %d: %w", ErrAnswerParts, i, n, err)
 			}
 		}
-		if got := m.Header.Get(PartHeader); got != strconv.Itoa(i) || m.Header.Get(PartsHeader) != parts {
-			return nil, fmt.Errorf("%w: expected part %d of %d, got part %q of %q", ErrParts, i, n, got, m.Header.Get(PartsHeader))
+		if got := m.Header.Get(AnswerPartHeader); got != strconv.Itoa(i) || m.Header.Get(AnswerPartsHeader) != parts {
+			return nil, fmt.Errorf("%w: expected part %d of %d, got part %q of %q", ErrAnswerParts, i, n, got, m.Header.Get(AnswerPartsHeader))
 		}
 		whole.Data = append(whole.Data, m.Data...)
 		if i == n {
