@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -21,9 +20,6 @@ const (
 	// answerPartsMax bounds the parts a client accepts for one answer.
 	answerPartsMax = 1 << 16
 )
-
-// ErrAnswerParts reports an answer whose parts do not fit together.
-var ErrAnswerParts = errors.New("answer in parts")
 
 // SendAnswer answers the request m with data through nc, in parts when data is
 // larger than the server takes in one message.

@@ -3,6 +3,11 @@ package ledger
 import "errors"
 
 var (
+	// ErrAnswerParts is returned by RequestAnswer when the parts of an
+	// answer do not fit together: one missing, out of order, or more than
+	// answerPartsMax of them.
+	ErrAnswerParts = errors.New("answer in parts")
+
 	// ErrInvalidEvent is returned by Encode, DecodeEvent and Append when an
 	// event breaks the rules of its type (a missing name, an unknown type,
 	// a field that does not belong to the type). The wrapping error names
