@@ -1,0 +1,328 @@
+package projector
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/quotaledger/quota/ledger/quota"
+)
+
+// Entry is one key of a stored projection as an operator reads it: where
+// it belongs and each of its parts, printed. ReadEntry makes one; a
+// verification (replay.Compare) compares two, part by part, without
+// knowing how the projection stores them.
+type Entry struct {
+	// Bucket is the storage bucket the entry lives in.
+	Bucket string
+	// Namespace is the namespace of the entry, "" for the whole
+	// projection or a cluster-scoped object.
+	Namespace string
+	// Name names the entry: "quota compute", "object pods/web-1",
+	// "meta appliedSeq".
+	Name string
+	// Record is true for an object's or a quota's record, which has a
+	// Summary, Lists and Fields; false for a single stored value, which
+	// has one field only.
+	Record bool
+	// Summary is a record in one line ("charged cpu=1,pods=1", "used
+	// ...", "undecodable: ..."), or "absent" when the key is not stored.
+	Summary string
+	// Err is why a stored record does not decode; Lists and Fields are
+	// then empty.
+	Err error
+	// Lists are a record's quantities by list ("charge", "used").
+	Lists []EntryList
+	// Fields are the entry's other parts, in the order they are reported.
+	Fields []EntryField
+}
+
+// EntryList is one named list of quantities of an Entry.
+type EntryList struct {
+	Name string
+	List quota.ResourceList
+}
+
+// EntryField is one named part of an Entry.
+type EntryField struct {
+	// Name is the part's name: "value", "reservation", "set by seq".
+	Name string
+	// Value is the part as printed, "absent" when the entry is.
+	Value string
+	// Compared, when not empty, is what two entries' parts are compared
+	// by instead of Value: a part printed in short (an object's size)
+	// differs when its whole does.
+	Compared string
+}
+
+// compared is what the field is compared by.
+func (f EntryField) compared() string {
+	if f.Compared != "" {
+		return f.Compared
+	}
+	return f.Value
+}
+
+// SameAs reports whether f and g are the same part: equal as compared.
+func (f EntryField) SameAs(g EntryField) bool { return f.compared() == g.compared() }
+
+// absent prints a key that is not stored.
+const absent = "absent"
+
+// Buckets names the buckets of a projection that hold its state, in the
+// order a verification walks them.
+func Buckets() []string {
+	names := make([]string, len(allBuckets))
+	for i, b := range allBuckets {
+		names[i] = string(b)
+	}
+	return names
+}
+
+// ReadEntry reads the value stored under key in bucket; a nil value is a
+// key not stored there.
+func ReadEntry(bucket string, key, value []byte) Entry {
+	switch bucket {
+	case string(bucketMeta):
+		return readValueEntry(bucket, "", "meta "+string(key), "value", metaValue(key, value))
+	case string(bucketSubjects):
+		return readValueEntry(bucket, string(key), "subject", "last applied seq", seqValue(value))
+	case string(bucketObjects):
+		return readObjectEntry(bucket, key, value)
+	case string(bucketQuotas):
+		return readQuotaEntry(bucket, key, value)
+	case string(bucketIndexes):
+		ns, resource, _ := strings.Cut(string(key), "\x00")
+		return readValueEntry(bucket, ns, "informer index "+resource, "slots", indexValue(value))
+	case string(bucketReserved):
+		return readValueEntry(bucket, "", "reservation "+string(key), "object", keyValue(value))
+	case string(bucketExpiry):
+		entry := fmt.Sprintf("expiry key %q", key)
+		if len(key) >= 8 {
+			entry = fmt.Sprintf("reservation %s expiring %s", key[8:], time.Unix(0, int64(binary.BigEndian.Uint64(key[:8]))).UTC().Format(time.RFC3339Nano))
+		}
+		return readValueEntry(bucket, "", entry, "object", keyValue(value))
+	case string(bucketDeadlines):
+		ns, name, _ := strings.Cut(string(key), "\x00")
+		entry, field := "clock", "latest deletion request"
+		if name != "" {
+			entry, field = "pod "+name, "deadline"
+		}
+		return readValueEntry(bucket, ns, entry, field, timeValue(value))
+	case string(bucketSkipped):
+		return readValueEntry(bucket, "", fmt.Sprintf("skipped record seq %s", seqValue(key)), "reason", skippedValue(value))
+	}
+	return readValueEntry(bucket, "", fmt.Sprintf("key %q", key), "bytes", rawValue(value))
+}
+
+// readValueEntry is an entry of one stored value.
+func readValueEntry(bucket, namespace, name, field, value string) Entry {
+	return Entry{Bucket: bucket, Namespace: namespace, Name: name, Summary: value, Fields: []EntryField{{Name: field, Value: value}}}
+}
+
+func readObjectEntry(bucket string, key, v []byte) Entry {
+	parts := strings.SplitN(string(key), "\x00", 3)
+	e := Entry{Bucket: bucket, Name: keyValue(key), Record: true, Summary: absent}
+	if len(parts) == 3 {
+		e.Namespace, e.Name = parts[0], "object "+parts[1]+"/"+parts[2]
+	}
+	if v == nil {
+		return e
+	}
+	r, err := decodeObjectRecord(v)
+	if err != nil {
+		e.Summary, e.Err = "undecodable: "+err.Error(), err
+		return e
+	}
+	e.Summary = "charged " + listString(r.Charge.Usage)
+	if r.Reservation != "" {
+		e.Summary += " (reserved by " + r.Reservation + ")"
+	}
+	if len(r.Holds) > 0 {
+		e.Summary += ", update holds " + holdsString(r.Holds)
+	}
+	e.Lists = []EntryList{{Name: "charge", List: r.Charge.Usage}}
+	e.Fields = []EntryField{
+		{Name: "scope facts", Value: scopeString(r.Charge)},
+		{Name: "reservation", Value: orNone(r.Reservation)},
+		{Name: "reservation expiry", Value: r.ExpiresAt.String(), Compared: r.ExpiresAt.UTC().Format(time.RFC3339Nano)},
+		{Name: "update holds", Value: holdsString(r.Holds)},
+		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
+		{Name: "uid", Value: orNone(r.UID)},
+		{Name: "object", Value: fmt.Sprintf("%d bytes", len(r.Object)), Compared: fmt.Sprintf("%d bytes %q", len(r.Object), r.Object)},
+	}
+	return e
+}
+
+func readQuotaEntry(bucket string, key, v []byte) Entry {
+	parts := strings.SplitN(string(key), "\x00", 2)
+	e := Entry{Bucket: bucket, Name: keyValue(key), Record: true, Summary: absent}
+	if len(parts) == 2 {
+		e.Namespace, e.Name = parts[0], "quota "+parts[1]
+	}
+	if v == nil {
+		return e
+	}
+	var r quotaRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		e.Summary, e.Err = "undecodable: "+err.Error(), err
+		return e
+	}
+	e.Summary = "used " + listString(r.Used)
+	if r.Invalid != "" {
+		e.Summary = "invalid: " + r.Invalid
+	}
+	e.Lists = []EntryList{{Name: "used", List: r.Used}}
+	e.Fields = []EntryField{
+		{Name: "invalid", Value: orNone(r.Invalid)},
+		{Name: "spec", Value: string(r.Object)},
+		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
+		{Name: "term counts", Value: termsString(r.Terms), Compared: termsCompared(r.Terms)},
+	}
+	return e
+}
+
+func metaValue(key, v []byte) string {
+	switch {
+	case v == nil:
+		return absent
+	case bytes.Equal(key, keyAppliedTime) && len(v) == 8:
+		return time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC().Format(time.RFC3339Nano)
+	case len(v) == 8:
+		return seqValue(v)
+	}
+	return rawValue(v)
+}
+
+func seqValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	if len(v) != 8 {
+		return rawValue(v)
+	}
+	return fmt.Sprint(binary.BigEndian.Uint64(v))
+}
+
+func keyValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	return strings.ReplaceAll(string(v), "\x00", "/")
+}
+
+func rawValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+func skippedValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	var s skippedRecord
+	if err := json.Unmarshal(v, &s); err != nil {
+		return rawValue(v)
+	}
+	return fmt.Sprintf("%q", s.Reason)
+}
+
+// holdsString describes an object's update holds: per hold its id,
+// expiry, charge and scope facts.
+func holdsString(holds []hold) string {
+	if len(holds) == 0 {
+		return absent
+	}
+	parts := make([]string, len(holds))
+	for i, h := range holds {
+		parts[i] = fmt.Sprintf("%s until %s: %s %s", h.ID, h.ExpiresAt.UTC().Format(time.RFC3339Nano), listString(h.Charge.Usage), scopeString(h.Charge))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// listString prints a resource list as name=value pairs in name order.
+func listString(l quota.ResourceList) string {
+	if len(l) == 0 {
+		return "nothing"
+	}
+	names := make([]string, 0, len(l))
+	for n := range l {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + l[n].String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func scopeString(c quota.Charge) string {
+	b, _ := json.Marshal(c.Scope)
+	return string(b)
+}
+
+func termsString(t map[string]*[formatCount]int) string {
+	b, _ := json.Marshal(t)
+	return string(b)
+}
+
+// termsCompared prints term counts without the resources whose counts
+// are all zero, which count as missing (sameTerms).
+func termsCompared(t map[string]*[formatCount]int) string {
+	kept := make(map[string]*[formatCount]int, len(t))
+	for n, c := range t {
+		if c != nil && *c != [formatCount]int{} {
+			kept[n] = c
+		}
+	}
+	return termsString(kept)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// indexValue prints an informer index: its objects by slot, or its count
+// once grown.
+func indexValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	x, err := decodeIndex(v)
+	if err != nil {
+		return rawValue(v)
+	}
+	if x.Grown {
+		return fmt.Sprintf("%d objects, past the slots", x.Count)
+	}
+	slots := make([]string, len(x.Slots))
+	for i, n := range x.Slots {
+		if n == "" {
+			n = "-"
+		}
+		slots[i] = n
+	}
+	return strings.Join(slots, " ")
+}
+
+// timeValue prints a deadlines entry.
+func timeValue(v []byte) string {
+	if v == nil {
+		return absent
+	}
+	t, err := bytesTime(v)
+	if err != nil {
+		return rawValue(v)
+	}
+	return t.Format(time.RFC3339Nano)
+}
