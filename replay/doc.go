@@ -9,7 +9,7 @@
 // first record the stream stored after a moment (Options.At). Verify asks
 // the live server for a copy of its projection at its applied sequence S,
 // rebuilds to exactly S from the first event, and lists every difference
-// (projector.Compare).
+// (Compare).
 //
 // Invariant: a rebuild of the same stream prefix holds the same bytes in
 // every bucket, whatever the batch sizes and wherever it started (from the
@@ -20,7 +20,7 @@
 //
 // The bucket contents are equal, not the files: bbolt's page layout depends
 // on how the records were split into transactions. Compare projections with
-// projector.Compare, never with a file checksum.
+// Compare, never with a file checksum.
 //
 // A snapshot is a copy of the live projection. A replay that starts from
 // one inherits whatever drift the live projection had when it was taken;

@@ -99,10 +99,10 @@ func appendAll(t testing.TB, s *ledger.Stream, events []ledger.Event) {
 // requireSame fails with every difference between two projections.
 func requireSame(t testing.TB, what string, live, rebuilt *bolt.DB) {
 	t.Helper()
-	var diffs []projector.Difference
+	var diffs []Difference
 	err := live.View(func(ltx *bolt.Tx) error {
 		return rebuilt.View(func(rtx *bolt.Tx) error {
-			diffs = projector.Compare(ltx, rtx)
+			diffs = Compare(ltx, rtx)
 			return nil
 		})
 	})

@@ -28,7 +28,7 @@ type Verification struct {
 	// Live.Seq.
 	Rebuilt *Result
 	// Differences lists every disagreement; empty means no drift.
-	Differences []projector.Difference
+	Differences []Difference
 }
 
 // Close releases the rebuilt projection.
@@ -76,7 +76,7 @@ func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *pr
 	v := &Verification{Live: info, Rebuilt: rebuilt}
 	err = live.View(func(ltx *bolt.Tx) error {
 		return rebuilt.Projector.DB().View(func(rtx *bolt.Tx) error {
-			v.Differences = projector.Compare(ltx, rtx)
+			v.Differences = Compare(ltx, rtx)
 			return nil
 		})
 	})

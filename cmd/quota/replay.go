@@ -163,10 +163,10 @@ func printExplanation(cmd *cobra.Command, p *projector.Projector, namespace, out
 
 // verifyReport is the -o json form of a verification.
 type verifyReport struct {
-	Seq         uint64                 `json:"seq"`
-	Time        time.Time              `json:"time"`
-	Drift       bool                   `json:"drift"`
-	Differences []projector.Difference `json:"differences"`
+	Seq         uint64              `json:"seq"`
+	Time        time.Time           `json:"time"`
+	Drift       bool                `json:"drift"`
+	Differences []replay.Difference `json:"differences"`
 }
 
 func printVerification(w io.Writer, v *replay.Verification, output string) error {
@@ -176,7 +176,7 @@ func printVerification(w io.Writer, v *replay.Verification, output string) error
 		enc.SetIndent("", "  ")
 		diffs := v.Differences
 		if diffs == nil {
-			diffs = []projector.Difference{}
+			diffs = []replay.Difference{}
 		}
 		if err := enc.Encode(verifyReport{Seq: v.Live.Seq, Time: v.Live.Time, Drift: drift, Differences: diffs}); err != nil {
 			return withCode(exitError, err)

@@ -1,4 +1,4 @@
-package projector
+package replay
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger/quota"
+	"github.com/quotaledger/quota/projector"
 )
 
 // Difference is one way in which two projections disagree, in terms an
@@ -41,13 +42,13 @@ func (d Difference) String() string {
 
 // Compare lists every difference between two projections (live and
 // rebuilt), bucket by bucket and key by key, in key order. Entries whose
-// bytes are equal are equal; entries that differ are read (ReadEntry) and
+// bytes are equal are equal; entries that differ are read (projector.ReadEntry) and
 // compared part by part, so the report names the quota resource or the
 // object charge that drifted. An empty result means the buckets hold the
 // same bytes.
 func Compare(live, rebuilt *bolt.Tx) []Difference {
 	var out []Difference
-	for _, name := range Buckets() {
+	for _, name := range projector.Buckets() {
 		lb, rb := live.Bucket([]byte(name)), rebuilt.Bucket([]byte(name))
 		mergeKeys(lb, rb, func(k, lv, rv []byte) {
 			out = append(out, compareEntry(name, k, lv, rv)...)
@@ -106,7 +107,7 @@ func compareKeys(a, b []byte) int {
 // otherwise each quantity and each field that differs is reported, and
 // the stored bytes when none does.
 func compareEntry(bucket string, key, lv, rv []byte) []Difference {
-	l, r := ReadEntry(bucket, key, lv), ReadEntry(bucket, key, rv)
+	l, r := projector.ReadEntry(bucket, key, lv), projector.ReadEntry(bucket, key, rv)
 	d := func(field, lval, rval string) Difference {
 		return Difference{Bucket: bucket, Namespace: l.Namespace, Entry: l.Name, Field: field, Live: lval, Rebuilt: rval}
 	}
