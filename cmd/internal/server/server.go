@@ -125,145 +125,280 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	defer unlock()
 
-	url := cfg.NATSURL
-	// The ledger's own connection: to the embedded server, a pipe within
-	// the process (every append, acknowledgement, delivery to the
-	// projection and reply saves two trips through the loopback network);
-	// to an external server, its URL.
-	var inProcess []nats.Option
-	var embedded *ledger.Embedded
-	storeDir := filepath.Join(cfg.DataDir, JetStreamDir)
-	if url == "" {
-		host, port, err := splitHostPort(cfg.Listen)
-		if err != nil {
+	p := &parts{url: cfg.NATSURL, storeDir: filepath.Join(cfg.DataDir, JetStreamDir)}
+	if p.url == "" {
+		if p.embedded, err = startEmbedded(cfg, p.storeDir, log); err != nil {
 			return err
 		}
-		// A large store takes seconds to recover, during which nothing
-		// listens yet.
-		log.Info("starting the embedded JetStream", "store", storeDir)
-		started := time.Now()
-		emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
-			Host:         host,
-			Port:         port,
-			StoreDir:     storeDir,
-			SyncInterval: cfg.SyncInterval,
-			// The embedded server takes the largest event the stream does
-			// (zero: the default of both).
-			MaxPayload: cfg.Stream.MaxMsgSize,
-			Logger:     log,
-		})
-		if err != nil {
-			return err
-		}
-		defer emb.Shutdown()
-		embedded = emb
-		url = emb.ClientURL()
-		inProcess = append(inProcess, emb.InProcess())
-		log.Info("embedded JetStream started", "url", url, "store", storeDir, "sync", syncName(cfg.SyncInterval),
-			"took", time.Since(started).Round(time.Millisecond))
-		if !loopback(host) {
-			log.Warn("the embedded NATS server takes connections from other machines, with no authentication: anyone who reaches it can append to the log, decide admissions and purge rejections; to expose the ledger, run it on a secured NATS (--nats)", "listen", cfg.Listen)
-		}
+		defer p.embedded.Shutdown()
+		p.url = p.embedded.ClientURL()
 	}
+	js, err := p.connect(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer p.nc.Close()
 
+	pcfg := cfg.Projector
+	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
+	pcfg.Logger = log
+	p.path = pcfg.Path
+	if p.proj, err = openProjection(pcfg, p.stream, log); err != nil {
+		return err
+	}
+	defer p.proj.Close()
+	defer func() {
+		if errors.Is(err, projector.ErrWrite) {
+			err = fmt.Errorf("%w; it holds every event to seq %d: once its disk has room (or a file size limit is lifted), start serve again and it goes on from there; the stream keeps every event", err, p.proj.Applied())
+		}
+	}()
+
+	if err := p.build(ctx, js, cfg, log); err != nil {
+		return err
+	}
+	if p.metrics != nil {
+		defer p.metrics.ln.Close()
+	}
+	return p.run(ctx, cfg, log)
+}
+
+// parts are what Run starts: the connection to NATS, the stream, the
+// projection and the parts that serve from them.
+type parts struct {
+	// url is the NATS in use; embedded, when not nil, is the embedded
+	// server behind it, storing under storeDir.
+	url      string
+	embedded *ledger.Embedded
+	storeDir string
+	// path is the projection file.
+	path string
+
+	nc     *nats.Conn
+	stream *ledger.Stream
+	proj   *projector.Projector
+	snaps  *projector.Snapshots
+	// responders start with the projection; adm starts once the
+	// projection has caught up with the stream.
+	responders []interface{ Run(context.Context) error }
+	adm        *admission.Responder
+	// metrics, when not nil, serves Prometheus metrics and the probes.
+	metrics *metricsServer
+	// admitting is set once admission takes requests (ReadyPath).
+	admitting atomic.Bool
+}
+
+// startEmbedded starts the embedded JetStream server Run uses when no
+// external NATS is given.
+func startEmbedded(cfg Config, storeDir string, log *slog.Logger) (*ledger.Embedded, error) {
+	host, port, err := splitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	// A large store takes seconds to recover, during which nothing
+	// listens yet.
+	log.Info("starting the embedded JetStream", "store", storeDir)
+	started := time.Now()
+	emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
+		Host:         host,
+		Port:         port,
+		StoreDir:     storeDir,
+		SyncInterval: cfg.SyncInterval,
+		// The embedded server takes the largest event the stream does
+		// (zero: the default of both).
+		MaxPayload: cfg.Stream.MaxMsgSize,
+		Logger:     log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("embedded JetStream started", "url", emb.ClientURL(), "store", storeDir, "sync", syncName(cfg.SyncInterval),
+		"took", time.Since(started).Round(time.Millisecond))
+	if !loopback(host) {
+		log.Warn("the embedded NATS server takes connections from other machines, with no authentication: anyone who reaches it can append to the log, decide admissions and purge rejections; to expose the ledger, run it on a secured NATS (--nats)", "listen", cfg.Listen)
+	}
+	return emb, nil
+}
+
+// connect connects to the NATS at p.url and opens the ledger's stream
+// on it. On success the caller closes p.nc.
+func (p *parts) connect(ctx context.Context, cfg Config, log *slog.Logger) (jetstream.JetStream, error) {
 	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
 		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, connectionLogs(log)...)
 	if cfg.NATSURL != "" {
 		opts = append(opts, cfg.NATSOptions...)
 	}
-	nc, err := nats.Connect(url, append(opts, inProcess...)...)
-	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+	// The ledger's own connection: to the embedded server, a pipe within
+	// the process (every append, acknowledgement, delivery to the
+	// projection and reply saves two trips through the loopback network);
+	// to an external server, its URL.
+	if p.embedded != nil {
+		opts = append(opts, p.embedded.InProcess())
 	}
-	defer nc.Close()
+	nc, err := nats.Connect(p.url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", p.url, err)
+	}
+	js, err := p.openStream(ctx, nc, cfg)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	p.nc = nc
+	return js, nil
+}
+
+// openStream opens the ledger's stream on nc and checks that the NATS
+// server takes its largest event.
+func (p *parts) openStream(ctx context.Context, nc *nats.Conn, cfg Config) (jetstream.JetStream, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	stream, err := ledger.Open(ctx, js, cfg.Stream)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if limit, size := nc.MaxPayload(), int64(stream.Config().MaxMsgSize); limit < size {
-		return fmt.Errorf("%w: the NATS server at %s takes messages of at most %d bytes (max_payload), under the largest event of %d bytes: raise its max_payload or lower the largest event", ErrPayloadLimit, url, limit, size)
+		return nil, fmt.Errorf("%w: the NATS server at %s takes messages of at most %d bytes (max_payload), under the largest event of %d bytes: raise its max_payload or lower the largest event", ErrPayloadLimit, p.url, limit, size)
 	}
+	p.stream = stream
+	return js, nil
+}
 
-	pcfg := cfg.Projector
-	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
-	pcfg.Logger = log
-	proj, err := openProjection(pcfg, stream, log)
-	if err != nil {
-		return err
-	}
-	defer proj.Close()
-	defer func() {
-		if errors.Is(err, projector.ErrWrite) {
-			err = fmt.Errorf("%w; it holds every event to seq %d: once its disk has room (or a file size limit is lifted), start serve again and it goes on from there; the stream keeps every event", err, proj.Applied())
-		}
-	}()
-
-	in, err := ingest.New(stream, ingest.Options{})
+// build makes the parts that serve from the projection: ingest, the
+// metrics server, the admission responder, the snapshots and the query
+// responders. On success the caller closes p.metrics' listener.
+func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) error {
+	in, err := ingest.New(p.stream, ingest.Options{})
 	if err != nil {
 		return err
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
-	// admitting is set once admission takes requests (ReadyPath).
-	var admitting atomic.Bool
-	var metrics *metricsServer
 	if cfg.MetricsListen != "" {
-		reg, m, err := newRegistry(proj)
+		reg, m, err := newRegistry(p.proj)
 		if err != nil {
 			return err
 		}
 		acfg.Metrics = m
 		ready := func() (bool, string) {
-			if admitting.Load() {
+			if p.admitting.Load() {
 				return true, ""
 			}
-			return false, fmt.Sprintf("catching up with the stream: applied seq %d; admissions wait for the projection", proj.Applied())
+			return false, fmt.Sprintf("catching up with the stream: applied seq %d; admissions wait for the projection", p.proj.Applied())
 		}
-		if metrics, err = listenMetrics(cfg.MetricsListen, reg, ready, log); err != nil {
+		if p.metrics, err = listenMetrics(cfg.MetricsListen, reg, ready, log); err != nil {
 			return err
 		}
-		defer metrics.ln.Close()
 	}
-	adm, err := admission.NewResponder(nc, stream, proj, acfg)
-	if err != nil {
+	closeMetrics := func() {
+		if p.metrics != nil {
+			p.metrics.ln.Close()
+			p.metrics = nil
+		}
+	}
+	if p.adm, err = admission.NewResponder(p.nc, p.stream, p.proj, acfg); err != nil {
+		closeMetrics()
 		return err
 	}
-	snaps, err := projector.OpenSnapshots(ctx, js, cfg.Snapshots)
-	if err != nil {
+	if p.snaps, err = projector.OpenSnapshots(ctx, js, cfg.Snapshots); err != nil {
+		closeMetrics()
 		return err
 	}
 	// Admission starts apart from these, once the projection has caught
-	// up with the stream (see below).
-	responders := []interface{ Run(context.Context) error }{
-		projector.NewResponder(nc, proj, log),
-		ingest.NewResponder(nc, in, log),
-		projector.NewAuditResponder(nc, proj, snaps, log),
+	// up with the stream (see run).
+	p.responders = []interface{ Run(context.Context) error }{
+		projector.NewResponder(p.nc, p.proj, log),
+		ingest.NewResponder(p.nc, in, log),
+		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log),
 	}
+	return nil
+}
 
+// run runs the parts until ctx ends or one of them fails, and returns
+// once all of them have stopped.
+func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The projection outlives the responders: on a stop, what they
-	// received is answered first, and a describe waiting for the
-	// projection to reach the stream's end, or a create deciding again
-	// after a conflict, needs it to keep applying events. It stops once
-	// they have returned; if it fails first, it stops them.
-	projCtx, stopProjection := context.WithCancel(context.WithoutCancel(ctx))
+	stopped, stopProjection := p.startProjection(ctx, cancel)
 	defer stopProjection()
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return projector.NewSnapshotter(p.proj, p.snaps, log).Run(gctx) })
+	for _, r := range p.responders {
+		g.Go(func() error { return r.Run(gctx) })
+	}
+	if p.metrics != nil {
+		g.Go(func() error { return p.metrics.Run(gctx) })
+	}
+	if p.embedded != nil {
+		g.Go(func() error {
+			return watchStore(gctx, p.embedded, storeCheckInterval, p.storeDir, log)
+		})
+	}
+	g.Go(func() error { return watchStream(gctx, p.stream, p.stream.Identity(), streamCheckInterval, log) })
+	// The responders subscribe as they start; announce readiness only once
+	// every subscription is registered with the server, so a client that
+	// waits for the announcement never meets "no responders".
+	// The audit responder holds two subscriptions (explain, snapshot).
+	if err := waitSubscribed(gctx, p.nc, len(p.responders)+1); err != nil {
+		cancel()
+		return errors.Join(err, stopped(g.Wait()))
+	}
+	// Admission decides on the projection, which must first hold what the
+	// log held at the start (admission.Responder.Run waits for it too):
+	// ingest, describe (which waits for the log's end) and explain serve
+	// meanwhile.
+	if err := awaitProjection(gctx, p.proj, p.stream, log); err != nil {
+		cancel()
+		if errors.Is(err, context.Canceled) {
+			err = nil // a stop; stopped reports a failure that caused it
+		}
+		if err = errors.Join(err, stopped(g.Wait())); err == nil {
+			log.Info("quota ledger stopped while catching up", "applied_seq", p.proj.Applied())
+		}
+		return err
+	}
+	subscribed := p.nc.NumSubscriptions()
+	g.Go(func() error { return p.adm.Run(gctx) })
+	if err := waitSubscribed(gctx, p.nc, subscribed+1); err != nil {
+		cancel()
+		return errors.Join(err, stopped(g.Wait()))
+	}
+	p.admitting.Store(true)
+	if cfg.Ready != nil {
+		cfg.Ready(p.url)
+	}
+	serving := []any{"nats", p.url, "projection", p.path, "applied_seq", p.proj.Applied()}
+	if p.metrics != nil {
+		serving = append(serving, "metrics", p.metrics.URL())
+	}
+	log.Info("quota ledger serving", serving...)
+	if err := stopped(g.Wait()); err != nil {
+		return err
+	}
+	log.Info("quota ledger stopped", "applied_seq", p.proj.Applied())
+	return nil
+}
+
+// startProjection runs the projection in its own goroutine. The
+// projection outlives the responders: on a stop, what they received is
+// answered first, and a describe waiting for the projection to reach the
+// stream's end, or a create deciding again after a conflict, needs it to
+// keep applying events. It stops once they have returned; if it fails
+// first, it calls cancel to stop them. stopped stops the projection, once
+// the responders' g.Wait has returned err, and reports what failed; a
+// cancellation is a stop. The caller defers stop.
+func (p *parts) startProjection(ctx context.Context, cancel context.CancelFunc) (stopped func(err error) error, stop context.CancelFunc) {
+	projCtx, stopProjection := context.WithCancel(context.WithoutCancel(ctx))
 	projDone := make(chan error, 1)
 	go func() {
-		err := proj.Run(projCtx)
+		err := p.proj.Run(projCtx)
 		if err != nil && projCtx.Err() == nil {
 			cancel()
 		}
 		projDone <- err
 	}()
-	// stopped stops the projection, once the responders' g.Wait has
-	// returned err, and reports what failed; a cancellation is a stop.
-	stopped := func(err error) error {
+	stopped = func(err error) error {
 		stopProjection()
 		perr := <-projDone
 		if errors.Is(perr, context.Canceled) {
@@ -274,62 +409,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 		return errors.Join(perr, err)
 	}
-	g, gctx := errgroup.WithContext(runCtx)
-	g.Go(func() error { return projector.NewSnapshotter(proj, snaps, log).Run(gctx) })
-	for _, r := range responders {
-		g.Go(func() error { return r.Run(gctx) })
-	}
-	if metrics != nil {
-		g.Go(func() error { return metrics.Run(gctx) })
-	}
-	if embedded != nil {
-		g.Go(func() error {
-			return watchStore(gctx, embedded, storeCheckInterval, storeDir, log)
-		})
-	}
-	g.Go(func() error { return watchStream(gctx, stream, stream.Identity(), streamCheckInterval, log) })
-	// The responders subscribe as they start; announce readiness only once
-	// every subscription is registered with the server, so a client that
-	// waits for the announcement never meets "no responders".
-	// The audit responder holds two subscriptions (explain, snapshot).
-	if err := waitSubscribed(gctx, nc, len(responders)+1); err != nil {
-		cancel()
-		return errors.Join(err, stopped(g.Wait()))
-	}
-	// Admission decides on the projection, which must first hold what the
-	// log held at the start (admission.Responder.Run waits for it too):
-	// ingest, describe (which waits for the log's end) and explain serve
-	// meanwhile.
-	if err := awaitProjection(gctx, proj, stream, log); err != nil {
-		cancel()
-		if errors.Is(err, context.Canceled) {
-			err = nil // a stop; stopped reports a failure that caused it
-		}
-		if err = errors.Join(err, stopped(g.Wait())); err == nil {
-			log.Info("quota ledger stopped while catching up", "applied_seq", proj.Applied())
-		}
-		return err
-	}
-	subscribed := nc.NumSubscriptions()
-	g.Go(func() error { return adm.Run(gctx) })
-	if err := waitSubscribed(gctx, nc, subscribed+1); err != nil {
-		cancel()
-		return errors.Join(err, stopped(g.Wait()))
-	}
-	admitting.Store(true)
-	if cfg.Ready != nil {
-		cfg.Ready(url)
-	}
-	serving := []any{"nats", url, "projection", pcfg.Path, "applied_seq", proj.Applied()}
-	if metrics != nil {
-		serving = append(serving, "metrics", metrics.URL())
-	}
-	log.Info("quota ledger serving", serving...)
-	if err := stopped(g.Wait()); err != nil {
-		return err
-	}
-	log.Info("quota ledger stopped", "applied_seq", proj.Applied())
-	return nil
+	return stopped, stopProjection
 }
 
 // catchUpLogInterval is how often a long catch-up at start reports its
