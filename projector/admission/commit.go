@@ -164,160 +164,208 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			deliver(err)
 			return
 		}
-		st := v.NamespaceState
-		var (
-			reservations []ledger.EncodedReservation
-			keys         []string
-			ids          = make(map[string]bool, len(jobs))
-			// look is the round's read of the projection, for holds.
-			look = &lookup{proj: r.proj}
-			// owned says st is the round's own copy, charged in place.
-			owned bool
-			// updated are the objects the round's updates reserve, by
-			// key, as each reservation leaves them for the next; made by
-			// the first update, as most rounds hold creates only.
-			updated map[string]projector.Held
-			// wait, when set, is the sequence the projection must apply
-			// before the round can decide.
-			wait uint64
-		)
-		for i, j := range jobs {
-			if j.update != nil {
-				// An update's reservation is checked against what the
-				// projection holds of the object, as the fold will apply
-				// it (see projector.NamespaceState.ReserveUpdate).
-				u := j.update
-				key := objectKey(u.obj.Resource, u.obj.Name)
-				if at, ok := v.reservedAt(key); ok && at > applied {
-					// This responder reserved the object in a round the
-					// projection has not applied: the projection's read
-					// would miss that reservation, so decide once it is in.
-					wait = at
-					break
-				}
-				if updated == nil {
-					updated = map[string]projector.Held{}
-				}
-				out, res, err := r.decideUpdate(v.env, st, look, j, updated, ids)
-				if err != nil {
-					deliver(err)
-					return
-				}
-				outcomes[i] = out
-				if res.ID() == "" {
-					continue
-				}
-				if !owned {
-					st, owned = st.Clone(), true
-				}
-				updated[key], _ = st.ReserveUpdate(updated[key], out.charge)
-				ids[res.ID()] = true
-				keys = append(keys, key)
-				reservations = append(reservations, res)
-				continue
-			}
-			p := j.prepared
-			if p == nil || p.env != v.env {
-				// Prepared against other defaults (or not at all): the
-				// request's object is decoded and prepared again. A
-				// prepared create is only read by decisions, so it serves
-				// every attempt with the same defaults.
-				obj, err := decodeObject(j.req.Object, namespace)
-				if err != nil {
-					outcomes[i] = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
-					continue
-				}
-				p = prepare(v.env, obj, r.cfg.Limited)
-				p.reserveAs(j.reservation)
-				j.prepared = p
-			}
-			d := p.decide(st)
-			if !d.allowed {
-				outcomes[i] = outcome{resp: failure(d.code, d.reason(), d.message)}
-				continue
-			}
-			outcomes[i] = outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}}
-			if !d.charged {
-				continue
-			}
-			if p.err != nil {
-				outcomes[i] = outcome{err: p.err}
-				continue
-			}
-			res := p.reservation
-			if ids[res.ID()] {
-				// The same request twice in one round (a client's retry):
-				// the second reservation needs an ID of its own, and
-				// charges nothing when it names the same object.
-				if res, err = p.encode(newReservationID()); err != nil {
-					outcomes[i] = outcome{err: err}
-					continue
-				}
-			}
-			ids[res.ID()] = true
-			name := p.nameFor(res.ID())
-			held, err := v.holds(look, p.object.Resource, name)
-			if err != nil {
-				deliver(err)
-				return
-			}
-			key := objectKey(p.object.Resource, name)
-			if !held && !contains(keys, key) {
-				// The fold charges only the first reservation of an object
-				// the namespace does not hold yet; so does the view. The
-				// view's state is shared with the decisions reading it, so
-				// the round charges a copy of its own.
-				if !owned {
-					st, owned = st.Clone(), true
-				}
-				st.Reserve(p.charge)
-				keys = append(keys, key)
-			}
-			reservations = append(reservations, res)
+		d := &draft{
+			v:       v,
+			applied: applied,
+			st:      v.NamespaceState,
+			ids:     make(map[string]bool, len(jobs)),
+			look:    &lookup{proj: r.proj},
 		}
-		// The read ends before the append: held while waiting on the log,
-		// it would make a commit of the projection that grows the file wait.
-		look.close()
-		if wait != 0 {
-			if err := r.proj.WaitApplied(ctx, wait); err != nil {
-				deliver(err)
-				return
-			}
-			continue
-		}
-		if len(reservations) == 0 {
-			deliver(nil)
-			return
-		}
-		seq, err := r.reserve(ctx, namespace, reservations, v.SubjectSeq)
-		if errors.Is(err, ledger.ErrConflict) {
-			r.cfg.Metrics.conflict()
-			// Another writer appended to the namespace after the view:
-			// catch up with the subject and decide the group again.
-			last, err := r.stream.LastSubjectSeq(ctx, namespace)
-			if err != nil {
-				deliver(err)
-				return
-			}
-			if err := r.proj.WaitApplied(ctx, last); err != nil {
-				deliver(err)
-				return
-			}
-			continue
-		}
-		if err != nil {
+		if err := r.decideRound(d, namespace, jobs, outcomes); err != nil {
 			deliver(err)
 			return
 		}
-		r.cfg.Metrics.appended(len(reservations))
-		// The reservations are durable in the log: answer now. The next
-		// decisions in the namespace see them through the view, until the
-		// projection has applied them.
-		r.states.put(v.withReservations(st, keys, seq, applied))
-		deliver(nil)
+		// The read ends before the append: held while waiting on the log,
+		// it would make a commit of the projection that grows the file wait.
+		d.look.close()
+		if d.wait != 0 {
+			if err := r.proj.WaitApplied(ctx, d.wait); err != nil {
+				deliver(err)
+				return
+			}
+			continue
+		}
+		if len(d.reservations) == 0 {
+			deliver(nil)
+			return
+		}
+		again, err := r.commitRound(ctx, namespace, d)
+		if again {
+			continue
+		}
+		deliver(err)
 		return
 	}
 	deliver(ErrContention)
+}
+
+// draft is one attempt of a round: the namespace's state as the round's
+// decisions leave it, and the reservations they make.
+type draft struct {
+	// v is the namespace's view the attempt decides on, with applied the
+	// namespace's last sequence the projection had applied.
+	v       *view
+	applied uint64
+	// st is the state the decisions read and the reservations charge.
+	st *projector.NamespaceState
+	// owned says st is the round's own copy, charged in place.
+	owned bool
+	// reservations are to be appended, for the objects keys.
+	reservations []ledger.EncodedReservation
+	keys         []string
+	// ids are the reservations' IDs.
+	ids map[string]bool
+	// look is the round's read of the projection, for holds.
+	look *lookup
+	// updated are the objects the round's updates reserve, by key, as
+	// each reservation leaves them for the next; made by the first
+	// update, as most rounds hold creates only.
+	updated map[string]projector.Held
+	// wait, when set, is the sequence the projection must apply before
+	// the round can decide.
+	wait uint64
+}
+
+// own makes st the round's own copy before it is charged: the view's
+// state is shared with the decisions reading it.
+func (d *draft) own() {
+	if !d.owned {
+		d.st, d.owned = d.st.Clone(), true
+	}
+}
+
+// decideRound decides each job on d, setting its outcome, until one must
+// wait for the projection (d.wait). The error, when set, fails the round.
+func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcomes []outcome) error {
+	for i, j := range jobs {
+		if j.update == nil {
+			if err := r.decideCreate(d, namespace, j, &outcomes[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		// An update's reservation is checked against what the
+		// projection holds of the object, as the fold will apply
+		// it (see projector.NamespaceState.ReserveUpdate).
+		u := j.update
+		key := objectKey(u.obj.Resource, u.obj.Name)
+		if at, ok := d.v.reservedAt(key); ok && at > d.applied {
+			// This responder reserved the object in a round the
+			// projection has not applied: the projection's read
+			// would miss that reservation, so decide once it is in.
+			d.wait = at
+			return nil
+		}
+		if d.updated == nil {
+			d.updated = map[string]projector.Held{}
+		}
+		out, res, err := r.decideUpdate(d.v.env, d.st, d.look, j, d.updated, d.ids)
+		if err != nil {
+			return err
+		}
+		outcomes[i] = out
+		if res.ID() == "" {
+			continue
+		}
+		d.own()
+		d.updated[key], _ = d.st.ReserveUpdate(d.updated[key], out.charge)
+		d.ids[res.ID()] = true
+		d.keys = append(d.keys, key)
+		d.reservations = append(d.reservations, res)
+	}
+	return nil
+}
+
+// decideCreate decides a create job of a round on d, setting its outcome
+// o and adding its reservation to d. The error, when set, fails the
+// round; one of the request alone is in o.
+func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome) error {
+	p := j.prepared
+	if p == nil || p.env != d.v.env {
+		// Prepared against other defaults (or not at all): the
+		// request's object is decoded and prepared again. A
+		// prepared create is only read by decisions, so it serves
+		// every attempt with the same defaults.
+		obj, err := decodeObject(j.req.Object, namespace)
+		if err != nil {
+			*o = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
+			return nil
+		}
+		p = prepare(d.v.env, obj, r.cfg.Limited)
+		p.reserveAs(j.reservation)
+		j.prepared = p
+	}
+	dec := p.decide(d.st)
+	if !dec.allowed {
+		*o = outcome{resp: failure(dec.code, dec.reason(), dec.message)}
+		return nil
+	}
+	*o = outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}}
+	if !dec.charged {
+		return nil
+	}
+	if p.err != nil {
+		*o = outcome{err: p.err}
+		return nil
+	}
+	res := p.reservation
+	if d.ids[res.ID()] {
+		// The same request twice in one round (a client's retry):
+		// the second reservation needs an ID of its own, and
+		// charges nothing when it names the same object.
+		var err error
+		if res, err = p.encode(newReservationID()); err != nil {
+			*o = outcome{err: err}
+			return nil
+		}
+	}
+	d.ids[res.ID()] = true
+	name := p.nameFor(res.ID())
+	held, err := d.v.holds(d.look, p.object.Resource, name)
+	if err != nil {
+		return err
+	}
+	key := objectKey(p.object.Resource, name)
+	if !held && !contains(d.keys, key) {
+		// The fold charges only the first reservation of an object
+		// the namespace does not hold yet; so does the view. The
+		// view's state is shared with the decisions reading it, so
+		// the round charges a copy of its own.
+		d.own()
+		d.st.Reserve(p.charge)
+		d.keys = append(d.keys, key)
+	}
+	d.reservations = append(d.reservations, res)
+	return nil
+}
+
+// commitRound appends the reservations of d, expecting the namespace's
+// subject where the view saw it. again says another writer came first and
+// the projection has caught up with it: the round decides again.
+func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft) (again bool, err error) {
+	seq, err := r.reserve(ctx, namespace, d.reservations, d.v.SubjectSeq)
+	if errors.Is(err, ledger.ErrConflict) {
+		r.cfg.Metrics.conflict()
+		// Another writer appended to the namespace after the view:
+		// catch up with the subject and decide the group again.
+		last, err := r.stream.LastSubjectSeq(ctx, namespace)
+		if err != nil {
+			return false, err
+		}
+		if err := r.proj.WaitApplied(ctx, last); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.cfg.Metrics.appended(len(d.reservations))
+	// The reservations are durable in the log: answer now. The next
+	// decisions in the namespace see them through the view, until the
+	// projection has applied them.
+	r.states.put(d.v.withReservations(d.st, d.keys, seq, d.applied))
+	return false, nil
 }
 
 // decideUpdate decides an update job of a round against st, with updated
