@@ -130,20 +130,7 @@ func isTerminating(o *object.Object) bool {
 // Admit decides a request as the ResourceQuota admission plugin's
 // CheckRequest does.
 func Admit(req AdmitRequest) Decision {
-	states := make([]QuotaState, 0, len(req.Quotas))
-	for _, s := range req.Quotas {
-		if s.Quota != nil && s.Quota.Invalid == "" {
-			states = append(states, s)
-		}
-	}
-	slices.SortFunc(states, func(a, b QuotaState) int { return strings.Compare(a.Quota.Name, b.Quota.Name) })
-	d := Decision{Allowed: true, Code: http.StatusOK}
-	if !req.VerdictOnly {
-		d.Used = make(map[string]ResourceList, len(states))
-		for _, s := range states {
-			d.Used[s.Quota.Name] = s.Used
-		}
-	}
+	states, d := admitStates(&req)
 	o := req.Object
 	if req.Operation == Delete || o == nil || !handles(&req) {
 		return d
@@ -160,24 +147,105 @@ func Admit(req AdmitRequest) Decision {
 	d.Charge = input
 
 	limitedScopes := matchedLimitedScopes(input, req.Limited)
-	var limitedNames []string
-	for _, l := range req.Limited {
-		if l.APIGroup == o.Group && l.Resource == o.GroupResource().Resource {
-			limitedNames = append(limitedNames, limitedByDefault(input.Usage, l)...)
-		}
+	limitedNames := limitedNamesOf(o, input, req.Limited)
+
+	interesting, restrictedScopes, refusals := matchQuotas(states, o, input)
+	if len(refusals) > 0 {
+		return forbidden(d, o, likeliest(states, refusals))
 	}
 
+	if neg := negativeNames(input.Usage); len(neg) > 0 {
+		return forbidden(d, o, "quota usage is negative for resource(s): "+strings.Join(neg, ","))
+	}
+
+	delta, nothing, refused, err := requestDeltas(&req, states, interesting, input)
+	switch {
+	case err != nil:
+		return internalError(d, err)
+	case refused != "":
+		return forbidden(d, o, refused)
+	case nothing:
+		return d
+	}
+
+	if uncovered := uncoveredNames(limitedNames, states, interesting, o.Resource); len(uncovered) > 0 {
+		return forbidden(d, o, "insufficient quota to consume: "+joinSorted(uncovered))
+	}
+	if missing := uncoveredScopes(limitedScopes, restrictedScopes); len(missing) > 0 {
+		// Kubernetes returns this one as a plain error, which the API
+		// server reports as an internal error with the bare message.
+		parts := make([]string, len(missing))
+		for i, m := range missing {
+			parts[i] = m.String()
+		}
+		d.Allowed = false
+		d.Code = http.StatusInternalServerError
+		d.Reason = ""
+		d.Message = "insufficient quota to match these scopes: [" + strings.Join(parts, " ") + "]"
+		return d
+	}
+
+	if refusals := exceededRefusals(&req, states, interesting, delta); len(refusals) > 0 {
+		return forbidden(d, o, likeliest(states, refusals))
+	}
+	if d.Used != nil {
+		for j, i := range interesting {
+			if delta[j] != nil {
+				d.Used[states[i].Quota.Name] = addTracked(states[i].Used, delta[j], states[i].Quota.Hard)
+			}
+		}
+	}
+	return d
+}
+
+// admitStates returns the valid quotas of req in name order, and the
+// decision of a request they allow: with their usage unless the request
+// asks for the verdict only.
+func admitStates(req *AdmitRequest) ([]QuotaState, Decision) {
+	states := make([]QuotaState, 0, len(req.Quotas))
+	for _, s := range req.Quotas {
+		if s.Quota != nil && s.Quota.Invalid == "" {
+			states = append(states, s)
+		}
+	}
+	slices.SortFunc(states, func(a, b QuotaState) int { return strings.Compare(a.Quota.Name, b.Quota.Name) })
+	d := Decision{Allowed: true, Code: http.StatusOK}
+	if !req.VerdictOnly {
+		d.Used = make(map[string]ResourceList, len(states))
+		for _, s := range states {
+			d.Used[s.Quota.Name] = s.Used
+		}
+	}
+	return states, d
+}
+
+// limitedNamesOf returns the resource names the object o of charge input
+// consumes that an entry of limited for its group and resource lists
+// (limitedByDefault).
+func limitedNamesOf(o *object.Object, input Charge, limited []LimitedResource) []string {
+	var names []string
+	for _, l := range limited {
+		if l.APIGroup == o.Group && l.Resource == o.GroupResource().Resource {
+			names = append(names, limitedByDefault(input.Usage, l)...)
+		}
+	}
+	return names
+}
+
+// matchQuotas returns the indexes in states of the quotas that charge the
+// object o of charge input (interesting), the scopes of every quota that
+// match it (restricted, for limitedResources), and the refusals of the
+// quotas that match it but cannot take it: a constraint it breaks, or a
+// usage the quota does not know yet.
+func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesting []int, restricted []ScopeRequirement, refusals []refusal) {
 	// required holds, per quota in turn, the names the quota tracks that
 	// the object's evaluator produces; its order does not matter, as every
 	// message built from it sorts.
 	var requiredBuf [16]string
-	var interesting []int
-	var refusals []refusal
-	var restrictedScopes []ScopeRequirement
 	for i, s := range states {
 		for _, sc := range s.Quota.Scopes {
 			if scopeMatches(sc, input) {
-				restrictedScopes = append(restrictedScopes, sc)
+				restricted = append(restricted, sc)
 			}
 		}
 		if !s.Quota.Matches(input) {
@@ -194,16 +262,17 @@ func Admit(req AdmitRequest) Decision {
 		}
 		interesting = append(interesting, i)
 	}
-	if len(refusals) > 0 {
-		return forbidden(d, o, likeliest(states, refusals))
-	}
+	return interesting, restricted, refusals
+}
 
-	if neg := negativeNames(input.Usage); len(neg) > 0 {
-		return forbidden(d, o, "quota usage is negative for resource(s): "+strings.Join(neg, ","))
-	}
-
-	// delta[j] is what interesting[j]'s quota is charged; nil when nothing.
-	delta := make([]ResourceList, len(interesting))
+// requestDeltas returns what each of the interesting quotas is charged
+// (delta[j] for interesting[j], nil when nothing): the object's charge on
+// a create, its growth over the old object's on an update of an object
+// the quota charged before. nothing says the request charges nothing new
+// (then no quota can refuse it); refused, when set, is why the request is
+// forbidden; err, why it cannot be decided.
+func requestDeltas(req *AdmitRequest, states []QuotaState, interesting []int, input Charge) (delta []ResourceList, nothing bool, refused string, err error) {
+	delta = make([]ResourceList, len(interesting))
 	for j := range interesting {
 		delta[j] = input.Usage
 	}
@@ -213,12 +282,12 @@ func Admit(req AdmitRequest) Decision {
 	}
 	if req.Operation == Update {
 		if req.OldObject == nil {
-			return forbidden(d, o, "unable to get previous usage since prior version of object was not found")
+			return nil, false, "unable to get previous usage since prior version of object was not found", nil
 		}
 		if req.OldObject.ResourceVersion != "" {
 			prev, err := Evaluate(req.OldObject, req.Now)
 			if err != nil {
-				return internalError(d, err)
+				return nil, false, "", err
 			}
 			growth := SubtractNonNegative(input.Usage, prev.Usage)
 			if len(interesting) == 0 {
@@ -243,32 +312,17 @@ func Admit(req AdmitRequest) Decision {
 		}
 	}
 	if len(interesting) != 0 {
-		if charged == 0 {
-			return d
-		}
-	} else if len(removeZeros(deltaNoQuota)) == 0 {
-		return d
+		return delta, charged == 0, "", nil
 	}
+	return delta, len(removeZeros(deltaNoQuota)) == 0, "", nil
+}
 
-	if uncovered := uncoveredNames(limitedNames, states, interesting, o.Resource); len(uncovered) > 0 {
-		return forbidden(d, o, "insufficient quota to consume: "+joinSorted(uncovered))
-	}
-	if missing := uncoveredScopes(limitedScopes, restrictedScopes); len(missing) > 0 {
-		// Kubernetes returns this one as a plain error, which the API
-		// server reports as an internal error with the bare message.
-		parts := make([]string, len(missing))
-		for i, m := range missing {
-			parts[i] = m.String()
-		}
-		d.Allowed = false
-		d.Code = http.StatusInternalServerError
-		d.Reason = ""
-		d.Message = "insufficient quota to match these scopes: [" + strings.Join(parts, " ") + "]"
-		return d
-	}
-
-	// Every charged quota is checked before any new usage is built, so a
-	// denial reports the usage as it was.
+// exceededRefusals returns the refusals of the interesting quotas that
+// the charges delta would take over their hard limits. Every charged
+// quota is checked before any new usage is built, so a denial reports the
+// usage as it was.
+func exceededRefusals(req *AdmitRequest, states []QuotaState, interesting []int, delta []ResourceList) []refusal {
+	var refusals []refusal
 	for j, i := range interesting {
 		l := delta[j]
 		if l == nil {
@@ -284,17 +338,7 @@ func Admit(req AdmitRequest) Decision {
 				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded))})
 		}
 	}
-	if len(refusals) > 0 {
-		return forbidden(d, o, likeliest(states, refusals))
-	}
-	if d.Used != nil {
-		for j, i := range interesting {
-			if delta[j] != nil {
-				d.Used[states[i].Quota.Name] = addTracked(states[i].Used, delta[j], states[i].Quota.Hard)
-			}
-		}
-	}
-	return d
+	return refusals
 }
 
 // hasUsage reports whether used has a figure for every required name.
