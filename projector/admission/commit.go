@@ -158,26 +158,37 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			}
 		}
 	})
+	// look is the attempt's read of the projection. A read left open
+	// would hold every later commit of the projection that grows the
+	// file, so it is closed however the attempt ends, a panic included.
+	var look *lookup
+	defer func() {
+		if look != nil {
+			look.close()
+		}
+	}()
 	for range ReserveAttemptsMax {
 		v, applied, err := r.states.get(ctx, namespace)
 		if err != nil {
 			deliver(err)
 			return
 		}
+		look = &lookup{proj: r.proj}
 		d := &draft{
 			v:       v,
 			applied: applied,
 			st:      v.NamespaceState,
 			ids:     make(map[string]bool, len(jobs)),
-			look:    &lookup{proj: r.proj},
+			look:    look,
 		}
-		if err := r.decideRound(d, namespace, jobs, outcomes); err != nil {
+		err = r.decideRound(d, namespace, jobs, outcomes)
+		// The read ends before the append: held while waiting on the log,
+		// it would make a commit of the projection that grows the file wait.
+		look.close()
+		if err != nil {
 			deliver(err)
 			return
 		}
-		// The read ends before the append: held while waiting on the log,
-		// it would make a commit of the projection that grows the file wait.
-		d.look.close()
 		if d.wait != 0 {
 			if err := r.proj.WaitApplied(ctx, d.wait); err != nil {
 				deliver(err)
