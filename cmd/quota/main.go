@@ -1,6 +1,3 @@
-// Command quota is the quota ledger's one binary: the server and its
-// clients. It only parses flags, builds configuration and calls into the
-// packages that hold the logic.
 package main
 
 import (

@@ -1,13 +1,3 @@
-// Package ledgertest starts real ledger infrastructure for tests: an
-// embedded NATS server with JetStream on a random port, storing in the
-// test's temporary directory, and the ledger's streams on it. Everything is
-// stopped by t.Cleanup.
-//
-// # Caveats
-//
-// The server syncs every write (the ledger's default), as production does;
-// tests that append many events are slower than with an interval, and say
-// what they measure with that in mind.
 package ledgertest
 
 import (

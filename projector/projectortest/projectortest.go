@@ -1,6 +1,3 @@
-// Package projectortest damages projection files for tests of what reads
-// them: a page overwritten in place, as a bad sector or a stray write
-// leaves it.
 package projectortest
 
 import (

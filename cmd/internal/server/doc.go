@@ -1,11 +1,13 @@
 // Package server runs the ledger as one process: the NATS connection (to an
 // embedded JetStream server by default, or to an external NATS), the event
-// stream, the projector and every request-reply responder.
+// stream, the projector and every request-reply responder. It is the
+// wiring above projector, projector/admission and ingest, which do not
+// know of one another's place in the process; only cmd/quota imports it.
 //
-// Run starts each long-lived part in an errgroup and returns only after all
-// of them have exited: on cancellation the responders drain, the projector
-// commits the batch in hand, and the embedded server shuts down last, after
-// its clients.
+// Invariant: Run starts each long-lived part in an errgroup and returns
+// only after all of them have exited: on cancellation the responders
+// drain, the projector commits the batch in hand, and the embedded server
+// shuts down last, after its clients.
 //
 // # Caveats
 //

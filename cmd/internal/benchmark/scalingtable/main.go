@@ -1,6 +1,3 @@
-// Command scalingtable prints the harness's JSON reports (BENCH_JSON) as
-// the Markdown scaling table of BENCHMARKS.md, one row per report, in the
-// order given.
 package main
 
 import (
