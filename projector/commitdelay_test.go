@@ -90,7 +90,7 @@ func TestCommitDelayHoldsSmallBatchesButNotQueries(t *testing.T) {
 }
 
 func TestCommitDelayIsBounded(t *testing.T) {
-	_, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "p.db"), CommitDelay: 2 * projector.CommitDelayLimit}, nil)
+	_, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "p.db"), CommitDelay: 2 * projector.CommitDelayMax}, nil)
 	if err == nil {
 		t.Fatal("a commit delay over the limit was accepted")
 	}

@@ -34,8 +34,8 @@ const (
 	// kept one client's reserving p99 near the log's own append p99 in
 	// the benchmark, where 25 ms more than doubled it (BENCHMARKS.md).
 	DefaultCommitDelay = 250 * time.Millisecond
-	// CommitDelayLimit is the largest CommitDelay accepted.
-	CommitDelayLimit = time.Second
+	// CommitDelayMax is the largest CommitDelay accepted.
+	CommitDelayMax = time.Second
 	// BatchSizeLimit is the largest BatchSizeMax accepted: one transaction
 	// holds the whole batch in memory.
 	BatchSizeLimit = 65536
@@ -85,8 +85,8 @@ func (c *Config) Validate() error {
 	if c.FetchWaitTimeout < 0 {
 		problems = append(problems, "FetchWaitTimeout is negative")
 	}
-	if c.CommitDelay > CommitDelayLimit {
-		problems = append(problems, fmt.Sprintf("CommitDelay %s is over %s", c.CommitDelay, CommitDelayLimit))
+	if c.CommitDelay > CommitDelayMax {
+		problems = append(problems, fmt.Sprintf("CommitDelay %s is over %s", c.CommitDelay, CommitDelayMax))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
