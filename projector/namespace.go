@@ -99,17 +99,17 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 	}
 }
 
-// ReserveUpdate changes st's usage as the fold does when it applies an
-// update's reservation of charge c (the updated object's) on the object
+// Hold changes st's usage as the fold does when it applies a hold (an
+// update's reservation) of charge c (the updated object's) on the object
 // held: each quota is charged, per resource, the larger of the object's
 // figure (with its holds) and c's (see hold). It returns the object as the
 // fold leaves it, for a further update of it decided on st, and whether
 // the fold applies the reservation at all: not when the projection does
 // not hold the object, or charges it as much as c already (Held.Adds); st
 // is then left as it is. The fold also skips a reservation whose id it
-// holds already (Holdings.Reserved). Like Reserve, it changes st in place
+// holds already (Lookup.Reserved). Like Reserve, it changes st in place
 // and is for a Clone.
-func (st *NamespaceState) ReserveUpdate(held Held, c quota.Charge) (Held, bool) {
+func (st *NamespaceState) Hold(held Held, c quota.Charge) (Held, bool) {
 	if !held.Adds(c) {
 		return held, false
 	}
@@ -135,71 +135,70 @@ func (st *NamespaceState) ReserveUpdate(held Held, c quota.Charge) (Held, bool) 
 	return Held{rec: &next}, true
 }
 
-// Held is an object as the projection holds it, read for an update's
-// reservation (Holdings.ForUpdate).
+// Held is an object as the projection has it, with its holds, read to
+// decide a hold on it (Lookup.ForUpdate).
 type Held struct {
 	rec *objectRecord
 }
 
-// Found reports whether the projection holds the object.
+// Found reports whether the projection has the object.
 func (h Held) Found() bool { return h.rec != nil }
 
-// Adds reports whether an update's reservation of charge c changes what
-// the object charges, as the fold decides it: the projection holds the
+// Adds reports whether a hold of charge c changes what the object
+// charges, as the fold decides it: the projection has the
 // object, and the object's own charge does not cover c. The fold applies
 // the reservation of an object it does not hold as nothing.
 func (h Held) Adds(c quota.Charge) bool {
 	return h.rec != nil && !covers(h.rec.Charge, c)
 }
 
-// Holds reports whether the projection holds an object, or a reservation,
+// Has reports whether the projection has an object, or a reservation,
 // of that resource and name in namespace.
-func (p *Projector) Holds(namespace, resource, name string) (bool, error) {
-	h, err := p.Holdings()
+func (p *Projector) Has(namespace, resource, name string) (bool, error) {
+	h, err := p.Lookup()
 	if err != nil {
 		return false, err
 	}
 	defer h.Close()
-	return h.Holds(namespace, resource, name), nil
+	return h.Has(namespace, resource, name), nil
 }
 
-// Holdings answers Holds for several objects from one read of the
+// Lookup answers Has for several objects from one read of the
 // projection, until Close. A read held open keeps the projection's file
 // from being remapped when it grows (the writer waits), so it serves a run
 // of lookups, not a wait.
-type Holdings struct {
+type Lookup struct {
 	tx *bolt.Tx
 }
 
-// Holdings starts a read for Holdings.Holds.
-func (p *Projector) Holdings() (*Holdings, error) {
+// Lookup starts a read for Lookup.Has.
+func (p *Projector) Lookup() (*Lookup, error) {
 	tx, err := p.db.Begin(false)
 	if err != nil {
 		return nil, err
 	}
-	return &Holdings{tx: tx}, nil
+	return &Lookup{tx: tx}, nil
 }
 
-// Holds is Projector.Holds as of the read.
-func (h *Holdings) Holds(namespace, resource, name string) bool {
+// Has is Projector.Has as of the read.
+func (h *Lookup) Has(namespace, resource, name string) bool {
 	return h.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
 }
 
-// ForUpdate reads an object of namespace for the reservation of an
-// update of it.
-func (h *Holdings) ForUpdate(namespace, resource, name string) (Held, error) {
+// ForUpdate reads an object of namespace to decide a hold on it.
+func (h *Lookup) ForUpdate(namespace, resource, name string) (Held, error) {
 	r, err := getObjectCharge(h.tx, objectKey(namespace, resource, name))
 	return Held{rec: r}, err
 }
 
-// Reserved reports whether the projection holds a reservation of that id:
-// a create's or an update's.
-func (h *Holdings) Reserved(id string) bool {
+// Reserved reports whether the projection has a reservation of that id:
+// a create's or a hold.
+func (h *Lookup) Reserved(id string) bool {
 	return h.tx.Bucket(bucketReserved).Get([]byte(id)) != nil
 }
 
 // Close ends the read.
-func (h *Holdings) Close() {
+func (h *Lookup) Close() {
 	_ = h.tx.Rollback()
 }
 

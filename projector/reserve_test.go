@@ -256,7 +256,7 @@ func teamARecorder(records *[]ledger.Record, at time.Time) func(ledger.Event) {
 // object into, the object's whole charge; two holds of one object charge
 // the larger; the object's own event releases the holds its charge covers
 // and no other; expiry and deletion release them. At each reservation
-// NamespaceState.ReserveUpdate on a Clone gives what the fold gives, and
+// NamespaceState.Hold on a Clone gives what the fold gives, and
 // the state comes out the same applied in batches of any size.
 func TestFoldUpdateHolds(t *testing.T) {
 	quotaObj := func(name, spec string) json.RawMessage {
@@ -324,7 +324,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 		if rec.Event.Type == ledger.Reserve {
 			// What admission's view would charge, read before the fold.
 			owned = before.Clone()
-			h, err := p.Holdings()
+			h, err := p.Lookup()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +342,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 					continue
 				}
 				var added bool
-				chained[r.Name], added = owned.ReserveUpdate(held, evaluateRecord(rec)[i].charge)
+				chained[r.Name], added = owned.Hold(held, evaluateRecord(rec)[i].charge)
 				reserved = reserved || added
 			}
 			h.Close()
@@ -364,10 +364,10 @@ func TestFoldUpdateHolds(t *testing.T) {
 		}
 		if owned != nil {
 			if got, want := usedStrings(owned), usedStrings(st); !slices.Equal(got, want) {
-				t.Errorf("%s: ReserveUpdate gives %v, the fold %v", s.what, got, want)
+				t.Errorf("%s: Hold gives %v, the fold %v", s.what, got, want)
 			}
 			if !reserved && !slices.Equal(usedStrings(st), usedStrings(before)) {
-				t.Errorf("%s: the fold charged a hold ReserveUpdate said it would not apply", s.what)
+				t.Errorf("%s: the fold charged a hold Hold said it would not apply", s.what)
 			}
 		}
 		if got := heldString(t, p); got != s.held {

@@ -64,31 +64,31 @@ func (v *view) reservations() int {
 	return v.pending.len()
 }
 
-// holds reports whether the namespace holds an object or reservation of
+// has reports whether the namespace has an object or reservation of
 // that resource and name in the view: a reservation of it charges nothing.
-func (v *view) holds(l *lookup, resource, name string) (bool, error) {
+func (v *view) has(l *lookup, resource, name string) (bool, error) {
 	if _, ok := v.reservedAt(objectKey(resource, name)); ok {
 		return true, nil
 	}
-	return l.holds(v.Namespace, resource, name)
+	return l.has(v.Namespace, resource, name)
 }
 
-// lookup reads the projection for the holds of one round: one read,
+// lookup reads the projection for the lookups of one round: one read,
 // opened when first needed, until close.
 type lookup struct {
 	proj *projector.Projector
-	read *projector.Holdings
+	read *projector.Lookup
 }
 
-func (l *lookup) holds(namespace, resource, name string) (bool, error) {
+func (l *lookup) has(namespace, resource, name string) (bool, error) {
 	if err := l.open(); err != nil {
 		return false, err
 	}
-	return l.read.Holds(namespace, resource, name), nil
+	return l.read.Has(namespace, resource, name), nil
 }
 
-// forUpdate reads what the projection holds of an object an update
-// reserves.
+// forUpdate reads what the projection has of an object, to decide a
+// hold on it.
 func (l *lookup) forUpdate(namespace, resource, name string) (projector.Held, error) {
 	if err := l.open(); err != nil {
 		return projector.Held{}, err
@@ -109,7 +109,7 @@ func (l *lookup) open() error {
 		return nil
 	}
 	var err error
-	l.read, err = l.proj.Holdings()
+	l.read, err = l.proj.Lookup()
 	return err
 }
 
@@ -218,7 +218,7 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // for: the projection's up to the read, then this responder's own
 // reservations, each appended expecting the previous one to be the
 // subject's last, and added to the view with the fold's own arithmetic
-// (NamespaceState.Reserve and ReserveUpdate). So while the projection has applied
+// (NamespaceState.Reserve and Hold). So while the projection has applied
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
 // decoding the namespace's quotas, LimitRanges and classes again.

@@ -255,9 +255,9 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 			}
 			continue
 		}
-		// An update's reservation is checked against what the
-		// projection holds of the object, as the fold will apply
-		// it (see projector.NamespaceState.ReserveUpdate).
+		// A hold (an update's reservation) is checked against what the
+		// projection has of the object, as the fold will apply
+		// it (see projector.NamespaceState.Hold).
 		u := j.update
 		key := objectKey(u.obj.Resource, u.obj.Name)
 		if at, ok := d.v.reservedAt(key); ok && at > d.applied {
@@ -279,7 +279,7 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 			continue
 		}
 		d.own()
-		d.updated[key], _ = d.st.ReserveUpdate(d.updated[key], out.charge)
+		d.updated[key], _ = d.st.Hold(d.updated[key], out.charge)
 		d.ids[res.ID()] = true
 		d.keys = append(d.keys, key)
 		d.reservations = append(d.reservations, res)
@@ -332,7 +332,7 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 	}
 	d.ids[res.ID()] = true
 	name := p.nameFor(res.ID())
-	held, err := d.v.holds(d.look, p.object.Resource, name)
+	held, err := d.v.has(d.look, p.object.Resource, name)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,8 @@
 // sweeper then appends an Expire event, so replay reproduces the release.
 //
 // An allowed update that grows what an object charges is reserved in the
-// same rounds, as a reservation with operation UPDATE holding the updated
-// object: until the object's own event reports a charge that covers it
+// same rounds, as a hold (a reservation with operation UPDATE, holding the
+// updated object): until the object's own event reports a charge that covers it
 // (or it expires, or the object is deleted), the object charges each
 // quota, per resource, the larger of its own figure and the updated
 // object's. For a quota that matched the object before, that adds the
