@@ -160,42 +160,8 @@ func (r *Responder) Run(ctx context.Context) error {
 	// Requests outlive ctx while the subscription drains: those received
 	// are answered, each within RequestTimeout.
 	handleCtx := context.WithoutCancel(ctx)
-	work := make(chan decoded, PendingMax)
-	stop := make(chan struct{})
-	var workers sync.WaitGroup
-	for range InFlightMax {
-		workers.Go(func() {
-			for {
-				select {
-				case d := <-work:
-					r.answer(handleCtx, d)
-				case <-stop:
-					for {
-						select {
-						case d := <-work:
-							r.answer(handleCtx, d)
-						default:
-							return
-						}
-					}
-				}
-			}
-		})
-	}
-	// handing guards the hand-off to the workers: once closed is set no
-	// request goes to them, so every request handed over is answered
-	// before they leave.
-	var (
-		handing sync.Mutex
-		closed  bool
-	)
-	defer func() {
-		handing.Lock()
-		closed = true
-		handing.Unlock()
-		close(stop)
-		workers.Wait()
-	}()
+	workers := r.startWorkers(handleCtx)
+	defer workers.stop()
 	handle := func(m *nats.Msg) {
 		defer ledger.Survive(r.cfg.Logger, "read an admission request", func(err error) { r.failed(decoded{m: m}, err) })
 		d := r.decode(m)
@@ -203,16 +169,11 @@ func (r *Responder) Run(ctx context.Context) error {
 			r.answer(handleCtx, d)
 			return
 		}
-		handing.Lock()
-		if !closed {
-			work <- d
-			handing.Unlock()
-			return
+		if !workers.hand(d) {
+			// A request still in hand after the drain, the workers
+			// leaving: it is answered here.
+			r.answer(handleCtx, d)
 		}
-		handing.Unlock()
-		// A request still in hand after the drain, the workers leaving:
-		// it is answered here.
-		r.answer(handleCtx, d)
 	}
 	subs := make([]*nats.Subscription, 0, r.cfg.Subscribers)
 	defer func() {
@@ -232,6 +193,75 @@ func (r *Responder) Run(ctx context.Context) error {
 			return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
 		}
 	}
+	r.sweepUntilDone(ctx, subs)
+	return nil
+}
+
+// workers are the InFlightMax goroutines that answer the requests that
+// may wait: reserving creates, and decisions in a namespace whose view
+// waits for the projection.
+type workers struct {
+	work chan decoded
+	done chan struct{}
+	wg   sync.WaitGroup
+	// handing guards the hand-off to the workers: once closed is set no
+	// request goes to them, so every request handed over is answered
+	// before they leave.
+	handing sync.Mutex
+	closed  bool
+}
+
+// startWorkers starts the workers, answering under ctx.
+func (r *Responder) startWorkers(ctx context.Context) *workers {
+	w := &workers{work: make(chan decoded, PendingMax), done: make(chan struct{})}
+	for range InFlightMax {
+		w.wg.Go(func() {
+			for {
+				select {
+				case d := <-w.work:
+					r.answer(ctx, d)
+				case <-w.done:
+					for {
+						select {
+						case d := <-w.work:
+							r.answer(ctx, d)
+						default:
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+	return w
+}
+
+// hand gives d to a worker, unless the workers are stopping: then it
+// returns false, and the caller answers d.
+func (w *workers) hand(d decoded) bool {
+	w.handing.Lock()
+	defer w.handing.Unlock()
+	if w.closed {
+		return false
+	}
+	w.work <- d
+	return true
+}
+
+// stop takes no more requests and returns once every request handed over
+// is answered.
+func (w *workers) stop() {
+	w.handing.Lock()
+	w.closed = true
+	w.handing.Unlock()
+	close(w.done)
+	w.wg.Wait()
+}
+
+// sweepUntilDone sweeps expired reservations every SweepInterval until
+// ctx ends, then drains subs: the requests they received are answered,
+// each within RequestTimeout.
+func (r *Responder) sweepUntilDone(ctx context.Context, subs []*nats.Subscription) {
 	ticker := time.NewTicker(r.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
@@ -246,7 +276,7 @@ func (r *Responder) Run(ctx context.Context) error {
 			for _, sub := range subs {
 				projector.WaitDrained(sub, time.Until(deadline))
 			}
-			return nil
+			return
 		case <-ticker.C:
 			if err := r.sweepOnce(ctx); err != nil && ctx.Err() == nil {
 				r.cfg.Logger.Warn("reservation sweep failed", "err", err)
