@@ -193,18 +193,11 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		target = *until
 	}
 
-	res := &Result{}
-	path := opts.Path
-	if path == "" {
-		dir, err := os.MkdirTemp("", "quota-replay-")
-		if err != nil {
-			return nil, fmt.Errorf("rebuild: %w", err)
-		}
-		path, res.temp = filepath.Join(dir, "projection.db"), true
-	} else if st, err := os.Stat(path); err == nil && st.Size() > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrFileExists, path)
+	res, err := newResult(opts.Path)
+	if err != nil {
+		return nil, err
 	}
-	res.Path = path
+	path := res.Path
 	// A rebuild that fails leaves no file behind: a half-built one would
 	// pass for a projection, and the next try would refuse its path.
 	fail := func(err error) (*Result, error) {
@@ -218,16 +211,51 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		}
 		return nil, err
 	}
+	if err := res.open(ctx, opts, target); err != nil {
+		return fail(err)
+	}
+	p := res.Projector
+	if err := fold(ctx, stream, p, res, target, opts); err != nil {
+		return fail(err)
+	}
+	if err := p.DB().Sync(); err != nil {
+		return fail(fmt.Errorf("rebuild: sync %s: %w", path, err))
+	}
+	return res, nil
+}
 
+// newResult returns the Result of a rebuild into the file at path: a new
+// file in a temporary directory of its own when path is empty; else path,
+// which must not hold a file yet.
+func newResult(path string) (*Result, error) {
+	res := &Result{}
+	if path == "" {
+		dir, err := os.MkdirTemp("", "quota-replay-")
+		if err != nil {
+			return nil, fmt.Errorf("rebuild: %w", err)
+		}
+		path, res.temp = filepath.Join(dir, "projection.db"), true
+	} else if st, err := os.Stat(path); err == nil && st.Size() > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrFileExists, path)
+	}
+	res.Path = path
+	return res, nil
+}
+
+// open opens res's projection where the rebuild starts: the newest
+// snapshot of opts.Snapshots at or before target (and opts.At), else an
+// empty file; it sets res.Snapshot, res.Seq and res.Time.
+func (res *Result) open(ctx context.Context, opts Options, target uint64) error {
+	path := res.Path
 	if opts.Snapshots != nil {
 		info, ok, err := opts.Snapshots.Newest(ctx, target, opts.At)
 		if err != nil {
-			return fail(fmt.Errorf("rebuild: %w", err))
+			return fmt.Errorf("rebuild: %w", err)
 		}
 		if ok {
 			got, err := opts.Snapshots.Download(ctx, info.Name, path)
 			if err != nil {
-				return fail(fmt.Errorf("rebuild: %w", err))
+				return fmt.Errorf("rebuild: %w", err)
 			}
 			res.Snapshot = &got
 		}
@@ -241,32 +269,25 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		if cause == nil {
 			cause = err
 		}
-		return fail(fmt.Errorf("rebuild: %w: snapshot %s: %w (--no-snapshot folds from the first event)", projector.ErrSnapshotUnusable, res.Snapshot.Name, cause))
+		return fmt.Errorf("rebuild: %w: snapshot %s: %w (--no-snapshot folds from the first event)", projector.ErrSnapshotUnusable, res.Snapshot.Name, cause)
 	}
 	if err != nil {
-		return fail(fmt.Errorf("rebuild: %w", err))
+		return fmt.Errorf("rebuild: %w", err)
 	}
 	res.Projector = p
 	if err := p.DB().View(func(tx *bolt.Tx) error {
 		res.Seq, res.Time = projector.AppliedAt(tx)
 		return nil
 	}); err != nil {
-		return fail(err)
+		return err
 	}
 	if res.Snapshot != nil && res.Seq != res.Snapshot.Seq {
-		return fail(fmt.Errorf("%w: %s says seq %d, its file holds seq %d", projector.ErrSnapshotUnusable, res.Snapshot.Name, res.Snapshot.Seq, res.Seq))
+		return fmt.Errorf("%w: %s says seq %d, its file holds seq %d", projector.ErrSnapshotUnusable, res.Snapshot.Name, res.Snapshot.Seq, res.Seq)
 	}
 	if res.Seq > target {
-		return fail(fmt.Errorf("%w: starting file is at seq %d, past the target %d", ErrBeyondStream, res.Seq, target))
+		return fmt.Errorf("%w: starting file is at seq %d, past the target %d", ErrBeyondStream, res.Seq, target)
 	}
-
-	if err := fold(ctx, stream, p, res, target, opts); err != nil {
-		return fail(err)
-	}
-	if err := p.DB().Sync(); err != nil {
-		return fail(fmt.Errorf("rebuild: sync %s: %w", path, err))
-	}
-	return res, nil
+	return nil
 }
 
 // fold reads records after res.Seq and applies them in batches until the
