@@ -173,79 +173,94 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 		msgs[i] = m
 	}
 
-	results := make([]AppendResult, len(entries))
-	var failures []entryFailure
-	fail := func(i int, err error) {
-		failures = append(failures, entryFailure{index: i, subject: msgs[i].Subject, err: err})
-	}
-	type pending struct {
-		index  int
-		future jetstream.PubAckFuture
-	}
+	b := &batchAppend{msgs: msgs, results: make([]AppendResult, len(entries)), ackWait: s.cfg.AckWaitTimeout}
 	// window is a FIFO of unacknowledged publishes, at most
 	// AppendBatchInFlightMax long; the oldest is awaited before a new one
 	// is sent once it is full.
-	window := make([]pending, 0, s.cfg.AppendBatchInFlightMax)
-	// Once one acknowledgement has timed out the server or the connection
-	// is gone: the rest of the window is not awaited one timeout each
-	// (which, with a full window, would take minutes) but failed at once
-	// unless its acknowledgement is already there.
-	timedOut := false
-	await := func(p pending) {
-		if timedOut {
-			select {
-			case ack := <-p.future.Ok():
-				results[p.index] = AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}
-			case err := <-p.future.Err():
-				fail(p.index, classifyPublishError(err))
-			default:
-				fail(p.index, ErrAckTimeout)
-			}
-			return
-		}
-		timer := time.NewTimer(s.cfg.AckWaitTimeout)
-		defer timer.Stop()
-		select {
-		case ack := <-p.future.Ok():
-			results[p.index] = AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}
-		case err := <-p.future.Err():
-			fail(p.index, classifyPublishError(err))
-		case <-timer.C:
-			timedOut = true
-			fail(p.index, ErrAckTimeout)
-		case <-ctx.Done():
-			fail(p.index, ctx.Err())
-		}
-	}
+	window := make([]pendingAppend, 0, s.cfg.AppendBatchInFlightMax)
 	for i, m := range msgs {
 		if err := ctx.Err(); err != nil {
-			fail(i, err)
+			b.fail(i, err)
 			continue
 		}
-		if timedOut {
-			fail(i, ErrAckTimeout)
+		if b.timedOut {
+			b.fail(i, ErrAckTimeout)
 			continue
 		}
 		if len(window) == cap(window) {
-			await(window[0])
+			b.await(ctx, window[0])
 			window = window[1:]
 			// Reuse the backing array instead of letting append grow it.
-			window = append(make([]pending, 0, s.cfg.AppendBatchInFlightMax), window...)
+			window = append(make([]pendingAppend, 0, s.cfg.AppendBatchInFlightMax), window...)
 		}
 		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectStream(s.cfg.StreamName))
 		if err != nil {
-			fail(i, classifyPublishError(err))
+			b.fail(i, classifyPublishError(err))
 			continue
 		}
-		window = append(window, pending{index: i, future: f})
+		window = append(window, pendingAppend{index: i, future: f})
 	}
 	for _, p := range window {
-		await(p)
+		b.await(ctx, p)
 	}
-	if len(failures) > 0 {
-		return results, fmt.Errorf("append batch: %d of %d failed: %w", len(failures), len(entries), joinFailures(failures))
+	if len(b.failures) > 0 {
+		return b.results, fmt.Errorf("append batch: %d of %d failed: %w", len(b.failures), len(entries), joinFailures(b.failures))
 	}
-	return results, nil
+	return b.results, nil
+}
+
+// batchAppend is the state of one AppendBatch: what each entry's
+// publish gave.
+type batchAppend struct {
+	msgs     []*nats.Msg
+	results  []AppendResult
+	failures []entryFailure
+	ackWait  time.Duration
+	// timedOut is set once one acknowledgement has timed out: the server
+	// or the connection is gone, so the rest of the window is not awaited
+	// one timeout each (which, with a full window, would take minutes)
+	// but failed at once unless its acknowledgement is already there.
+	timedOut bool
+}
+
+// pendingAppend is a publish of entry index awaiting its acknowledgement.
+type pendingAppend struct {
+	index  int
+	future jetstream.PubAckFuture
+}
+
+// fail records that entry i was not appended.
+func (b *batchAppend) fail(i int, err error) {
+	b.failures = append(b.failures, entryFailure{index: i, subject: b.msgs[i].Subject, err: err})
+}
+
+// await waits for p's acknowledgement, at most the acknowledgement
+// timeout, and records its result.
+func (b *batchAppend) await(ctx context.Context, p pendingAppend) {
+	if b.timedOut {
+		select {
+		case ack := <-p.future.Ok():
+			b.results[p.index] = AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}
+		case err := <-p.future.Err():
+			b.fail(p.index, classifyPublishError(err))
+		default:
+			b.fail(p.index, ErrAckTimeout)
+		}
+		return
+	}
+	timer := time.NewTimer(b.ackWait)
+	defer timer.Stop()
+	select {
+	case ack := <-p.future.Ok():
+		b.results[p.index] = AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}
+	case err := <-p.future.Err():
+		b.fail(p.index, classifyPublishError(err))
+	case <-timer.C:
+		b.timedOut = true
+		b.fail(p.index, ErrAckTimeout)
+	case <-ctx.Done():
+		b.fail(p.index, ctx.Err())
+	}
 }
 
 // entryFailure is one entry of a batch that was not appended.
