@@ -98,22 +98,7 @@ const reservingLimitRange = `{"apiVersion":"v1","kind":"LimitRange","metadata":{
 func (r *run) admission(env Env) {
 	names := []string{FigureAdmitDry1, FigureAdmitDry1P50, FigureAdmitDry1P99, FigureAdmitDry16,
 		FigureAdmitReserve1, FigureAdmitReserve1P50, FigureAdmitReserve1P99, FigureAdmitReserve16, FigureAdmitReserve32}
-	kubernetes := func(podsPerSecond float64) func(v, _ float64) bool {
-		return func(v, _ float64) bool { return v >= KubernetesFactor*podsPerSecond }
-	}
-	p99 := target("< 1000 µs", func(v, _ float64) bool { return v < float64(AdmissionP99Max.Microseconds()) })
-	opts := map[string][]option{
-		FigureAdmitDry1:        {ceiling(FigureRawRequest1, "", nil)},
-		FigureAdmitDry1P99:     {p99},
-		FigureAdmitDry16:       {ceiling(FigureRawRequest16, "≥ 0.5 × ceiling", halfOfCeiling)},
-		FigureAdmitReserve1:    {ceiling(FigureRawRequest1, fmt.Sprintf("≥ %d req/s (%d × Kubernetes)", KubernetesFactor*KubernetesPodsPerSecond1, KubernetesFactor), kubernetes(KubernetesPodsPerSecond1))},
-		FigureAdmitReserve1P99: {p99},
-		FigureAdmitReserve16: {ceiling(FigureRawRequest16, fmt.Sprintf("≥ %d req/s (%d × Kubernetes at 32 clients) and ≥ 0.5 × ceiling", KubernetesFactor*KubernetesPodsPerSecond32, KubernetesFactor),
-			func(v, ratio float64) bool {
-				return kubernetes(KubernetesPodsPerSecond32)(v, ratio) && halfOfCeiling(v, ratio)
-			})},
-		FigureAdmitReserve32: {target(fmt.Sprintf("≥ %d req/s (%d × Kubernetes)", KubernetesFactor*KubernetesPodsPerSecond32, KubernetesFactor), kubernetes(KubernetesPodsPerSecond32))},
-	}
+	opts := admissionOptions()
 	failAll := func(note string, status Status) {
 		for _, name := range names {
 			f := Figure{Name: name, Status: status, Note: note}
@@ -164,6 +149,33 @@ func (r *run) admission(env Env) {
 		}
 		return
 	}
+	r.reservingFigures(ctx, reserving, names[4:], opts)
+}
+
+// admissionOptions are the ceilings and targets of the admission
+// figures.
+func admissionOptions() map[string][]option {
+	kubernetes := func(podsPerSecond float64) func(v, _ float64) bool {
+		return func(v, _ float64) bool { return v >= KubernetesFactor*podsPerSecond }
+	}
+	p99 := target("< 1000 µs", func(v, _ float64) bool { return v < float64(AdmissionP99Max.Microseconds()) })
+	return map[string][]option{
+		FigureAdmitDry1:        {ceiling(FigureRawRequest1, "", nil)},
+		FigureAdmitDry1P99:     {p99},
+		FigureAdmitDry16:       {ceiling(FigureRawRequest16, "≥ 0.5 × ceiling", halfOfCeiling)},
+		FigureAdmitReserve1:    {ceiling(FigureRawRequest1, fmt.Sprintf("≥ %d req/s (%d × Kubernetes)", KubernetesFactor*KubernetesPodsPerSecond1, KubernetesFactor), kubernetes(KubernetesPodsPerSecond1))},
+		FigureAdmitReserve1P99: {p99},
+		FigureAdmitReserve16: {ceiling(FigureRawRequest16, fmt.Sprintf("≥ %d req/s (%d × Kubernetes at 32 clients) and ≥ 0.5 × ceiling", KubernetesFactor*KubernetesPodsPerSecond32, KubernetesFactor),
+			func(v, ratio float64) bool {
+				return kubernetes(KubernetesPodsPerSecond32)(v, ratio) && halfOfCeiling(v, ratio)
+			})},
+		FigureAdmitReserve32: {target(fmt.Sprintf("≥ %d req/s (%d × Kubernetes)", KubernetesFactor*KubernetesPodsPerSecond32, KubernetesFactor), kubernetes(KubernetesPodsPerSecond32))},
+	}
+}
+
+// reservingFigures measures reserving creates of the pods reserving, 1,
+// 16 and 32 clients, as the figures names, with their options opts.
+func (r *run) reservingFigures(ctx context.Context, reserving [][]byte, names []string, opts map[string][]option) {
 	// Every request is a create of a pod of its own name, with its own
 	// uid, across all three measurements.
 	var serial atomic.Int64
@@ -176,7 +188,7 @@ func (r *run) admission(env Env) {
 		check:  checkAllowed,
 		paired: true,
 	}
-	r.addRequestFigures(spec, names[4], names[5], names[6], names[7], opts)
+	r.addRequestFigures(spec, names[0], names[1], names[2], names[3], opts)
 	pctx, pcancel := context.WithTimeout(ctx, PhaseTimeout)
 	defer pcancel()
 	// The 32-client figure has a target but no ceiling to pair with.

@@ -134,23 +134,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer srv.Shutdown()
 	r := &run{cfg: cfg, rep: rep, url: srv.ClientURL(), srv: srv, log: cfg.Log}
-	// The ledger's components connect as `quota serve` connects them to
-	// its embedded server: in-process. The clients of the request-reply
-	// measurements connect through the network, as clients do.
-	nc, err := r.connect("benchmark")
-	if err != nil {
-		return nil, fmt.Errorf("benchmark: connect: %w", err)
+	if err := r.open(ctx); err != nil {
+		return nil, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("benchmark: %w", err)
-	}
-	stream, err := ledger.Open(ctx, js, ledger.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("benchmark: %w", err)
-	}
-	r.nc, r.js, r.stream = nc, js, stream
+	defer r.nc.Close()
 
 	r.phase(FigureRawPublish, UnitEventsPerSecond, r.rawPublish)
 	if err := r.dropRawStream(ctx); err != nil {
@@ -171,26 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	p, stop, err := r.projection()
 	if err == nil {
-		env := Env{Conn: nc, Connect: r.connect, Stream: stream, Projector: p, Dir: cfg.Dir}
-		// The file is measured before the queries: reserving admissions
-		// add objects of their own.
-		if fi, err := os.Stat(filepath.Join(cfg.Dir, "projection.db")); err == nil {
-			r.add(Figure{Name: FigureProjectionFile, Unit: UnitBytes, Value: float64(fi.Size()), Status: Measured,
-				Note: fmt.Sprintf("%.0f bytes per live object at the end of the stream, before the queries", float64(fi.Size())/float64(max(1, rep.Stats.Live)))})
-		}
-		r.mem.at("the request-reply ceiling")
-		stopEcho := r.requests()
-		r.mem.at("the describe queries")
-		r.describe(p)
-		r.mem.at("the admissions")
-		r.admission(env)
-		stopEcho()
-		r.addProjectionPeak(rep)
-		// `quota replay` runs in a process of its own: its peak is its
-		// own figure (still beside the server's, in this process).
-		startPeak(FigureReplay)
-		r.replay()
-		r.add(peakFigure(FigurePeakRSSReplay, "", r.mem.end()))
+		r.measureQueries(p, Env{Conn: r.nc, Connect: r.connect, Stream: r.stream, Projector: p, Dir: cfg.Dir}, startPeak)
 		stop()
 	} else {
 		r.requests()()
@@ -202,6 +170,55 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Duration = time.Since(rep.Started)
 	rep.settle()
 	return rep, nil
+}
+
+// open connects to the embedded server and opens the ledger's stream on
+// it. On success the caller closes r.nc.
+func (r *run) open(ctx context.Context) error {
+	// The ledger's components connect as `quota serve` connects them to
+	// its embedded server: in-process. The clients of the request-reply
+	// measurements connect through the network, as clients do.
+	nc, err := r.connect("benchmark")
+	if err != nil {
+		return fmt.Errorf("benchmark: connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("benchmark: %w", err)
+	}
+	stream, err := ledger.Open(ctx, js, ledger.Config{})
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("benchmark: %w", err)
+	}
+	r.nc, r.js, r.stream = nc, js, stream
+	return nil
+}
+
+// measureQueries measures what is measured on the projection p: its
+// file, the request-reply ceiling, describe, admission and replay, with
+// their peak RSS; startPeak starts a peak's measurement.
+func (r *run) measureQueries(p *projector.Projector, env Env, startPeak func(part string)) {
+	// The file is measured before the queries: reserving admissions
+	// add objects of their own.
+	if fi, err := os.Stat(filepath.Join(r.cfg.Dir, "projection.db")); err == nil {
+		r.add(Figure{Name: FigureProjectionFile, Unit: UnitBytes, Value: float64(fi.Size()), Status: Measured,
+			Note: fmt.Sprintf("%.0f bytes per live object at the end of the stream, before the queries", float64(fi.Size())/float64(max(1, r.rep.Stats.Live)))})
+	}
+	r.mem.at("the request-reply ceiling")
+	stopEcho := r.requests()
+	r.mem.at("the describe queries")
+	r.describe(p)
+	r.mem.at("the admissions")
+	r.admission(env)
+	stopEcho()
+	r.addProjectionPeak(r.rep)
+	// `quota replay` runs in a process of its own: its peak is its
+	// own figure (still beside the server's, in this process).
+	startPeak(FigureReplay)
+	r.replay()
+	r.add(peakFigure(FigurePeakRSSReplay, "", r.mem.end()))
 }
 
 // addProjectionPeak adds the peak RSS of the projection and the queries,
