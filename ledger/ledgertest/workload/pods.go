@@ -162,10 +162,17 @@ func containerName(s *podShape, c int) string {
 // pod writes a pod in its current state.
 func (g *Generator) pod(o *live, rv uint64) {
 	s := g.podShape(o)
-	ns := namespaceName(o.ns)
 	name := s.app + "-" + s.hash + "-" + suffixOf(o.id)
 	g.w.kv("kind", "Pod")
 	g.w.kv("apiVersion", "v1")
+	g.podMetadata(o, &s, name, rv)
+	g.podSpec(o, &s, name)
+	g.podStatus(o, &s)
+}
+
+// podMetadata writes a pod's metadata.
+func (g *Generator) podMetadata(o *live, s *podShape, name string, rv uint64) {
+	ns := namespaceName(o.ns)
 	g.w.object("metadata")
 	g.w.kv("name", name)
 	g.w.kv("generateName", s.app+"-"+s.hash+"-")
@@ -210,7 +217,10 @@ func (g *Generator) pod(o *live, rv uint64) {
 	g.w.closeArr()
 	g.managedFields("kube-controller-manager", o.born, `{"f:metadata":{"f:generateName":{},"f:labels":{},"f:ownerReferences":{}},"f:spec":{"f:containers":{},"f:dnsPolicy":{},"f:restartPolicy":{},"f:volumes":{}}}`)
 	g.w.close() // metadata
+}
 
+// podSpec writes a pod's spec.
+func (g *Generator) podSpec(o *live, s *podShape, name string) {
 	g.w.object("spec")
 	g.w.array("volumes")
 	g.w.item()
@@ -239,10 +249,10 @@ func (g *Generator) pod(o *live, rv uint64) {
 	if s.initContainer || s.sidecar {
 		g.w.array("initContainers")
 		if s.initContainer {
-			g.container(&s, "init-schema", s.image, 1, 0, 0, false)
+			g.container(s, "init-schema", s.image, 1, 0, 0, false)
 		}
 		if s.sidecar {
-			g.container(&s, "proxy", "docker.io/envoyproxy/envoy:v1.30.2", 2, 0, 1, true)
+			g.container(s, "proxy", "docker.io/envoyproxy/envoy:v1.30.2", 2, 0, 1, true)
 		}
 		g.w.closeArr()
 	}
@@ -253,7 +263,7 @@ func (g *Generator) pod(o *live, rv uint64) {
 		if c > 0 {
 			image, cpu, mem = "docker.io/fluent/fluent-bit:3.0.7", 0, 0
 		}
-		g.container(&s, containerName(&s, c), image, c, cpu, mem, false)
+		g.container(s, containerName(s, c), image, c, cpu, mem, false)
 	}
 	g.w.closeArr()
 	g.w.kv("restartPolicy", "Always")
@@ -276,8 +286,6 @@ func (g *Generator) pod(o *live, rv uint64) {
 	g.w.kbool("enableServiceLinks", true)
 	g.w.kv("preemptionPolicy", "PreemptLowerPriority")
 	g.w.close() // spec
-
-	g.podStatus(o, &s)
 }
 
 func (g *Generator) condition(typ string, status bool, at int64) {
