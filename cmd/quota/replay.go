@@ -15,22 +15,48 @@ import (
 	"github.com/quotaledger/quota/replay"
 )
 
+// replayFlags are replay's flags.
+type replayFlags struct {
+	dbPath     string
+	untilSeq   uint64
+	at         string
+	verify     bool
+	noSnapshot bool
+	namespace  string
+	all        bool
+	explain    bool
+	output     string
+}
+
 func newReplayCommand(g *globalFlags) *cobra.Command {
-	var (
-		dbPath     string
-		untilSeq   uint64
-		at         string
-		verify     bool
-		noSnapshot bool
-		namespace  string
-		all        bool
-		explain    bool
-		output     string
-	)
+	var o replayFlags
 	cmd := &cobra.Command{
 		Use:   "replay [--db FILE] [--until-seq N | --at RFC3339] [--verify | --explain -n NS] [-o text|json]",
 		Short: "Rebuild usage from the stream, at any point, and compare it with the live projection",
-		Long: `replay folds the event stream into a fresh projection with the projector's own
+		Long:  replayLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := o.options(cmd.Flags().Changed("until-seq"))
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			return runReplay(cmd, g, o, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dbPath, "db", "", "keep the rebuilt projection in this bbolt file (must not exist)")
+	f.Uint64Var(&o.untilSeq, "until-seq", 0, "apply events up to and including this stream sequence")
+	f.StringVar(&o.at, "at", "", "apply the events the stream stored at or before this time (RFC 3339)")
+	f.BoolVar(&o.verify, "verify", false, "compare with the live projection; exit 1 on any difference")
+	f.BoolVar(&o.noSnapshot, "no-snapshot", false, "fold from the first event even when a snapshot is usable")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "print only this namespace's quotas")
+	f.BoolVarP(&o.all, "all-namespaces", "A", false, "print every namespace's quotas (the default)")
+	f.BoolVar(&o.explain, "explain", false, "print which objects made up each quota's usage at that point, as 'quota explain' does (needs -n)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+const replayLong = `replay folds the event stream into a fresh projection with the projector's own
 fold, from the newest usable snapshot (or the first event) up to the end of the
 stream, to --until-seq N, or to the last event the stream stored at or before
 --at TIME (RFC 3339). It prints the rebuilt quotas as 'quota describe' does
@@ -49,106 +75,104 @@ removed. --no-snapshot folds from the first event.
 --verify asks the live server for a copy of its projection at its applied
 sequence S, rebuilds to exactly S from the first event (never from a
 snapshot, which could carry the drift), prints every difference on its own
-line and exits 1 when there is any, 0 when the two are equal.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return withCode(exitError, errorf("-o %q: want text or json", output))
-			}
-			opts := replay.Options{Path: dbPath, UntilSeq: untilSeq}
-			if at != "" {
-				t, err := time.Parse(time.RFC3339Nano, at)
-				if err != nil {
-					return withCode(exitError, errorf("--at %q: want RFC 3339, e.g. 2026-11-22T14:03:00Z", at))
-				}
-				opts.At = t
-			}
-			if cmd.Flags().Changed("until-seq") && untilSeq == 0 {
-				return withCode(exitError, errors.New("--until-seq 0 would apply nothing: the stream's sequences start at 1"))
-			}
-			if at != "" && untilSeq > 0 {
-				return withCode(exitError, errors.New("--until-seq and --at exclude each other"))
-			}
-			if verify && (at != "" || untilSeq > 0) {
-				return withCode(exitError, errors.New("--verify compares at the live server's applied sequence; it takes no --until-seq or --at"))
-			}
-			if all && namespace != "" {
-				return withCode(exitError, errors.New("-n and -A exclude each other"))
-			}
-			if explain && (verify || namespace == "") {
-				return withCode(exitError, errors.New("--explain explains one namespace's quotas: give it -n NS, and no --verify"))
-			}
-			ctx := cmd.Context()
-			nc, js, stream, err := g.attach(ctx, "quota replay")
-			if err != nil {
-				return withCode(exitError, err)
-			}
-			defer nc.Close()
-			snaps, err := projector.OpenSnapshotsExisting(ctx, js, projector.DefaultSnapshotBucket)
-			if err != nil && !errors.Is(err, projector.ErrNoSnapshots) {
-				return withCode(exitError, err)
-			}
-			if err == nil && !noSnapshot {
-				opts.Snapshots = snaps
-			}
-			opts.Progress = progressPrinter(cmd.ErrOrStderr())
+line and exits 1 when there is any, 0 when the two are equal.`
 
-			if verify {
-				if snaps == nil {
-					return withCode(exitError, errors.New("the server keeps no snapshot store; --verify needs one (is this server older than replay?)"))
-				}
-				v, err := replay.Verify(ctx, nc, stream, snaps, opts)
-				if err != nil {
-					return withCode(exitError, err)
-				}
-				defer v.Close()
-				return printVerification(cmd.OutOrStdout(), v, output)
-			}
-
-			res, err := replay.Rebuild(ctx, stream, opts)
-			if errors.Is(err, replay.ErrFileExists) {
-				return withCode(exitError, fmt.Errorf("%w: --db takes a new file; remove it or name another", err))
-			}
-			if err != nil {
-				return withCode(exitError, err)
-			}
-			defer res.Close()
-			from := "the first event"
-			if res.Snapshot != nil {
-				from = fmt.Sprintf("snapshot %s (seq %d)", res.Snapshot.Name, res.Snapshot.Seq)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "replayed to seq %d (%s) from %s: %d events in %s\n",
-				res.Seq, formatTime(res.Time), from, res.Applied, res.Elapsed.Round(time.Millisecond))
-			if explain {
-				return printExplanation(cmd, res.Projector, namespace, output)
-			}
-			list, err := res.Projector.Quotas(namespace, "", namespace == "")
-			if err != nil {
-				return withCode(exitError, err)
-			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
-				return nil
-			}
-			return projector.WriteDescribe(cmd.OutOrStdout(), list)
-		},
+// options checks the flags and returns the replay they ask for;
+// untilSeqSet says --until-seq was given.
+func (o replayFlags) options(untilSeqSet bool) (replay.Options, error) {
+	if o.output != "text" && o.output != "json" {
+		return replay.Options{}, errorf("-o %q: want text or json", o.output)
 	}
-	f := cmd.Flags()
-	f.StringVar(&dbPath, "db", "", "keep the rebuilt projection in this bbolt file (must not exist)")
-	f.Uint64Var(&untilSeq, "until-seq", 0, "apply events up to and including this stream sequence")
-	f.StringVar(&at, "at", "", "apply the events the stream stored at or before this time (RFC 3339)")
-	f.BoolVar(&verify, "verify", false, "compare with the live projection; exit 1 on any difference")
-	f.BoolVar(&noSnapshot, "no-snapshot", false, "fold from the first event even when a snapshot is usable")
-	f.StringVarP(&namespace, "namespace", "n", "", "print only this namespace's quotas")
-	f.BoolVarP(&all, "all-namespaces", "A", false, "print every namespace's quotas (the default)")
-	f.BoolVar(&explain, "explain", false, "print which objects made up each quota's usage at that point, as 'quota explain' does (needs -n)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
-	return cmd
+	opts := replay.Options{Path: o.dbPath, UntilSeq: o.untilSeq}
+	if o.at != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.at)
+		if err != nil {
+			return replay.Options{}, errorf("--at %q: want RFC 3339, e.g. 2026-11-22T14:03:00Z", o.at)
+		}
+		opts.At = t
+	}
+	switch {
+	case untilSeqSet && o.untilSeq == 0:
+		return replay.Options{}, errors.New("--until-seq 0 would apply nothing: the stream's sequences start at 1")
+	case o.at != "" && o.untilSeq > 0:
+		return replay.Options{}, errors.New("--until-seq and --at exclude each other")
+	case o.verify && (o.at != "" || o.untilSeq > 0):
+		return replay.Options{}, errors.New("--verify compares at the live server's applied sequence; it takes no --until-seq or --at")
+	case o.all && o.namespace != "":
+		return replay.Options{}, errors.New("-n and -A exclude each other")
+	case o.explain && (o.verify || o.namespace == ""):
+		return replay.Options{}, errors.New("--explain explains one namespace's quotas: give it -n NS, and no --verify")
+	}
+	return opts, nil
+}
+
+// runReplay rebuilds the projection opts asks for, or verifies the live
+// one, and prints it.
+func runReplay(cmd *cobra.Command, g *globalFlags, o replayFlags, opts replay.Options) error {
+	ctx := cmd.Context()
+	nc, js, stream, err := g.attach(ctx, "quota replay")
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	defer nc.Close()
+	snaps, err := projector.OpenSnapshotsExisting(ctx, js, projector.DefaultSnapshotBucket)
+	if err != nil && !errors.Is(err, projector.ErrNoSnapshots) {
+		return withCode(exitError, err)
+	}
+	if err == nil && !o.noSnapshot {
+		opts.Snapshots = snaps
+	}
+	opts.Progress = progressPrinter(cmd.ErrOrStderr())
+
+	if o.verify {
+		if snaps == nil {
+			return withCode(exitError, errors.New("the server keeps no snapshot store; --verify needs one (is this server older than replay?)"))
+		}
+		v, err := replay.Verify(ctx, nc, stream, snaps, opts)
+		if err != nil {
+			return withCode(exitError, err)
+		}
+		defer v.Close()
+		return printVerification(cmd.OutOrStdout(), v, o.output)
+	}
+
+	res, err := replay.Rebuild(ctx, stream, opts)
+	if errors.Is(err, replay.ErrFileExists) {
+		return withCode(exitError, fmt.Errorf("%w: --db takes a new file; remove it or name another", err))
+	}
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	defer res.Close()
+	return printRebuilt(cmd, res, o)
+}
+
+// printRebuilt prints a rebuilt projection: what it was rebuilt from on
+// standard error, then its quotas, or with --explain their explanation.
+func printRebuilt(cmd *cobra.Command, res *replay.Result, o replayFlags) error {
+	from := "the first event"
+	if res.Snapshot != nil {
+		from = fmt.Sprintf("snapshot %s (seq %d)", res.Snapshot.Name, res.Snapshot.Seq)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "replayed to seq %d (%s) from %s: %d events in %s\n",
+		res.Seq, formatTime(res.Time), from, res.Applied, res.Elapsed.Round(time.Millisecond))
+	if o.explain {
+		return printExplanation(cmd, res.Projector, o.namespace, o.output)
+	}
+	list, err := res.Projector.Quotas(o.namespace, "", o.namespace == "")
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	if len(list.Items) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
+		return nil
+	}
+	return projector.WriteDescribe(cmd.OutOrStdout(), list)
 }
 
 // printExplanation prints the explanation of namespace's quotas in a
