@@ -52,38 +52,7 @@ that arrive meanwhile are kept.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
-			if output == "json" {
-				type entry struct {
-					Seq    uint64    `json:"seq"`
-					Time   time.Time `json:"time"`
-					Origin string    `json:"origin"`
-					Source string    `json:"source"`
-					Reason string    `json:"reason"`
-					Raw    string    `json:"raw,omitempty"`
-				}
-				out := make([]entry, 0, len(list))
-				for _, r := range list {
-					e := entry{Seq: r.Seq, Time: r.Time, Origin: r.Origin, Source: r.Source, Reason: r.Reason}
-					if raw {
-						e.Raw = string(r.Raw)
-					}
-					out = append(out, e)
-				}
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no rejections")
-				return nil
-			}
-			for _, r := range list {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s  %-9s %s: %s\n", r.Time.UTC().Format(time.RFC3339), r.Origin, r.Source, r.Reason)
-				if raw {
-					fmt.Fprintf(cmd.OutOrStdout(), "    %s\n", strings.TrimSpace(string(r.Raw)))
-				}
-			}
-			return nil
+			return printRejections(cmd, list, output, raw)
 		},
 	}
 	f := cmd.Flags()
@@ -92,4 +61,41 @@ that arrive meanwhile are kept.`,
 	f.BoolVar(&raw, "raw", false, "also print each rejected record's text")
 	f.BoolVar(&purge, "purge", false, "remove the entries instead of listing them")
 	return cmd
+}
+
+// printRejections prints the dead letters list as text or JSON, with
+// each one's text as received when raw is set.
+func printRejections(cmd *cobra.Command, list []ledger.Rejection, output string, raw bool) error {
+	if output == "json" {
+		type entry struct {
+			Seq    uint64    `json:"seq"`
+			Time   time.Time `json:"time"`
+			Origin string    `json:"origin"`
+			Source string    `json:"source"`
+			Reason string    `json:"reason"`
+			Raw    string    `json:"raw,omitempty"`
+		}
+		out := make([]entry, 0, len(list))
+		for _, r := range list {
+			e := entry{Seq: r.Seq, Time: r.Time, Origin: r.Origin, Source: r.Source, Reason: r.Reason}
+			if raw {
+				e.Raw = string(r.Raw)
+			}
+			out = append(out, e)
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "no rejections")
+		return nil
+	}
+	for _, r := range list {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s  %-9s %s: %s\n", r.Time.UTC().Format(time.RFC3339), r.Origin, r.Source, r.Reason)
+		if raw {
+			fmt.Fprintf(cmd.OutOrStdout(), "    %s\n", strings.TrimSpace(string(r.Raw)))
+		}
+	}
+	return nil
 }
