@@ -139,25 +139,10 @@ func (r *Responder) round(namespace string, jobs []*job) {
 	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
 	defer cancel()
 	outcomes := make([]outcome, len(jobs))
-	deliver := func(err error) {
-		for i, j := range jobs {
-			o := outcomes[i]
-			if err != nil {
-				o = outcome{err: err}
-			}
-			j.done <- o
-		}
-	}
+	deliver := func(err error) { deliverRound(jobs, outcomes, err) }
 	// A panic deciding the round fails its requests, each answered once,
 	// and leaves the namespace's queue running for the next round.
-	defer ledger.Survive(r.cfg.Logger, "decide a round of reservations", func(err error) {
-		for _, j := range jobs {
-			select {
-			case j.done <- outcome{err: err}:
-			default: // answered before the panic
-			}
-		}
-	})
+	defer ledger.Survive(r.cfg.Logger, "decide a round of reservations", func(err error) { failUnanswered(jobs, err) })
 	// look is the attempt's read of the projection. A read left open
 	// would hold every later commit of the projection that grows the
 	// file, so it is closed however the attempt ends, a panic included.
@@ -208,6 +193,28 @@ func (r *Responder) round(namespace string, jobs []*job) {
 		return
 	}
 	deliver(ErrContention)
+}
+
+// deliverRound answers each job of a round with its outcome, or with err
+// when set.
+func deliverRound(jobs []*job, outcomes []outcome, err error) {
+	for i, j := range jobs {
+		o := outcomes[i]
+		if err != nil {
+			o = outcome{err: err}
+		}
+		j.done <- o
+	}
+}
+
+// failUnanswered answers with err each job of a round not answered yet.
+func failUnanswered(jobs []*job, err error) {
+	for _, j := range jobs {
+		select {
+		case j.done <- outcome{err: err}:
+		default: // answered before the panic
+		}
+	}
 }
 
 // draft is one attempt of a round: the namespace's state as the round's

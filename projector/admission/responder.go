@@ -501,28 +501,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		}
 	}
 	if req.reserving() {
-		reservation := string(req.UID)
-		if reservation == "" {
-			reservation = newReservationID()
-		}
-		j := &job{req: req, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
-		if op == admissionv1.Update {
-			j.update = &update{obj: obj, old: old, subresource: req.SubResource}
-		} else {
-			env, err := r.states.env(ctx, namespace)
-			if err != nil {
-				return nil, err
-			}
-			j.prepared = prepare(env, obj, r.cfg.Limited)
-			j.prepared.reserveAs(reservation)
-		}
-		r.enqueue(namespace, j)
-		select {
-		case o := <-j.done:
-			return o.resp, o.err
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the namespace's reservations: %w", ctx.Err())
-		}
+		return r.admitReserving(ctx, namespace, req, obj, old)
 	}
 	v, _, err := r.states.get(ctx, namespace)
 	if err != nil {
@@ -533,6 +512,33 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 		return failure(d.code, d.reason(), d.message), nil
 	}
 	return &admissionv1.AdmissionResponse{Allowed: true}, nil
+}
+
+// admitReserving decides a request that reserves (a create or an
+// update, not a dry run) in its namespace's next round, and waits for it.
+func (r *Responder) admitReserving(ctx context.Context, namespace string, req *request, obj, old *object.Object) (*admissionv1.AdmissionResponse, error) {
+	reservation := string(req.UID)
+	if reservation == "" {
+		reservation = newReservationID()
+	}
+	j := &job{req: req, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
+	if req.Operation == admissionv1.Update {
+		j.update = &update{obj: obj, old: old, subresource: req.SubResource}
+	} else {
+		env, err := r.states.env(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		j.prepared = prepare(env, obj, r.cfg.Limited)
+		j.prepared.reserveAs(reservation)
+	}
+	r.enqueue(namespace, j)
+	select {
+	case o := <-j.done:
+		return o.resp, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the namespace's reservations: %w", ctx.Err())
+	}
 }
 
 // sweep appends Expire events for the reservations past their expiry: one
