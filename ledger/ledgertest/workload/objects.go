@@ -289,6 +289,28 @@ func (g *Generator) service(o *live, rv uint64) {
 	}
 	g.managedFields("kubectl-client-side-apply", o.born, `{"f:spec":{"f:ports":{},"f:selector":{},"f:type":{}}}`)
 	g.w.close()
+	if external := g.serviceSpec(o, app, typ); external {
+		g.w.emptyObject("status")
+		return
+	}
+	g.w.object("status")
+	g.w.object("loadBalancer")
+	if typ == serviceLoadBalancer && o.state == serviceUpdated {
+		g.w.array("ingress")
+		g.w.item()
+		g.w.open()
+		g.w.kv("hostname", "a"+hexOf(o.id*0x9e3779b97f4a7c15, 16)+".elb.eu-west-1.amazonaws.com")
+		g.w.kv("ipMode", "VIP")
+		g.w.close()
+		g.w.closeArr()
+	}
+	g.w.close()
+	g.w.close()
+}
+
+// serviceSpec writes a service's spec, and reports whether the service
+// is an ExternalName one, which has no status.
+func (g *Generator) serviceSpec(o *live, app string, typ int) (external bool) {
 	g.w.object("spec")
 	ip := "10.96." + strconv.Itoa(int(o.id>>8%256)) + "." + strconv.Itoa(int(o.id%256))
 	if typ == serviceExternalName {
@@ -296,8 +318,7 @@ func (g *Generator) service(o *live, rv uint64) {
 		g.w.kv("externalName", app+".partner.example.com")
 		g.w.kv("sessionAffinity", "None")
 		g.w.close()
-		g.w.emptyObject("status")
-		return
+		return true
 	}
 	g.w.array("ports")
 	g.w.item()
@@ -333,17 +354,5 @@ func (g *Generator) service(o *live, rv uint64) {
 	}
 	g.w.kv("internalTrafficPolicy", "Cluster")
 	g.w.close()
-	g.w.object("status")
-	g.w.object("loadBalancer")
-	if typ == serviceLoadBalancer && o.state == serviceUpdated {
-		g.w.array("ingress")
-		g.w.item()
-		g.w.open()
-		g.w.kv("hostname", "a"+hexOf(o.id*0x9e3779b97f4a7c15, 16)+".elb.eu-west-1.amazonaws.com")
-		g.w.kv("ipMode", "VIP")
-		g.w.close()
-		g.w.closeArr()
-	}
-	g.w.close()
-	g.w.close()
+	return false
 }

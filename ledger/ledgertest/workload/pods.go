@@ -347,39 +347,45 @@ func (g *Generator) podStatus(o *live, s *podShape) {
 		g.w.ktime("startTime", g.at(o.born+1))
 		g.w.array("containerStatuses")
 		for c := 0; c < s.containers; c++ {
-			g.w.item()
-			g.w.open()
-			g.w.kv("name", containerName(s, c))
-			g.w.object("state")
-			switch o.state {
-			case podRunning:
-				g.w.object("running")
-				g.w.ktime("startedAt", g.at(o.born+2+int64(o.restarts)))
-				g.w.close()
-			default:
-				g.w.object("terminated")
-				code, reason := int64(0), "Completed"
-				if o.state == podFailed {
-					code, reason = 137, "Error"
-				}
-				g.w.kint("exitCode", code)
-				g.w.kv("reason", reason)
-				g.w.ktime("startedAt", g.at(o.born+2))
-				g.w.ktime("finishedAt", g.at(int64(g.index)))
-				g.w.close()
-			}
-			g.w.close()
-			g.w.emptyObject("lastState")
-			g.w.kbool("ready", o.state == podRunning && o.churn%3 != 2)
-			g.w.kint("restartCount", int64(o.restarts))
-			g.w.kv("image", s.image)
-			g.w.kv("imageID", s.image+"@sha256:"+hexOf(uint64(len(s.image))*0x9e3779b97f4a7c15, 16)+hexOf(uint64(s.image[20]), 16))
-			g.w.kv("containerID", "containerd://"+hexOf(o.id*31+uint64(c), 16)+hexOf(o.id*37, 16))
-			g.w.kbool("started", o.state == podRunning)
-			g.w.close()
+			g.containerStatus(o, s, c)
 		}
 		g.w.closeArr()
 	}
 	g.w.kv("qosClass", s.qosClass())
+	g.w.close()
+}
+
+// containerStatus writes the status of a running or ended pod's
+// container c.
+func (g *Generator) containerStatus(o *live, s *podShape, c int) {
+	g.w.item()
+	g.w.open()
+	g.w.kv("name", containerName(s, c))
+	g.w.object("state")
+	switch o.state {
+	case podRunning:
+		g.w.object("running")
+		g.w.ktime("startedAt", g.at(o.born+2+int64(o.restarts)))
+		g.w.close()
+	default:
+		g.w.object("terminated")
+		code, reason := int64(0), "Completed"
+		if o.state == podFailed {
+			code, reason = 137, "Error"
+		}
+		g.w.kint("exitCode", code)
+		g.w.kv("reason", reason)
+		g.w.ktime("startedAt", g.at(o.born+2))
+		g.w.ktime("finishedAt", g.at(int64(g.index)))
+		g.w.close()
+	}
+	g.w.close()
+	g.w.emptyObject("lastState")
+	g.w.kbool("ready", o.state == podRunning && o.churn%3 != 2)
+	g.w.kint("restartCount", int64(o.restarts))
+	g.w.kv("image", s.image)
+	g.w.kv("imageID", s.image+"@sha256:"+hexOf(uint64(len(s.image))*0x9e3779b97f4a7c15, 16)+hexOf(uint64(s.image[20]), 16))
+	g.w.kv("containerID", "containerd://"+hexOf(o.id*31+uint64(c), 16)+hexOf(o.id*37, 16))
+	g.w.kbool("started", o.state == podRunning)
 	g.w.close()
 }
