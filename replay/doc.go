@@ -19,8 +19,9 @@
 // # Caveats
 //
 // The bucket contents are equal, not the files: bbolt's page layout depends
-// on how the records were split into transactions. Compare projections with
-// Compare, never with a file checksum.
+// on how the records were split into transactions. Compare two projections
+// with Compare, which reads each entry that differs through
+// projector.ReadEntry, never with a file checksum.
 //
 // A snapshot is a copy of the live projection. A replay that starts from
 // one inherits whatever drift the live projection had when it was taken;
