@@ -5,7 +5,7 @@
 // with (BenchRawPublish, BenchRawOrderedRead) and a log buffer for what a
 // server under test logs.
 //
-// Invariant: everything a helper starts is stopped by t.Cleanup, and
+// Invariant: everything this package starts is stopped by t.Cleanup, and
 // nothing is a fake: the server, the streams and their options are the
 // ledger's own.
 //
