@@ -79,13 +79,13 @@ type Reservation struct {
 	Object json.RawMessage `json:"object"`
 	// Operation is empty for a create's reservation, which holds the
 	// object's whole charge until the object is reported. It is
-	// ReserveUpdate for an update's (a hold), which holds the object's
-	// charge as Object would make it, over the charge the projection holds
-	// for the object, until the object reports a charge that covers it.
+	// ReserveUpdate for an update's, which holds the object's charge as
+	// Object would make it, over the charge the projection holds for the
+	// object, until the object reports a charge that covers it.
 	Operation string `json:"operation,omitempty"`
 }
 
-// ReserveUpdate is the Operation of a hold: an update's reservation.
+// ReserveUpdate is the Operation of an update's reservation.
 const ReserveUpdate = "UPDATE"
 
 // ExpiredIDs returns the reservation IDs an Expire event releases, in

@@ -99,8 +99,8 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 	}
 }
 
-// Hold changes st's usage as the fold does when it applies a hold (an
-// update's reservation) of charge c (the updated object's) on the object
+// Hold changes st's usage as the fold does when it applies an
+// update's reservation of charge c (the updated object's) on the object
 // held: each quota is charged, per resource, the larger of the object's
 // figure (with its holds) and c's (see hold). It returns the object as the
 // fold leaves it, for a further update of it decided on st, and whether
