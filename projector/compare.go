@@ -115,9 +115,6 @@ func compareEntry(bucket string, key, lv, rv []byte) []Difference {
 		return compareObjects(bucket, key, lv, rv)
 	case string(bucketQuotas):
 		return compareQuotas(bucket, key, lv, rv)
-	case string(bucketIndexes):
-		ns, resource, _ := strings.Cut(string(key), "\x00")
-		return []Difference{{Bucket: bucket, Namespace: ns, Entry: "informer index " + resource, Field: "slots", Live: indexValue(lv), Rebuilt: indexValue(rv)}}
 	case string(bucketReserved):
 		return []Difference{{Bucket: bucket, Entry: "reservation " + string(key), Field: "object", Live: keyValue(lv), Rebuilt: keyValue(rv)}}
 	case string(bucketExpiry):
@@ -128,11 +125,7 @@ func compareEntry(bucket string, key, lv, rv []byte) []Difference {
 		return []Difference{{Bucket: bucket, Entry: entry, Field: "object", Live: keyValue(lv), Rebuilt: keyValue(rv)}}
 	case string(bucketDeadlines):
 		ns, name, _ := strings.Cut(string(key), "\x00")
-		entry, field := "clock", "latest deletion request"
-		if name != "" {
-			entry, field = "pod "+name, "deadline"
-		}
-		return []Difference{{Bucket: bucket, Namespace: ns, Entry: entry, Field: field, Live: timeValue(lv), Rebuilt: timeValue(rv)}}
+		return []Difference{{Bucket: bucket, Namespace: ns, Entry: strings.ReplaceAll(name, "\x00", "/"), Field: "deadline", Live: timeValue(lv), Rebuilt: timeValue(rv)}}
 	case string(bucketSkipped):
 		return []Difference{{Bucket: bucket, Entry: fmt.Sprintf("skipped record seq %s", seqValue(key)), Field: "reason", Live: skippedValue(lv), Rebuilt: skippedValue(rv)}}
 	}
@@ -260,9 +253,6 @@ func compareQuotas(bucket string, key, lv, rv []byte) []Difference {
 	if l.Seq != r.Seq {
 		out = append(out, d("set by seq", fmt.Sprint(l.Seq), fmt.Sprint(r.Seq)))
 	}
-	if !sameTerms(l.Terms, r.Terms) {
-		out = append(out, d("term counts", termsString(l.Terms), termsString(r.Terms)))
-	}
 	if len(out) == 0 {
 		out = append(out, d("stored bytes", rawValue(lv), rawValue(rv)))
 	}
@@ -379,11 +369,6 @@ func scopeString(c quota.Charge) string {
 	return string(b)
 }
 
-func termsString(t map[string]*[formatCount]int) string {
-	b, _ := json.Marshal(t)
-	return string(b)
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -391,37 +376,17 @@ func orNone(s string) string {
 	return s
 }
 
-// indexValue prints an informer index: its objects by slot, or its count
-// once grown.
-func indexValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
-	x, err := decodeIndex(v)
-	if err != nil {
-		return rawValue(v)
-	}
-	if x.Grown {
-		return fmt.Sprintf("%d objects, past the slots", x.Count)
-	}
-	slots := make([]string, len(x.Slots))
-	for i, n := range x.Slots {
-		if n == "" {
-			n = "-"
-		}
-		slots[i] = n
-	}
-	return strings.Join(slots, " ")
-}
-
 // timeValue prints a deadlines entry.
 func timeValue(v []byte) string {
 	if v == nil {
 		return absent
 	}
-	t, err := bytesTime(v)
+	at, state, err := readDeadline(nil, v)
 	if err != nil {
 		return rawValue(v)
 	}
-	return t.Format(time.RFC3339Nano)
+	if state == deadlinePassed {
+		return at.Format(time.RFC3339Nano) + ", passed"
+	}
+	return at.Format(time.RFC3339Nano)
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
-	"github.com/quotaledger/quota/ledger/quantity"
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
@@ -99,7 +98,7 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 	}
 }
 
-// ReserveUpdate changes st's usage as the fold does when it applies an
+// Hold changes st's usage as the fold does when it applies an
 // update's reservation of charge c (the updated object's) on the object
 // held: each quota is charged, per resource, the larger of the object's
 // figure (with its holds) and c's (see hold). It returns the object as the
@@ -109,7 +108,7 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 // is then left as it is. The fold also skips a reservation whose id it
 // holds already (Holdings.Reserved). Like Reserve, it changes st in place
 // and is for a Clone.
-func (st *NamespaceState) ReserveUpdate(held Held, c quota.Charge) (Held, bool) {
+func (st *NamespaceState) Hold(held Held, c quota.Charge) (Held, bool) {
 	if !held.Adds(c) {
 		return held, false
 	}
@@ -296,11 +295,7 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		Applied:        appliedSeq(tx),
 		RuntimeClasses: map[string]*nodev1.RuntimeClass{},
 	}
-	index, err := getIndex(tx, namespace, "resourcequotas")
-	if err != nil {
-		return nil, err
-	}
-	err = forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
+	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
 		if r.Invalid != "" {
 			return nil
 		}
@@ -308,33 +303,17 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		if err != nil {
 			return err
 		}
-		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used, Slot: index.slot(r.Name)})
+		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	// In name order: where several LimitRanges default one resource, the
+	// first by name sets it (Kubernetes' LimitRanger takes them in its
+	// informer's order, a draw).
 	if st.LimitRanges, err = storedValues[*corev1.LimitRange](tx, namespace, resourceLimitRanges); err != nil {
 		return nil, err
-	}
-	if len(st.LimitRanges) > 1 {
-		// LimitRanger meets them in its informer's order, and the first
-		// to default a resource sets it.
-		x, err := getIndex(tx, namespace, resourceLimitRanges)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, len(st.LimitRanges))
-		for i, lr := range st.LimitRanges {
-			names[i] = lr.Name
-		}
-		if order := x.likeliestOrder(names); order != nil {
-			ordered := make([]*corev1.LimitRange, len(order))
-			for i, k := range order {
-				ordered[i] = st.LimitRanges[k]
-			}
-			st.LimitRanges = ordered
-		}
 	}
 	if st.ServiceAccounts, err = storedNames(tx, namespace, resourceServiceAccounts); err != nil {
 		return nil, err
@@ -364,18 +343,6 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 	q, err := quota.FromObject(o)
 	if err != nil {
 		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
-	}
-	// Decisions read status.hard, as Kubernetes' admission does: the
-	// values are spec.hard's, the strings in a refusal may be older.
-	for name, s := range r.StatusHard {
-		if _, ok := q.Hard[name]; !ok {
-			continue
-		}
-		v, err := quantity.Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stored quota %s/%s status.hard %s=%q: %v", ErrInvariant, r.Namespace, r.Name, name, s, err)
-		}
-		q.Hard[name] = v
 	}
 	return q, nil
 }

@@ -218,26 +218,8 @@ func TestExpiredReservationsReadsTheExpiryIndex(t *testing.T) {
 	if got, want := ids(p, at.Add(12*time.Second+1)), "r-b@team-a/pods/b"; got != want {
 		t.Errorf("expired just after +12s: %q, want %q", got, want)
 	}
-	// Make the file a schema 1 file: no expiry bucket.
-	err = p.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketExpiry); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(1))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	p, err = Open(Config{Path: path, NoSync: true}, nil)
-	if err != nil {
-		t.Fatalf("open a schema 1 file: %v", err)
-	}
-	defer p.Close()
-	if got, want := ids(p, at.Add(time.Hour)), "r-b@team-a/pods/b r-a@team-a/pods/a"; got != want {
-		t.Errorf("after migrating: %q, want %q", got, want)
-	}
 	checkConsistent(t, p)
+	p.Close()
 }
 
 // teamARecorder returns a function that appends an event of namespace
@@ -256,7 +238,7 @@ func teamARecorder(records *[]ledger.Record, at time.Time) func(ledger.Event) {
 // object into, the object's whole charge; two holds of one object charge
 // the larger; the object's own event releases the holds its charge covers
 // and no other; expiry and deletion release them. At each reservation
-// NamespaceState.ReserveUpdate on a Clone gives what the fold gives, and
+// NamespaceState.Hold on a Clone gives what the fold gives, and
 // the state comes out the same applied in batches of any size.
 func TestFoldUpdateHolds(t *testing.T) {
 	quotaObj := func(name, spec string) json.RawMessage {
@@ -271,7 +253,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 	add := teamARecorder(&records, at)
 	update := func(id, name, size, class string) {
 		add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute,
-			Reservations: []ledger.Reservation{{ID: id, Resource: "persistentvolumeclaims", Name: name, Object: pvc(name, size, class), Operation: ledger.ReserveUpdate}}})
+			Reservations: []ledger.Reservation{{ID: id, Resource: "persistentvolumeclaims", Name: name, Object: pvc(name, size, class), Operation: ledger.HoldOperation}}})
 	}
 	upsert := func(name, size, class string) {
 		add(ledger.Event{Type: ledger.Upsert, Resource: "persistentvolumeclaims", Namespace: "team-a", Name: name, Object: pvc(name, size, class)})
@@ -301,8 +283,8 @@ func TestFoldUpdateHolds(t *testing.T) {
 		{"an update grows logs to 3Gi", func() { update("u5", "logs", "3Gi", "silver") }, "11Gi", "0", "logs:u5"},
 		{"two updates of logs in one event charge the larger", func() {
 			add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute, Reservations: []ledger.Reservation{
-				{ID: "u6", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "5Gi", "silver"), Operation: ledger.ReserveUpdate},
-				{ID: "u7", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "4Gi", "gold"), Operation: ledger.ReserveUpdate},
+				{ID: "u6", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "5Gi", "silver"), Operation: ledger.HoldOperation},
+				{ID: "u7", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "4Gi", "gold"), Operation: ledger.HoldOperation},
 			}})
 		}, "13Gi", "4Gi", "logs:u5 logs:u6 logs:u7"},
 		{"logs is deleted with its holds", func() {
@@ -342,7 +324,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 					continue
 				}
 				var added bool
-				chained[r.Name], added = owned.ReserveUpdate(held, evaluateRecord(rec)[i].charge)
+				chained[r.Name], added = owned.Hold(held, evaluateRecord(rec)[i].charge)
 				reserved = reserved || added
 			}
 			h.Close()
@@ -364,10 +346,10 @@ func TestFoldUpdateHolds(t *testing.T) {
 		}
 		if owned != nil {
 			if got, want := usedStrings(owned), usedStrings(st); !slices.Equal(got, want) {
-				t.Errorf("%s: ReserveUpdate gives %v, the fold %v", s.what, got, want)
+				t.Errorf("%s: Hold gives %v, the fold %v", s.what, got, want)
 			}
 			if !reserved && !slices.Equal(usedStrings(st), usedStrings(before)) {
-				t.Errorf("%s: the fold charged a hold ReserveUpdate said it would not apply", s.what)
+				t.Errorf("%s: the fold charged a hold Hold said it would not apply", s.what)
 			}
 		}
 		if got := heldString(t, p); got != s.held {

@@ -218,7 +218,7 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // for: the projection's up to the read, then this responder's own
 // reservations, each appended expecting the previous one to be the
 // subject's last, and added to the view with the fold's own arithmetic
-// (NamespaceState.Reserve and ReserveUpdate). So while the projection has applied
+// (NamespaceState.Reserve and Hold). So while the projection has applied
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
 // decoding the namespace's quotas, LimitRanges and classes again.

@@ -185,7 +185,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			if j.update != nil {
 				// An update's reservation is checked against what the
 				// projection holds of the object, as the fold will apply
-				// it (see projector.NamespaceState.ReserveUpdate).
+				// it (see projector.NamespaceState.Hold).
 				u := j.update
 				key := objectKey(u.obj.Resource, u.obj.Name)
 				if at, ok := v.reservedAt(key); ok && at > applied {
@@ -210,7 +210,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 				if !owned {
 					st, owned = st.Clone(), true
 				}
-				updated[key], _ = st.ReserveUpdate(updated[key], out.charge)
+				updated[key], _ = st.Hold(updated[key], out.charge)
 				ids[res.ID()] = true
 				keys = append(keys, key)
 				reservations = append(reservations, res)
@@ -366,7 +366,7 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 			return outcome{err: err}, none, nil
 		}
 	}
-	res, err := ledger.EncodeReservation(ledger.Reservation{ID: j.reservation, Resource: u.obj.Resource, Name: u.obj.Name, Object: u.trimmed, Operation: ledger.ReserveUpdate})
+	res, err := ledger.EncodeReservation(ledger.Reservation{ID: j.reservation, Resource: u.obj.Resource, Name: u.obj.Name, Object: u.trimmed, Operation: ledger.HoldOperation})
 	if err != nil {
 		return outcome{err: err}, none, nil
 	}
