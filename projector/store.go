@@ -25,8 +25,7 @@ const SchemaVersion = 7
 // event was folded, so one folded under other rules holds charges this
 // build would not make, and `quota serve` rebuilds it from the stream.
 // Any change that folds the same log to other usage bumps it (see
-// testdata/rules.golden). Files written before the version was recorded
-// read as 0.
+// testdata/rules.golden).
 const RulesVersion = 2
 
 // Bucket names. Every key that names a namespace object starts with the
@@ -157,19 +156,12 @@ func expiryKey(at time.Time, reservation string) []byte {
 	return append(k, reservation...)
 }
 
-// rulesVersion is the RulesVersion a file was first folded under, 0 when
-// it was written before the version was recorded. A file that has applied
-// nothing yet takes this build's.
+// rulesVersion is the RulesVersion a file was first folded under. A new
+// file takes this build's.
 func rulesVersion(tx *bolt.Tx) (uint64, error) {
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keyRules); len(v) == 8 {
 		return binary.BigEndian.Uint64(v), nil
-	}
-	if appliedSeq(tx) > 0 {
-		return 0, nil
-	}
-	if !tx.Writable() {
-		return RulesVersion, nil
 	}
 	return RulesVersion, meta.Put(keyRules, seqBytes(RulesVersion))
 }

@@ -10,16 +10,7 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// How a quota's Used is kept.
-//
-// Used is, at every sequence, the sum of what the namespace's objects
-// charge the quota (their reported charges and reservations, with their
-// holds: see part). It is kept as a running total in log order, as the
-// ResourceQuota admission plugin keeps status.used: each change of an
-// object's charge adds the difference to it, and the figure then reads
-// back from its printed form, as Kubernetes stores it. So a figure prints
-// in the format of the charge that made it non-zero, and a quota created,
-// or whose hard limits change, sums its objects afresh in name order.
+// How Used is kept, and where Kubernetes' answer is a draw: see doc.go.
 
 // upsertQuota stores a ResourceQuota and, when its hard limits or scopes
 // changed, sums its usage afresh from the namespace's objects.
