@@ -43,9 +43,8 @@ type NamespaceState struct {
 	Applied uint64
 	// Quotas are the namespace's valid quotas, sorted by name.
 	Quotas []quota.QuotaState
-	// LimitRanges are the namespace's LimitRanges, in the order in which
-	// LimitRanger most likely meets them (index.go); by name when the
-	// projection cannot tell.
+	// LimitRanges are the namespace's LimitRanges, in name order: where
+	// several default one resource, the first sets it.
 	LimitRanges []*corev1.LimitRange
 	// ServiceAccounts are the names of the namespace's ServiceAccounts
 	// (reservations of new ones left out), in name order.
@@ -104,11 +103,11 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 // figure (with its holds) and c's (see hold). It returns the object as the
 // fold leaves it, for a further update of it decided on st, and whether
 // the fold applies the reservation at all: not when the projection does
-// not hold the object, or charges it as much as c already (Held.Adds); st
+// not hold the object, or charges it as much as c already (Stored.Adds); st
 // is then left as it is. The fold also skips a reservation whose id it
-// holds already (Holdings.Reserved). Like Reserve, it changes st in place
+// holds already (Lookup.Reserved). Like Reserve, it changes st in place
 // and is for a Clone.
-func (st *NamespaceState) Hold(held Held, c quota.Charge) (Held, bool) {
+func (st *NamespaceState) Hold(held Stored, c quota.Charge) (Stored, bool) {
 	if !held.Adds(c) {
 		return held, false
 	}
@@ -131,74 +130,74 @@ func (st *NamespaceState) Hold(held Held, c quota.Charge) (Held, bool) {
 			s.Used[name] = settle(prev.Add(n.Sub(before[name])))
 		}
 	}
-	return Held{rec: &next}, true
+	return Stored{rec: &next}, true
 }
 
-// Held is an object as the projection holds it, read for an update's
-// reservation (Holdings.ForUpdate).
-type Held struct {
+// Stored is an object as the projection holds it, read for an update's
+// reservation (Lookup.ForUpdate).
+type Stored struct {
 	rec *objectRecord
 }
 
 // Found reports whether the projection holds the object.
-func (h Held) Found() bool { return h.rec != nil }
+func (h Stored) Found() bool { return h.rec != nil }
 
 // Adds reports whether an update's reservation of charge c changes what
 // the object charges, as the fold decides it: the projection holds the
 // object, and the object's own charge does not cover c. The fold applies
 // the reservation of an object it does not hold as nothing.
-func (h Held) Adds(c quota.Charge) bool {
+func (h Stored) Adds(c quota.Charge) bool {
 	return h.rec != nil && !covers(h.rec.Charge, c)
 }
 
-// Holds reports whether the projection holds an object, or a reservation,
+// Has reports whether the projection has an object, or a reservation,
 // of that resource and name in namespace.
-func (p *Projector) Holds(namespace, resource, name string) (bool, error) {
-	h, err := p.Holdings()
+func (p *Projector) Has(namespace, resource, name string) (bool, error) {
+	h, err := p.Lookup()
 	if err != nil {
 		return false, err
 	}
 	defer h.Close()
-	return h.Holds(namespace, resource, name), nil
+	return h.Has(namespace, resource, name), nil
 }
 
-// Holdings answers Holds for several objects from one read of the
+// Lookup answers Has for several objects from one read of the
 // projection, until Close. A read held open keeps the projection's file
 // from being remapped when it grows (the writer waits), so it serves a run
 // of lookups, not a wait.
-type Holdings struct {
+type Lookup struct {
 	tx *bolt.Tx
 }
 
-// Holdings starts a read for Holdings.Holds.
-func (p *Projector) Holdings() (*Holdings, error) {
+// Lookup starts a read for Lookup.Has.
+func (p *Projector) Lookup() (*Lookup, error) {
 	tx, err := p.db.Begin(false)
 	if err != nil {
 		return nil, err
 	}
-	return &Holdings{tx: tx}, nil
+	return &Lookup{tx: tx}, nil
 }
 
-// Holds is Projector.Holds as of the read.
-func (h *Holdings) Holds(namespace, resource, name string) bool {
+// Has is Projector.Has as of the read.
+func (h *Lookup) Has(namespace, resource, name string) bool {
 	return h.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
 }
 
 // ForUpdate reads an object of namespace for the reservation of an
 // update of it.
-func (h *Holdings) ForUpdate(namespace, resource, name string) (Held, error) {
+func (h *Lookup) ForUpdate(namespace, resource, name string) (Stored, error) {
 	r, err := getObjectCharge(h.tx, objectKey(namespace, resource, name))
-	return Held{rec: r}, err
+	return Stored{rec: r}, err
 }
 
 // Reserved reports whether the projection holds a reservation of that id:
 // a create's or an update's.
-func (h *Holdings) Reserved(id string) bool {
+func (h *Lookup) Reserved(id string) bool {
 	return h.tx.Bucket(bucketReserved).Get([]byte(id)) != nil
 }
 
 // Close ends the read.
-func (h *Holdings) Close() {
+func (h *Lookup) Close() {
 	_ = h.tx.Rollback()
 }
 

@@ -306,13 +306,13 @@ func TestFoldUpdateHolds(t *testing.T) {
 		if rec.Event.Type == ledger.Reserve {
 			// What admission's view would charge, read before the fold.
 			owned = before.Clone()
-			h, err := p.Holdings()
+			h, err := p.Lookup()
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Several updates in one event are decided one after the
 			// other, each on the object as the previous one leaves it.
-			chained := map[string]Held{}
+			chained := map[string]Stored{}
 			for i, r := range rec.Event.Reservations {
 				held, ok := chained[r.Name]
 				if !ok {

@@ -77,21 +77,21 @@ func (v *view) holds(l *lookup, resource, name string) (bool, error) {
 // opened when first needed, until close.
 type lookup struct {
 	proj *projector.Projector
-	read *projector.Holdings
+	read *projector.Lookup
 }
 
 func (l *lookup) holds(namespace, resource, name string) (bool, error) {
 	if err := l.open(); err != nil {
 		return false, err
 	}
-	return l.read.Holds(namespace, resource, name), nil
+	return l.read.Has(namespace, resource, name), nil
 }
 
 // forUpdate reads what the projection holds of an object an update
 // reserves.
-func (l *lookup) forUpdate(namespace, resource, name string) (projector.Held, error) {
+func (l *lookup) forUpdate(namespace, resource, name string) (projector.Stored, error) {
 	if err := l.open(); err != nil {
-		return projector.Held{}, err
+		return projector.Stored{}, err
 	}
 	return l.read.ForUpdate(namespace, resource, name)
 }
@@ -109,7 +109,7 @@ func (l *lookup) open() error {
 		return nil
 	}
 	var err error
-	l.read, err = l.proj.Holdings()
+	l.read, err = l.proj.Lookup()
 	return err
 }
 

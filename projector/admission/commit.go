@@ -176,7 +176,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 			// updated are the objects the round's updates reserve, by
 			// key, as each reservation leaves them for the next; made by
 			// the first update, as most rounds hold creates only.
-			updated map[string]projector.Held
+			updated map[string]projector.Stored
 			// wait, when set, is the sequence the projection must apply
 			// before the round can decide.
 			wait uint64
@@ -196,7 +196,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 					break
 				}
 				if updated == nil {
-					updated = map[string]projector.Held{}
+					updated = map[string]projector.Stored{}
 				}
 				out, res, err := r.decideUpdate(v.env, st, look, j, updated, ids)
 				if err != nil {
@@ -328,7 +328,7 @@ func (r *Responder) round(namespace string, jobs []*job) {
 // holds a reservation of already). The outcome's charge is what the reservation holds. The
 // error, when set, fails the round; one of the request alone is in the
 // outcome.
-func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
+func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update
 	d := decideUpdate(env, st, u.obj, u.old, u.subresource, r.cfg.Limited)
