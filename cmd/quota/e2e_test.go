@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector/projectortest"
 )
@@ -245,6 +246,7 @@ func checkRecording(t *testing.T, s *ledgerProc, dir string) {
 	t.Helper()
 	c := readRecording(t, dir)
 	diffs := scenarioDifferences(t, dir)
+	waitForDeadlines(t, s, dir)
 	for _, ns := range c.Namespaces {
 		checkDescribe(t, s, ns, filepath.Join(dir, c.Expected[ns]), filepath.Join(dir, c.Describe[ns]), diffs)
 	}
@@ -256,6 +258,85 @@ func checkRecording(t *testing.T, s *ledgerProc, dir string) {
 			t.Errorf("differences.txt: %s %s names nothing the recording holds", d.scenario, d.where)
 		}
 	}
+}
+
+// waitForDeadlines waits until the server's sweep has appended a Deadline
+// event for every pod of the recording's events that is left being deleted
+// with a grace period and counting: every such deadline has passed since
+// the recording, and a check before the sweep would see the pod counted
+// or not by chance.
+func waitForDeadlines(t *testing.T, s *ledgerProc, dir string) {
+	t.Helper()
+	want := len(podsLeftTerminating(t, filepath.Join(dir, "events.jsonl")))
+	if want == 0 {
+		return
+	}
+	ctx := context.Background()
+	stream, err := ledger.Attach(ctx, jetStreamAt(t, s.url), ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(describeWaitTimeout)
+	for {
+		got := 0
+		for _, r := range ledgertest.ReadAll(t, stream, 1) {
+			if r.Err == nil && r.Event.Type == ledger.Deadline {
+				got++
+			}
+		}
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Deadline events in the log after %s, want %d (pods left terminating: %v)",
+				got, describeWaitTimeout, want, podsLeftTerminating(t, filepath.Join(dir, "events.jsonl")))
+		}
+		time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+}
+
+// podsLeftTerminating lists the pods of a watch-event file whose last
+// event leaves them being deleted with a grace period, in no terminal
+// phase: the pods that count until their deadline.
+func podsLeftTerminating(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var ev struct {
+			Type   string `json:"type"`
+			Object struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name, Namespace            string
+					DeletionTimestamp          *string `json:"deletionTimestamp"`
+					DeletionGracePeriodSeconds *int64  `json:"deletionGracePeriodSeconds"`
+				} `json:"metadata"`
+				Status struct {
+					Phase string `json:"phase"`
+				} `json:"status"`
+			} `json:"object"`
+		}
+		if json.Unmarshal(line, &ev) != nil || ev.Object.Kind != "Pod" {
+			continue
+		}
+		m := ev.Object.Metadata
+		key := m.Namespace + "/" + m.Name
+		phase := ev.Object.Status.Phase
+		left[key] = ev.Type != "DELETED" && m.DeletionTimestamp != nil && m.DeletionGracePeriodSeconds != nil &&
+			*m.DeletionGracePeriodSeconds > 0 && phase != "Succeeded" && phase != "Failed"
+	}
+	var out []string
+	for key, ok := range left {
+		if ok {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // difference is a line of testdata/recorded/differences.txt: where the
