@@ -38,10 +38,14 @@
 // the same resource, namespace and name replaces it) or until its TTL,
 // counted from the stream's timestamp of the Reserve event, has passed; a
 // sweeper then appends an Expire event, so replay reproduces the release.
+// The same sweep appends a Deadline event for each pod that still counts
+// past its deletion deadline (deletionTimestamp plus the grace period, by
+// the responder's clock): from that event on the fold, and every replay,
+// charges the pod as Kubernetes does past its deadline.
 //
 // An allowed update that grows what an object charges is reserved in the
-// same rounds, as a reservation with operation UPDATE holding the updated
-// object: until the object's own event reports a charge that covers it
+// same rounds, as a hold (a reservation with operation UPDATE) of the
+// updated object: until the object's own event reports a charge that covers it
 // (or it expires, or the object is deleted), the object charges each
 // quota, per resource, the larger of its own figure and the updated
 // object's. For a quota that matched the object before, that adds the
