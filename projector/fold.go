@@ -55,11 +55,6 @@ func NewFold() *Fold { return &Fold{quotas: map[string][]*quotaEntry{}} }
 // after ApplyBatch returned (bbolt's commit failed to write the file).
 func (fd *Fold) Forget() { fd.quotas = map[string][]*quotaEntry{} }
 
-// ApplyBatch applies records with a fresh Fold; see (*Fold).ApplyBatch.
-func ApplyBatch(tx *bolt.Tx, records []ledger.Record) ([]Skipped, error) {
-	return NewFold().ApplyBatch(tx, records)
-}
-
 // ApplyBatch applies stream records, in order, to the projection in tx and
 // records the last sequence as applied. Records at or below the applied
 // sequence break the exactly-once invariant and are refused with
