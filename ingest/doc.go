@@ -4,10 +4,7 @@
 //
 // Every record read ends in exactly one of: appended, duplicate (already in
 // the stream), unchanged (the same trimmed state as the last one appended in
-// this session, the time of the last write aside: see object.TrimmedState;
-// never an update of a claim, at which Kubernetes recounts however little
-// changed, nor a quota the quota controller has written since, which
-// tells of a recount), bookmark (skipped, counted), or rejected. A rejection is
+// this session), bookmark (skipped, counted), or rejected. A rejection is
 // reported as "FILE:LINE: reason" and kept, with its raw text, in the
 // ledger's dead-letter stream; the records around it are still ingested.
 //

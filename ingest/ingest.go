@@ -225,9 +225,6 @@ type prepared struct {
 	// bookmark is a watch BOOKMARK, counted and skipped.
 	bookmark bool
 	deleted  bool
-	// recounts marks an update that makes Kubernetes recount however
-	// little it changes: appended even when its state is unchanged.
-	recounts bool
 	key      string
 	digest   [sha256.Size]byte
 	// lateReject, when set, is the reason an event is rejected after the
@@ -425,7 +422,7 @@ func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
 	if pr.deleted {
 		delete(p.in.last, pr.key)
 	} else {
-		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest && !pr.recounts {
+		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest {
 			p.run.report.Unchanged++
 			return nil
 		}
@@ -530,21 +527,14 @@ func (in *Ingester) prepare(rec Record) prepared {
 		pr.deleted = true
 		pr.digest = sha256.Sum256(rec.Object)
 	} else {
-		// The digest leaves out the time of the last write, new with
-		// every write, so that status churn is still skipped as unchanged.
-		trimmed, state, err := o.TrimmedState()
+		trimmed, err := o.Trimmed()
 		if err != nil {
 			pr.reject = err.Error()
 			return pr
 		}
 		ev.Type = ledger.Upsert
 		ev.Object = trimmed
-		pr.digest = sha256.Sum256(state)
-		// The quota controller recounts at every update of a claim (its
-		// filter compares two pointers to fresh copies of the allocated
-		// size), a label's included: the recount drops pods past their
-		// deadline (projector/deadline.go).
-		pr.recounts = rec.Type == WatchModified && o.Resource == "persistentvolumeclaims"
+		pr.digest = sha256.Sum256(trimmed)
 	}
 	// Check here what AppendBatch would refuse, so that one bad record is
 	// rejected alone instead of failing the whole batch.

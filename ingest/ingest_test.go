@@ -71,14 +71,11 @@ func TestSamplesIngestEveryLine(t *testing.T) {
 	}{
 		// The skipped lines are status updates of the ResourceQuota: the
 		// trimmed form leaves a quota's status out, since usage is computed
-		// from the objects. It keeps when the quota controller last wrote
-		// the status, the time of a recount, so the controller's writes in
-		// a new second are appended (3, 2 and 1 of them) and admission's
-		// are skipped.
-		{"sample-team-a", "events.jsonl", "sample-team-a", 14, 6},
+		// from the objects.
+		{"sample-team-a", "events.jsonl", "sample-team-a", 11, 9},
 		{"sample-storage", "cluster.jsonl", "", 1, 0},
-		{"sample-storage", "events.jsonl", "sample-storage", 10, 4},
-		{"sample-services-counts", "events.jsonl", "sample-services-counts", 10, 7},
+		{"sample-storage", "events.jsonl", "sample-storage", 8, 6},
+		{"sample-services-counts", "events.jsonl", "sample-services-counts", 9, 8},
 	}
 	for _, c := range cases {
 		t.Run(c.dir+"/"+c.file, func(t *testing.T) {

@@ -119,7 +119,8 @@ func decodeEventJSON(b []byte) (Event, error) {
 //   - Reserve: Namespace and a positive ReservationTTL, and either
 //     Resource, Reservation and a JSON object in Object, or Reservations,
 //     each with an ID, a Resource, a Name and a JSON object, IDs distinct;
-//   - Expire: Namespace and Reservation.
+//   - Expire: Namespace and Reservation;
+//   - Deadline: Namespace, Resource "pods" and Name.
 //
 // Fields that belong to other types (Items outside Resync, a Reservation on
 // an Upsert, an Object on an Expire) are refused too, so an event means one
@@ -129,167 +130,215 @@ func (ev Event) Validate() error { return ev.validate(isJSONObject) }
 // validate is Validate with isObject telling whether a raw value is a JSON
 // object.
 func (ev Event) validate(isObject func([]byte) bool) error {
-	var problems []string
-	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-
-	if ev.Version != EncodingVersion {
-		add("version %d, want %d", ev.Version, EncodingVersion)
-	}
-	if ev.Namespace != "" {
-		if err := validateNamespace(ev.Namespace); err != nil {
-			add("%v", err)
-		}
-	}
-	if len(ev.Name) > NameLengthMax {
-		add("name is %d bytes, at most %d", len(ev.Name), NameLengthMax)
-	}
-	if len(ev.Resource) > ResourceLengthMax {
-		add("resource is %d bytes, at most %d", len(ev.Resource), ResourceLengthMax)
-	}
-	if strings.ContainsAny(ev.Resource, " \t\r\n/") {
-		add("resource %q holds a space or a slash", clip(ev.Resource))
-	}
-	for _, f := range []struct{ field, value string }{{"name", ev.Name}, {"uid", ev.UID}, {"resourceVersion", ev.ResourceVersion}, {"reservation", ev.Reservation}} {
-		if hasControl(f.value) {
-			add("%s %q holds a control character", f.field, clip(f.value))
-		}
-	}
-	if len(ev.Source) > SourceLengthMax {
-		add("source is %d bytes, at most %d", len(ev.Source), SourceLengthMax)
-	}
-	if ev.ReservationTTL < 0 {
-		add("negative reservationTTL %s", ev.ReservationTTL)
-	}
-
-	need := func(ok bool, field string) {
-		if !ok {
-			add("%s needs %s", ev.Type, field)
-		}
-	}
-	refuse := func(present bool, field string) {
-		if present {
-			add("%s must not carry %s", ev.Type, field)
-		}
-	}
-	objectOK := func(field string, raw json.RawMessage) {
-		if len(raw) == 0 {
-			return
-		}
-		if !isObject(raw) {
-			add("%s is not a JSON object", field)
-		}
-	}
-
-	if ev.Type != Reserve {
-		refuse(len(ev.Reservations) > 0, "reservations")
-	}
-	if ev.Type != Expire {
-		refuse(len(ev.Expired) > 0, "expired")
-	}
-	if ev.Type != Resync {
-		refuse(len(ev.Listed) > 0, "listed")
-	}
+	c := &checker{ev: &ev, isObject: isObject}
+	c.common()
+	c.fieldsOfOtherTypes()
 	switch ev.Type {
-	case Upsert:
-		need(ev.Resource != "", "resource")
-		need(ev.Name != "", "name")
-		need(len(ev.Object) > 0, "object")
-		objectOK("object", ev.Object)
-		refuse(len(ev.Items) > 0, "items")
-		refuse(ev.Reservation != "", "reservation")
-		refuse(ev.ReservationTTL != 0, "reservationTTL")
-	case Delete:
-		need(ev.Resource != "", "resource")
-		need(ev.Name != "", "name")
-		objectOK("object", ev.Object)
-		refuse(len(ev.Items) > 0, "items")
-		refuse(ev.Reservation != "", "reservation")
-		refuse(ev.ReservationTTL != 0, "reservationTTL")
+	case Upsert, Delete:
+		c.object()
 	case Resync:
-		need(ev.Resource != "", "resource")
-		refuse(ev.Name != "", "name")
-		refuse(ev.UID != "", "uid")
-		refuse(len(ev.Object) > 0, "object")
-		refuse(ev.Reservation != "", "reservation")
-		refuse(ev.ReservationTTL != 0, "reservationTTL")
-		for i, name := range ev.Listed {
-			switch {
-			case name == "":
-				add("listed[%d] is empty", i)
-			case len(name) > NameLengthMax:
-				add("listed[%d] is %d bytes, at most %d", i, len(name), NameLengthMax)
-			case hasControl(name):
-				add("listed[%d] %q holds a control character", i, name)
-			}
-		}
-		for i, item := range ev.Items {
-			objectOK(fmt.Sprintf("items[%d]", i), item)
-			if len(item) == 0 {
-				add("items[%d] is empty", i)
-			}
-		}
+		c.resync()
 	case Reserve:
-		need(ev.Namespace != "", "namespace")
-		need(ev.ReservationTTL > 0, "a positive reservationTTL")
-		refuse(len(ev.Items) > 0, "items")
-		if len(ev.Reservations) == 0 {
-			need(ev.Resource != "", "resource")
-			need(ev.Reservation != "", "reservation")
-			need(len(ev.Object) > 0, "object")
-			objectOK("object", ev.Object)
-			break
-		}
-		// Several reservations: the single one's fields stay empty, so
-		// the event says each thing once.
-		refuse(ev.Resource != "", "resource beside reservations")
-		refuse(ev.Name != "", "name beside reservations")
-		refuse(ev.UID != "", "uid beside reservations")
-		refuse(ev.Reservation != "", "reservation beside reservations")
-		refuse(len(ev.Object) > 0, "object beside reservations")
-		ids := make(map[string]bool, len(ev.Reservations))
-		for i, r := range ev.Reservations {
-			field := fmt.Sprintf("reservations[%d]", i)
-			if ids[r.ID] && r.ID != "" {
-				add("%s repeats id %q", field, r.ID)
-			}
-			ids[r.ID] = true
-			problems = append(problems, reservationProblemsWith(field, r, isObject)...)
-		}
+		c.reserve()
 	case Expire:
-		need(ev.Namespace != "", "namespace")
-		refuse(len(ev.Object) > 0, "object")
-		refuse(len(ev.Items) > 0, "items")
-		refuse(ev.ReservationTTL != 0, "reservationTTL")
-		if len(ev.Expired) == 0 {
-			need(ev.Reservation != "", "reservation")
-			break
-		}
-		refuse(ev.Reservation != "", "reservation beside expired")
-		ids := make(map[string]bool, len(ev.Expired))
-		for i, id := range ev.Expired {
-			switch {
-			case id == "":
-				add("expired[%d] is empty", i)
-			case hasControl(id):
-				add("expired[%d] %q holds a control character", i, id)
-			case ids[id]:
-				add("expired[%d] repeats %q", i, id)
-			}
-			ids[id] = true
-		}
+		c.expire()
+	case Deadline:
+		c.need(ev.Namespace != "", "namespace")
+		c.need(ev.Resource == "pods", `resource "pods"`)
+		c.need(ev.Name != "", "name")
+		c.refuse(len(ev.Object) > 0, "object")
+		c.refuse(len(ev.Items) > 0, "items")
+		c.refuse(ev.Reservation != "", "reservation")
+		c.refuse(ev.ReservationTTL != 0, "reservationTTL")
 	case "":
-		add("no type")
+		c.add("no type")
 	default:
-		add("unknown type %q", ev.Type)
+		c.add("unknown type %q", ev.Type)
 	}
-	if len(problems) == 0 {
+	if len(c.problems) == 0 {
 		return nil
 	}
 	what := string(ev.Type)
 	if ev.Name != "" {
 		what += " " + clip(ev.Resource) + " " + clip(ev.Namespace) + "/" + clip(ev.Name)
 	}
-	return fmt.Errorf("%w: %s: %s", ErrInvalidEvent, strings.TrimSpace(what), strings.Join(problems, "; "))
+	return fmt.Errorf("%w: %s: %s", ErrInvalidEvent, strings.TrimSpace(what), strings.Join(c.problems, "; "))
+}
+
+// checker collects the rules an event breaks.
+type checker struct {
+	ev       *Event
+	isObject func([]byte) bool
+	problems []string
+}
+
+func (c *checker) add(format string, args ...any) {
+	c.problems = append(c.problems, fmt.Sprintf(format, args...))
+}
+
+// need notes a field the event's type needs; refuse, one it must not have.
+func (c *checker) need(ok bool, field string) {
+	if !ok {
+		c.add("%s needs %s", c.ev.Type, field)
+	}
+}
+
+func (c *checker) refuse(present bool, field string) {
+	if present {
+		c.add("%s must not carry %s", c.ev.Type, field)
+	}
+}
+
+// objectOK notes a raw value present that is not a JSON object.
+func (c *checker) objectOK(field string, raw json.RawMessage) {
+	if len(raw) > 0 && !c.isObject(raw) {
+		c.add("%s is not a JSON object", field)
+	}
+}
+
+// common checks the rules of every type: version, namespace, the lengths
+// and characters of names.
+func (c *checker) common() {
+	ev := c.ev
+	if ev.Version != EncodingVersion {
+		c.add("version %d, want %d", ev.Version, EncodingVersion)
+	}
+	if ev.Namespace != "" {
+		if err := validateNamespace(ev.Namespace); err != nil {
+			c.add("%v", err)
+		}
+	}
+	if len(ev.Name) > NameLengthMax {
+		c.add("name is %d bytes, at most %d", len(ev.Name), NameLengthMax)
+	}
+	if len(ev.Resource) > ResourceLengthMax {
+		c.add("resource is %d bytes, at most %d", len(ev.Resource), ResourceLengthMax)
+	}
+	if strings.ContainsAny(ev.Resource, " \t\r\n/") {
+		c.add("resource %q holds a space or a slash", clip(ev.Resource))
+	}
+	for _, f := range []struct{ field, value string }{{"name", ev.Name}, {"uid", ev.UID}, {"resourceVersion", ev.ResourceVersion}, {"reservation", ev.Reservation}} {
+		if hasControl(f.value) {
+			c.add("%s %q holds a control character", f.field, clip(f.value))
+		}
+	}
+	if len(ev.Source) > SourceLengthMax {
+		c.add("source is %d bytes, at most %d", len(ev.Source), SourceLengthMax)
+	}
+	if ev.ReservationTTL < 0 {
+		c.add("negative reservationTTL %s", ev.ReservationTTL)
+	}
+}
+
+// fieldsOfOtherTypes refuses the list fields that belong to one type
+// only.
+func (c *checker) fieldsOfOtherTypes() {
+	ev := c.ev
+	if ev.Type != Reserve {
+		c.refuse(len(ev.Reservations) > 0, "reservations")
+	}
+	if ev.Type != Expire {
+		c.refuse(len(ev.Expired) > 0, "expired")
+	}
+	if ev.Type != Resync {
+		c.refuse(len(ev.Listed) > 0, "listed")
+	}
+}
+
+// object checks an Upsert (which carries its object) or a Delete (which
+// may).
+func (c *checker) object() {
+	ev := c.ev
+	c.need(ev.Resource != "", "resource")
+	c.need(ev.Name != "", "name")
+	if ev.Type == Upsert {
+		c.need(len(ev.Object) > 0, "object")
+	}
+	c.objectOK("object", ev.Object)
+	c.refuse(len(ev.Items) > 0, "items")
+	c.refuse(ev.Reservation != "", "reservation")
+	c.refuse(ev.ReservationTTL != 0, "reservationTTL")
+}
+
+func (c *checker) resync() {
+	ev := c.ev
+	c.need(ev.Resource != "", "resource")
+	c.refuse(ev.Name != "", "name")
+	c.refuse(ev.UID != "", "uid")
+	c.refuse(len(ev.Object) > 0, "object")
+	c.refuse(ev.Reservation != "", "reservation")
+	c.refuse(ev.ReservationTTL != 0, "reservationTTL")
+	for i, name := range ev.Listed {
+		switch {
+		case name == "":
+			c.add("listed[%d] is empty", i)
+		case len(name) > NameLengthMax:
+			c.add("listed[%d] is %d bytes, at most %d", i, len(name), NameLengthMax)
+		case hasControl(name):
+			c.add("listed[%d] %q holds a control character", i, name)
+		}
+	}
+	for i, item := range ev.Items {
+		c.objectOK(fmt.Sprintf("items[%d]", i), item)
+		if len(item) == 0 {
+			c.add("items[%d] is empty", i)
+		}
+	}
+}
+
+func (c *checker) reserve() {
+	ev := c.ev
+	c.need(ev.Namespace != "", "namespace")
+	c.need(ev.ReservationTTL > 0, "a positive reservationTTL")
+	c.refuse(len(ev.Items) > 0, "items")
+	if len(ev.Reservations) == 0 {
+		c.need(ev.Resource != "", "resource")
+		c.need(ev.Reservation != "", "reservation")
+		c.need(len(ev.Object) > 0, "object")
+		c.objectOK("object", ev.Object)
+		return
+	}
+	// Several reservations: the single one's fields stay empty, so the
+	// event says each thing once.
+	c.refuse(ev.Resource != "", "resource beside reservations")
+	c.refuse(ev.Name != "", "name beside reservations")
+	c.refuse(ev.UID != "", "uid beside reservations")
+	c.refuse(ev.Reservation != "", "reservation beside reservations")
+	c.refuse(len(ev.Object) > 0, "object beside reservations")
+	ids := make(map[string]bool, len(ev.Reservations))
+	for i, r := range ev.Reservations {
+		field := fmt.Sprintf("reservations[%d]", i)
+		if ids[r.ID] && r.ID != "" {
+			c.add("%s repeats id %q", field, r.ID)
+		}
+		ids[r.ID] = true
+		c.problems = append(c.problems, reservationProblemsWith(field, r, c.isObject)...)
+	}
+}
+
+func (c *checker) expire() {
+	ev := c.ev
+	c.need(ev.Namespace != "", "namespace")
+	c.refuse(len(ev.Object) > 0, "object")
+	c.refuse(len(ev.Items) > 0, "items")
+	c.refuse(ev.ReservationTTL != 0, "reservationTTL")
+	if len(ev.Expired) == 0 {
+		c.need(ev.Reservation != "", "reservation")
+		return
+	}
+	c.refuse(ev.Reservation != "", "reservation beside expired")
+	ids := make(map[string]bool, len(ev.Expired))
+	for i, id := range ev.Expired {
+		switch {
+		case id == "":
+			c.add("expired[%d] is empty", i)
+		case hasControl(id):
+			c.add("expired[%d] %q holds a control character", i, id)
+		case ids[id]:
+			c.add("expired[%d] repeats %q", i, id)
+		}
+		ids[id] = true
+	}
 }
 
 // clipMax is the most of a name that an error quotes.
@@ -337,8 +386,8 @@ func reservationProblemsWith(field string, r Reservation, isObject func([]byte) 
 	case !isObject(r.Object):
 		problems = append(problems, field+".object is not a JSON object")
 	}
-	if r.Operation != "" && r.Operation != ReserveUpdate {
-		problems = append(problems, fmt.Sprintf("%s has an unknown operation %q (want none, for a create, or %q)", field, r.Operation, ReserveUpdate))
+	if r.Operation != "" && r.Operation != HoldOperation {
+		problems = append(problems, fmt.Sprintf("%s has an unknown operation %q (want none, for a create, or %q)", field, r.Operation, HoldOperation))
 	}
 	return problems
 }

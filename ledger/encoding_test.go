@@ -39,6 +39,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}},
 		{Type: ledger.Expire, Namespace: "team-a", Reservation: "r1"},
 		{Type: ledger.Expire, Namespace: "team-a", Expired: []string{"r2", "r3"}},
+		{Type: ledger.Deadline, Namespace: "team-a", Resource: "pods", Name: "stuck", UID: "u1"},
 	}
 	for _, ev := range events {
 		b, err := ledger.Encode(ev)
@@ -94,6 +95,9 @@ func TestEventValidateRules(t *testing.T) {
 		{"only a reserve carries reservations", ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "a", Name: "x", Object: obj, Reservations: []ledger.Reservation{{ID: "r", Resource: "pods", Name: "x", Object: obj}}}, "must not carry reservations"},
 		{"expire needs a reservation", ledger.Event{Type: ledger.Expire, Namespace: "a"}, "needs reservation"},
 		{"expire must not carry a ttl", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "r", ReservationTTL: time.Second}, "must not carry reservationTTL"},
+		{"a deadline is a pod's", ledger.Event{Type: ledger.Deadline, Namespace: "a", Resource: "services", Name: "x"}, `needs resource "pods"`},
+		{"a deadline names its pod", ledger.Event{Type: ledger.Deadline, Namespace: "a", Resource: "pods"}, "needs name"},
+		{"a deadline carries no object", ledger.Event{Type: ledger.Deadline, Namespace: "a", Resource: "pods", Name: "x", Object: json.RawMessage(`{}`)}, "must not carry object"},
 		{"expire of several", ledger.Event{Type: ledger.Expire, Namespace: "a", Expired: []string{"r", "s"}}, ""},
 		{"expired exclude the single reservation", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "q", Expired: []string{"r"}}, "must not carry reservation beside expired"},
 		{"expired ids are distinct and not empty", ledger.Event{Type: ledger.Expire, Namespace: "a", Expired: []string{"r", "", "r", "x\n"}}, `expired[1] is empty; expired[2] repeats "r"; expired[3] "x\n" holds a control character`},
@@ -220,7 +224,7 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 		edges,
 		{{ID: "r1", Resource: "pods", Name: "a", Object: obj("a")}},
 		{{ID: "r2", Resource: "pods", Name: "b", Object: obj("b")}, {ID: "r<3>&", Resource: "services", Name: "c", Object: obj("c")}, {ID: "é", Resource: "jobs.batch", Name: "d", Object: obj("d")}},
-		{{ID: "u1", Resource: "persistentvolumeclaims", Name: "data", Object: copied[0], Operation: ledger.ReserveUpdate}, {ID: "r4", Resource: "pods", Name: "e", Object: obj("e")}},
+		{{ID: "u1", Resource: "persistentvolumeclaims", Name: "data", Object: copied[0], Operation: ledger.HoldOperation}, {ID: "r4", Resource: "pods", Name: "e", Object: obj("e")}},
 	}
 	for _, source := range []string{"admission", "", `a "quoted" <source>`} {
 		for _, group := range groups {

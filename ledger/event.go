@@ -27,6 +27,12 @@ const (
 	// confirmed in time and are released: one in Reservation, or several
 	// in Expired.
 	Expire EventType = "expire"
+	// Deadline records that the deletion deadline of a pod passed
+	// (deletionTimestamp plus the grace period): from then on the pod
+	// counts as Kubernetes' quota evaluator counts it past its deadline,
+	// for its object count only. The server appends it; its stream time
+	// is when the deadline was seen to pass.
+	Deadline EventType = "deadline"
 )
 
 // EncodingVersion is the version of the event encoding this code writes.
@@ -79,14 +85,14 @@ type Reservation struct {
 	Object json.RawMessage `json:"object"`
 	// Operation is empty for a create's reservation, which holds the
 	// object's whole charge until the object is reported. It is
-	// ReserveUpdate for an update's, which holds the object's charge as
+	// HoldOperation for an update's hold, which holds the object's charge as
 	// Object would make it, over the charge the projection holds for the
 	// object, until the object reports a charge that covers it.
 	Operation string `json:"operation,omitempty"`
 }
 
-// ReserveUpdate is the Operation of an update's reservation.
-const ReserveUpdate = "UPDATE"
+// HoldOperation is the Operation of an update's reservation, a hold.
+const HoldOperation = "UPDATE"
 
 // ExpiredIDs returns the reservation IDs an Expire event releases, in
 // order: its Reservation, or its Expired. It returns nil for other types.

@@ -19,7 +19,7 @@ func scanInputs(t testing.TB) [][]byte {
 		{Type: Reserve, Namespace: "team", ReservationTTL: 90 * time.Second, Source: "admission", Reservations: []Reservation{
 			{ID: "r1", Resource: "pods", Name: "a", Object: json.RawMessage(`{"kind":"Pod"}`)},
 			{ID: "r2", Resource: "pods", Name: "b", Object: json.RawMessage(`{}`)},
-			{ID: "r3", Resource: "persistentvolumeclaims", Name: "c", Object: json.RawMessage(`{}`), Operation: ReserveUpdate}}},
+			{ID: "r3", Resource: "persistentvolumeclaims", Name: "c", Object: json.RawMessage(`{}`), Operation: HoldOperation}}},
 		{Type: Expire, Namespace: "team", Reservation: "r1", Source: "reservation sweep"},
 	} {
 		b, err := Encode(ev)

@@ -95,9 +95,6 @@ func ReadEntry(bucket string, key, value []byte) Entry {
 		return readObjectEntry(bucket, key, value)
 	case string(bucketQuotas):
 		return readQuotaEntry(bucket, key, value)
-	case string(bucketIndexes):
-		ns, resource, _ := strings.Cut(string(key), "\x00")
-		return readValueEntry(bucket, ns, "informer index "+resource, "slots", indexValue(value))
 	case string(bucketReserved):
 		return readValueEntry(bucket, "", "reservation "+string(key), "object", keyValue(value))
 	case string(bucketExpiry):
@@ -108,11 +105,7 @@ func ReadEntry(bucket string, key, value []byte) Entry {
 		return readValueEntry(bucket, "", entry, "object", keyValue(value))
 	case string(bucketDeadlines):
 		ns, name, _ := strings.Cut(string(key), "\x00")
-		entry, field := "clock", "latest deletion request"
-		if name != "" {
-			entry, field = "pod "+name, "deadline"
-		}
-		return readValueEntry(bucket, ns, entry, field, timeValue(value))
+		return readValueEntry(bucket, ns, strings.ReplaceAll(name, "\x00", "/"), "deadline", timeValue(value))
 	case string(bucketSkipped):
 		return readValueEntry(bucket, "", fmt.Sprintf("skipped record seq %s", seqValue(key)), "reason", skippedValue(value))
 	}
@@ -181,7 +174,6 @@ func readQuotaEntry(bucket string, key, v []byte) Entry {
 		{Name: "invalid", Value: orNone(r.Invalid)},
 		{Name: "spec", Value: string(r.Object)},
 		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
-		{Name: "term counts", Value: termsString(r.Terms), Compared: termsCompared(r.Terms)},
 	}
 	return e
 }
@@ -268,23 +260,6 @@ func scopeString(c quota.Charge) string {
 	return string(b)
 }
 
-func termsString(t map[string]*[formatCount]int) string {
-	b, _ := json.Marshal(t)
-	return string(b)
-}
-
-// termsCompared prints term counts without the resources whose counts
-// are all zero, which count as missing (sameTerms).
-func termsCompared(t map[string]*[formatCount]int) string {
-	kept := make(map[string]*[formatCount]int, len(t))
-	for n, c := range t {
-		if c != nil && *c != [formatCount]int{} {
-			kept[n] = c
-		}
-	}
-	return termsString(kept)
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -292,37 +267,17 @@ func orNone(s string) string {
 	return s
 }
 
-// indexValue prints an informer index: its objects by slot, or its count
-// once grown.
-func indexValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
-	x, err := decodeIndex(v)
-	if err != nil {
-		return rawValue(v)
-	}
-	if x.Grown {
-		return fmt.Sprintf("%d objects, past the slots", x.Count)
-	}
-	slots := make([]string, len(x.Slots))
-	for i, n := range x.Slots {
-		if n == "" {
-			n = "-"
-		}
-		slots[i] = n
-	}
-	return strings.Join(slots, " ")
-}
-
 // timeValue prints a deadlines entry.
 func timeValue(v []byte) string {
 	if v == nil {
 		return absent
 	}
-	t, err := bytesTime(v)
+	at, state, err := readDeadline(nil, v)
 	if err != nil {
 		return rawValue(v)
 	}
-	return t.Format(time.RFC3339Nano)
+	if state == deadlinePassed {
+		return at.Format(time.RFC3339Nano) + ", passed"
+	}
+	return at.Format(time.RFC3339Nano)
 }

@@ -13,27 +13,32 @@
 //     produced, and only ever grows. A crash loses no acknowledged event and
 //     applies none twice.
 //   - Applying an object's state is idempotent: an upsert replaces the
-//     object's charge, a delete removes it. Used is only ever changed by the
-//     difference between an object's old and new charge, or recomputed from
-//     the namespace's objects; it is never negative. It equals the sum of
-//     the charges, but while a quota is stale: an update lowered a charge
-//     and Kubernetes would not recount until a later event (replenish.go),
-//     and Used keeps the higher figure until then.
-//   - A quota's status.hard prints as its spec.hard but after a change of
-//     spec.hard that changed no value: the quota controller ignores it, so
-//     Used stays as it was and StatusHard keeps the strings it last wrote
-//     until a recount changes Used.
-//   - Where the order of a Go map decides what Kubernetes shows (which
-//     quota a refusal names, which LimitRange's default applies, the format
-//     of a recounted sum), the projection keeps where each quota,
-//     LimitRange, pod and claim sits in its informer's map, in the order
-//     the objects reached the log (index.go), and the likeliest answer is
-//     given.
+//     object's charge, a delete removes it.
+//   - A quota's Used is, at every sequence, the sum of what the live
+//     objects in the log charge it plus open reservations and holds (see
+//     holds.go); it is never negative. Kubernetes' quota controller holds
+//     some figures until a later recount (up to its five-minute resync);
+//     the ledger does not.
 //   - The fold reads time only from the stream's record timestamps, so a
-//     replay of the same prefix produces the same bytes.
+//     replay of the same prefix produces the same bytes. A pod past its
+//     deletion deadline stops counting at a Deadline event the server
+//     appends to the log (deadline.go), never by the projector's clock.
 //   - A record that cannot be decoded or evaluated is skipped with a record
 //     of why (in the projection's skipped bucket and in the log), never
 //     retried forever and never silently dropped.
+//
+// Where Kubernetes' answer is a draw, the ledger's rule is:
+//   - a figure is a running total in log order, as admission keeps
+//     status.used: it prints in the format of the charge that made it
+//     non-zero, read back from its printed form after every change; a
+//     quota created or given other hard limits, or a namespace resynced,
+//     sums its objects afresh in key order (resource, then name);
+//   - where several LimitRanges default one resource, the first by name
+//     sets it;
+//   - a refusal names the first refusing quota by name (ledger/quota).
+//
+// status.hard is always spec.hard: Kubernetes keeps older strings in it
+// while a change of spec.hard changes no value.
 //
 // The semantics (what an object is charged, which quota it matches) belong
 // to ledger/quota; this package only stores and sums.
@@ -42,12 +47,10 @@
 //
 // A projection file belongs to one Projector at a time: bbolt locks it.
 // Readers outside the process use the NATS query subjects instead. The file
-// layout is versioned (SchemaVersion). A file of an earlier version is
-// migrated when opened (reservations indexed by expiry, informer indexes
-// built in name order); a file of a later version is refused rather than
-// misread, and the remedy is to delete it and let the projector rebuild it
-// from the stream. The file also records the rules it was folded under
-// (RulesVersion): a file of other rules is read as it is, charges and all,
-// and its owner (`quota serve`) rebuilds it rather than fold on from
-// charges this build would not make.
+// layout is versioned (SchemaVersion), and so are the rules it was folded
+// under (RulesVersion). A file of another layout is refused with
+// ErrSchemaVersion, and one of other rules is read as it is, charges and
+// all; either way its owner (`quota serve`) moves it aside and rebuilds it
+// from the stream, as the file holds nothing the stream does not. There
+// are no migrations.
 package projector

@@ -49,15 +49,14 @@ func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) (e evaluated)
 	return evaluated{object: o, charge: charge}
 }
 
-// judgedAt is the moment at which Kubernetes' quota controller judges the
-// object of an event the stream received at: when the event happened. For
-// most events that is the stream time, but a pod being deleted is judged
-// when the controller saw its deletion, just after it was requested: the
-// API server sets deletionTimestamp to the request's time plus the grace
-// period. So the pod keeps counting, as it does in Kubernetes, however
-// late its event is ingested (a recording, a backlog); only a zero grace
-// period, or its DELETED event, releases it, or a later recount that the
-// deletion of another pod dates past its deadline (deadline.go).
+// judgedAt is the moment at which the fold judges the object of an event
+// the stream received at: when the event happened. For most events that
+// is the stream time, but a pod being deleted is judged when its deletion
+// was requested: the API server sets deletionTimestamp to the request's
+// time plus the grace period. So the pod keeps counting however late its
+// event is ingested (a recording, a backlog) until a Deadline event says
+// its deadline passed (deadline.go), its DELETED event, or, with a zero
+// grace period, at once.
 func judgedAt(o *object.Object, at time.Time) time.Time {
 	if o.Resource != "pods" || o.DeletionTimestamp == nil || o.DeletionGracePeriodSeconds == nil {
 		return at

@@ -12,7 +12,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger/quantity"
-	"github.com/quotaledger/quota/ledger/quota"
 )
 
 // Explanation says, for each quota of a namespace and each resource it
@@ -39,11 +38,8 @@ type ResourceExplanation struct {
 	Used     string `json:"used"`
 	Hard     string `json:"hard"`
 	// Charges are the non-zero charges, largest first, ties by object.
+	// They sum to Used.
 	Charges []ObjectCharge `json:"charges"`
-	// Counted is what the charges sum to when that is not Used: an update
-	// changed a charge that Kubernetes neither charged nor recounted, so
-	// Used keeps the figure from before (see recharge).
-	Counted string `json:"counted,omitempty"`
 }
 
 // ObjectCharge is what one object adds to one quota resource.
@@ -60,16 +56,8 @@ type ObjectCharge struct {
 	Reservation string    `json:"reservation,omitempty"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
 	Update      bool      `json:"update,omitempty"`
-	// LeftOut marks the charge of a pod stuck terminating that the
-	// quota's last recount left out, being past the pod's deletion
-	// deadline: Used does not include it, while the pod's record, and the
-	// quotas not recounted since, still do (see projector/deadline.go).
-	LeftOut bool `json:"leftOut,omitempty"`
 
 	amount quantity.Quantity
-	// recounted is what a recount charges the pod now, for a pod past
-	// its deadline.
-	recounted *quantity.Quantity
 }
 
 // Explain returns the explanation of namespace's quotas (only the one
@@ -101,10 +89,6 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 	if name != "" && len(records) == 0 {
 		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
 	}
-	// The namespace's pods past their deadline, read once, for the first
-	// stale quota: such a quota may have left them out.
-	var late map[string]overduePod
-	lateRead := false
 	for _, r := range records {
 		qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
 		if r.Invalid != "" {
@@ -122,20 +106,9 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 			byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
 		}
 		sort.Strings(names)
-		leftOut := r.Stale && q.Tracks("pods")
-		if leftOut && !lateRead {
-			if late, err = overduePods(tx, namespace); err != nil {
-				return nil, err
-			}
-			lateRead = true
-		}
 		by := map[string]*hold{}
 		err = forEachObject(tx, namespace, func(o *objectRecord) error {
 			clear(by)
-			var recounted quota.ResourceList
-			if p, ok := late[o.Name]; ok && leftOut && o.Resource == "pods" {
-				recounted = part(q, p.recounted, nil)
-			}
 			for res, v := range part(q, o, by) {
 				re := byResource[res]
 				if re == nil || v.IsZero() {
@@ -148,10 +121,6 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 				if h := by[res]; h != nil {
 					c.Reservation, c.ExpiresAt, c.Update = h.ID, h.ExpiresAt, true
 				}
-				if recounted != nil {
-					lower := recounted[res]
-					c.recounted = &lower
-				}
 				re.Charges = append(re.Charges, c)
 			}
 			return nil
@@ -161,33 +130,6 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 		}
 		for _, res := range names {
 			re := byResource[res]
-			if r.Stale {
-				// The charges sum to Used either as recorded, or with the
-				// pods past their deadline as a recount charges them
-				// (the quota's last recount left them out); else an
-				// update changed a charge that Kubernetes has not
-				// recounted.
-				var sum, recounted quantity.Quantity
-				for _, c := range re.Charges {
-					sum = sum.Add(c.amount)
-					if c.recounted != nil {
-						recounted = recounted.Add(*c.recounted)
-					} else {
-						recounted = recounted.Add(c.amount)
-					}
-				}
-				switch used := r.Used[res]; {
-				case sum.Cmp(used) == 0:
-				case recounted.Cmp(used) == 0:
-					for i := range re.Charges {
-						if c := &re.Charges[i]; c.recounted != nil && c.recounted.Cmp(c.amount) != 0 {
-							c.LeftOut = true
-						}
-					}
-				default:
-					re.Counted = sum.String()
-				}
-			}
 			sort.SliceStable(re.Charges, func(i, j int) bool {
 				a, b := re.Charges[i], re.Charges[j]
 				if c := a.amount.Cmp(b.amount); c != 0 {
@@ -220,9 +162,6 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 		tw.Flush()
 		for _, r := range q.Resources {
 			fmt.Fprintf(&buf, "\n%s: used %s of %s\n", r.Resource, r.Used, r.Hard)
-			if r.Counted != "" {
-				fmt.Fprintf(&buf, "  (the charges below sum to %s: an update changed one, and Kubernetes keeps the figure until it recounts)\n", r.Counted)
-			}
 			if len(r.Charges) == 0 {
 				buf.WriteString("  (no object is charged)\n")
 				continue
@@ -232,8 +171,6 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 			for _, c := range r.Charges {
 				note := ""
 				switch {
-				case c.LeftOut:
-					note = "left out: deleted, past its grace period at the quota's last recount"
 				case c.Update:
 					note = fmt.Sprintf("update reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
 				case c.Reservation != "":

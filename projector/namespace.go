@@ -16,7 +16,6 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
-	"github.com/quotaledger/quota/ledger/quantity"
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
@@ -44,9 +43,8 @@ type NamespaceState struct {
 	Applied uint64
 	// Quotas are the namespace's valid quotas, sorted by name.
 	Quotas []quota.QuotaState
-	// LimitRanges are the namespace's LimitRanges, in the order in which
-	// LimitRanger most likely meets them (index.go); by name when the
-	// projection cannot tell.
+	// LimitRanges are the namespace's LimitRanges, in name order: where
+	// several default one resource, the first sets it.
 	LimitRanges []*corev1.LimitRange
 	// ServiceAccounts are the names of the namespace's ServiceAccounts
 	// (reservations of new ones left out), in name order.
@@ -105,11 +103,11 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 // figure (with its holds) and c's (see hold). It returns the object as the
 // fold leaves it, for a further update of it decided on st, and whether
 // the fold applies the reservation at all: not when the projection does
-// not hold the object, or charges it as much as c already (Held.Adds); st
+// not hold the object, or charges it as much as c already (Stored.Adds); st
 // is then left as it is. The fold also skips a reservation whose id it
 // holds already (Lookup.Reserved). Like Reserve, it changes st in place
 // and is for a Clone.
-func (st *NamespaceState) Hold(held Held, c quota.Charge) (Held, bool) {
+func (st *NamespaceState) Hold(held Stored, c quota.Charge) (Stored, bool) {
 	if !held.Adds(c) {
 		return held, false
 	}
@@ -132,23 +130,23 @@ func (st *NamespaceState) Hold(held Held, c quota.Charge) (Held, bool) {
 			s.Used[name] = settle(prev.Add(n.Sub(before[name])))
 		}
 	}
-	return Held{rec: &next}, true
+	return Stored{rec: &next}, true
 }
 
-// Held is an object as the projection has it, with its holds, read to
+// Stored is an object as the projection has it, with its holds, read to
 // decide a hold on it (Lookup.ForUpdate).
-type Held struct {
+type Stored struct {
 	rec *objectRecord
 }
 
 // Found reports whether the projection has the object.
-func (h Held) Found() bool { return h.rec != nil }
+func (h Stored) Found() bool { return h.rec != nil }
 
 // Adds reports whether a hold of charge c changes what the object
 // charges, as the fold decides it: the projection has the
 // object, and the object's own charge does not cover c. The fold applies
 // the reservation of an object it does not hold as nothing.
-func (h Held) Adds(c quota.Charge) bool {
+func (h Stored) Adds(c quota.Charge) bool {
 	return h.rec != nil && !covers(h.rec.Charge, c)
 }
 
@@ -186,9 +184,9 @@ func (h *Lookup) Has(namespace, resource, name string) bool {
 }
 
 // ForUpdate reads an object of namespace to decide a hold on it.
-func (h *Lookup) ForUpdate(namespace, resource, name string) (Held, error) {
+func (h *Lookup) ForUpdate(namespace, resource, name string) (Stored, error) {
 	r, err := getObjectCharge(h.tx, objectKey(namespace, resource, name))
-	return Held{rec: r}, err
+	return Stored{rec: r}, err
 }
 
 // Reserved reports whether the projection has a reservation of that id:
@@ -295,11 +293,7 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		Applied:        appliedSeq(tx),
 		RuntimeClasses: map[string]*nodev1.RuntimeClass{},
 	}
-	index, err := getIndex(tx, namespace, "resourcequotas")
-	if err != nil {
-		return nil, err
-	}
-	err = forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
+	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
 		if r.Invalid != "" {
 			return nil
 		}
@@ -307,33 +301,17 @@ func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
 		if err != nil {
 			return err
 		}
-		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used, Slot: index.slot(r.Name)})
+		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	// In name order: where several LimitRanges default one resource, the
+	// first by name sets it (Kubernetes' LimitRanger takes them in its
+	// informer's order, a draw).
 	if st.LimitRanges, err = storedValues[*corev1.LimitRange](tx, namespace, resourceLimitRanges); err != nil {
 		return nil, err
-	}
-	if len(st.LimitRanges) > 1 {
-		// LimitRanger meets them in its informer's order, and the first
-		// to default a resource sets it.
-		x, err := getIndex(tx, namespace, resourceLimitRanges)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, len(st.LimitRanges))
-		for i, lr := range st.LimitRanges {
-			names[i] = lr.Name
-		}
-		if order := x.likeliestOrder(names); order != nil {
-			ordered := make([]*corev1.LimitRange, len(order))
-			for i, k := range order {
-				ordered[i] = st.LimitRanges[k]
-			}
-			st.LimitRanges = ordered
-		}
 	}
 	if st.ServiceAccounts, err = storedNames(tx, namespace, resourceServiceAccounts); err != nil {
 		return nil, err
@@ -363,18 +341,6 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 	q, err := quota.FromObject(o)
 	if err != nil {
 		return nil, fmt.Errorf("%w: stored quota %s/%s: %v", ErrInvariant, r.Namespace, r.Name, err)
-	}
-	// Decisions read status.hard, as Kubernetes' admission does: the
-	// values are spec.hard's, the strings in a refusal may be older.
-	for name, s := range r.StatusHard {
-		if _, ok := q.Hard[name]; !ok {
-			continue
-		}
-		v, err := quantity.Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stored quota %s/%s status.hard %s=%q: %v", ErrInvariant, r.Namespace, r.Name, name, s, err)
-		}
-		q.Hard[name] = v
 	}
 	return q, nil
 }

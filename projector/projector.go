@@ -298,12 +298,10 @@ func (p *Projector) DB() *bolt.DB { return p.db }
 // Applied returns the last stream sequence the projection reflects.
 func (p *Projector) Applied() uint64 { return p.applied.Load() }
 
-// Rules returns the RulesVersion the file was first folded under: this
-// build's for a file that had applied nothing when opened, 0 for one
-// written before the version was recorded. A projection of other rules
-// holds charges this build would not make until each object's next event
-// (and, where Kubernetes would have recounted since, sums this build
-// would not print); rebuild it from the stream.
+// Rules returns the RulesVersion the file was first folded under (this
+// build's for a new file). A projection of other rules holds charges this
+// build would not make until each object's next event; rebuild it from
+// the stream.
 func (p *Projector) Rules() uint64 { return p.rules }
 
 // Skipped returns how many records Apply has skipped since Open: records

@@ -73,13 +73,6 @@ func (r *quotaRecord) resourceQuota() (*corev1.ResourceQuota, error) {
 	}
 	q.Status.Hard = corev1.ResourceList{}
 	for k, v := range q.Spec.Hard {
-		if s, ok := r.StatusHard[string(k)]; ok {
-			shown, err := resource.ParseQuantity(s)
-			if err != nil {
-				return nil, fmt.Errorf("%w: quota %s/%s status.hard %s=%q does not parse: %v", ErrInvariant, r.Namespace, r.Name, k, s, err)
-			}
-			v = shown
-		}
 		q.Status.Hard[k] = v.DeepCopy()
 	}
 	q.Status.Used = corev1.ResourceList{}

@@ -12,13 +12,8 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// The first byte of an encoded objectRecord: version 2 adds the holds to
-// version 1's fields, and is written only for a record that has some, so a
-// file written before holds existed reads as it is.
-const (
-	objectRecordVersion      = 1
-	objectRecordVersionHolds = 2
-)
+// objectRecordVersion is the first byte of an encoded objectRecord.
+const objectRecordVersion = 1
 
 var errShortRecord = errors.New("truncated object record")
 
@@ -26,20 +21,16 @@ var errShortRecord = errors.New("truncated object record")
 // stored as is, so reading a record back does not re-scan it as JSON.
 // Layout: version, then uvarint-length-prefixed strings (resource,
 // namespace, name, uid, kind, reservation, object, charge) and
-// uvarints (seq, expiry in Unix nanoseconds, 0 for none); version 2 then
-// has the number of holds and per hold its id, expiry and charge.
+// uvarints (seq, expiry in Unix nanoseconds, 0 for none), then the number
+// of holds and per hold its id, expiry and charge.
 func encodeObjectRecord(r *objectRecord) ([]byte, error) {
 	// The recorded samples' charges take 32 to 270 bytes (about 205 for a
 	// pod with requests and limits): room for one at once.
 	charge := appendCharge(make([]byte, 0, 320), &r.Charge)
 	n := 1 + 8*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
 		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
-	b := make([]byte, 0, n)
-	if len(r.Holds) == 0 {
-		b = append(b, objectRecordVersion)
-	} else {
-		b = append(b, objectRecordVersionHolds)
-	}
+	b := make([]byte, 1, n)
+	b[0] = objectRecordVersion
 	for _, s := range []string{r.Resource, r.Namespace, r.Name, r.UID, r.Kind, r.Reservation} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -54,9 +45,6 @@ func encodeObjectRecord(r *objectRecord) ([]byte, error) {
 		expiry = uint64(r.ExpiresAt.UnixNano())
 	}
 	b = binary.AppendUvarint(b, expiry)
-	if len(r.Holds) == 0 {
-		return b, nil
-	}
 	b = binary.AppendUvarint(b, uint64(len(r.Holds)))
 	for i := range r.Holds {
 		h := &r.Holds[i]
@@ -81,10 +69,9 @@ func decodeObjectCharge(b []byte) (*objectRecord, error) {
 }
 
 func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
-	if len(b) == 0 || b[0] != objectRecordVersion && b[0] != objectRecordVersionHolds {
-		return nil, fmt.Errorf("object record version %v, want %d or %d", b[:min(1, len(b))], objectRecordVersion, objectRecordVersionHolds)
+	if len(b) == 0 || b[0] != objectRecordVersion {
+		return nil, fmt.Errorf("object record version %v, want %d", b[:min(1, len(b))], objectRecordVersion)
 	}
-	withHolds := b[0] == objectRecordVersionHolds
 	b = b[1:]
 	next := func() ([]byte, error) {
 		n, k := binary.Uvarint(b)
@@ -133,15 +120,14 @@ func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
 		r.ExpiresAt = time.Unix(0, int64(expiry)).UTC()
 	}
 	b = b[k:]
-	if !withHolds {
-		return &r, nil
-	}
 	n, k := binary.Uvarint(b)
-	if k <= 0 || n == 0 || n > uint64(len(b)) {
+	if k <= 0 || n > uint64(len(b)) {
 		return nil, errShortRecord
 	}
 	b = b[k:]
-	r.Holds = make([]hold, n)
+	if n > 0 {
+		r.Holds = make([]hold, n)
+	}
 	for i := range r.Holds {
 		h := &r.Holds[i]
 		id, err := next()

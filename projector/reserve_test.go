@@ -218,26 +218,8 @@ func TestExpiredReservationsReadsTheExpiryIndex(t *testing.T) {
 	if got, want := ids(p, at.Add(12*time.Second+1)), "r-b@team-a/pods/b"; got != want {
 		t.Errorf("expired just after +12s: %q, want %q", got, want)
 	}
-	// Make the file a schema 1 file: no expiry bucket.
-	err = p.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketExpiry); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(1))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	p, err = Open(Config{Path: path, NoSync: true}, nil)
-	if err != nil {
-		t.Fatalf("open a schema 1 file: %v", err)
-	}
-	defer p.Close()
-	if got, want := ids(p, at.Add(time.Hour)), "r-b@team-a/pods/b r-a@team-a/pods/a"; got != want {
-		t.Errorf("after migrating: %q, want %q", got, want)
-	}
 	checkConsistent(t, p)
+	p.Close()
 }
 
 // teamARecorder returns a function that appends an event of namespace
@@ -271,7 +253,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 	add := teamARecorder(&records, at)
 	update := func(id, name, size, class string) {
 		add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute,
-			Reservations: []ledger.Reservation{{ID: id, Resource: "persistentvolumeclaims", Name: name, Object: pvc(name, size, class), Operation: ledger.ReserveUpdate}}})
+			Reservations: []ledger.Reservation{{ID: id, Resource: "persistentvolumeclaims", Name: name, Object: pvc(name, size, class), Operation: ledger.HoldOperation}}})
 	}
 	upsert := func(name, size, class string) {
 		add(ledger.Event{Type: ledger.Upsert, Resource: "persistentvolumeclaims", Namespace: "team-a", Name: name, Object: pvc(name, size, class)})
@@ -301,8 +283,8 @@ func TestFoldUpdateHolds(t *testing.T) {
 		{"an update grows logs to 3Gi", func() { update("u5", "logs", "3Gi", "silver") }, "11Gi", "0", "logs:u5"},
 		{"two updates of logs in one event charge the larger", func() {
 			add(ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: time.Minute, Reservations: []ledger.Reservation{
-				{ID: "u6", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "5Gi", "silver"), Operation: ledger.ReserveUpdate},
-				{ID: "u7", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "4Gi", "gold"), Operation: ledger.ReserveUpdate},
+				{ID: "u6", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "5Gi", "silver"), Operation: ledger.HoldOperation},
+				{ID: "u7", Resource: "persistentvolumeclaims", Name: "logs", Object: pvc("logs", "4Gi", "gold"), Operation: ledger.HoldOperation},
 			}})
 		}, "13Gi", "4Gi", "logs:u5 logs:u6 logs:u7"},
 		{"logs is deleted with its holds", func() {
@@ -330,7 +312,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 			}
 			// Several updates in one event are decided one after the
 			// other, each on the object as the previous one leaves it.
-			chained := map[string]Held{}
+			chained := map[string]Stored{}
 			for i, r := range rec.Event.Reservations {
 				held, ok := chained[r.Name]
 				if !ok {

@@ -125,8 +125,7 @@ type SnapshotInfo struct {
 	Time time.Time `json:"time"`
 	// Schema is the projection layout version of the file.
 	Schema int `json:"schema"`
-	// Rules is the RulesVersion the projection was folded under, 0 for a
-	// snapshot taken before it was recorded.
+	// Rules is the RulesVersion the projection was folded under.
 	Rules uint64 `json:"rules"`
 	// Size is the file's size in bytes.
 	Size uint64 `json:"size"`
@@ -289,7 +288,6 @@ func infoOf(o *jetstream.ObjectInfo) (SnapshotInfo, bool) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return SnapshotInfo{}, false
 	}
-	// A snapshot taken before the rules were recorded has none: 0.
 	rules, _ := strconv.ParseUint(o.Metadata[metaRules], 10, 64)
 	return SnapshotInfo{Name: o.Name, Kind: o.Metadata[metaKind], Seq: seq, Time: t, Schema: schema, Rules: rules, Size: o.Size}, true
 }

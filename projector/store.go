@@ -12,23 +12,21 @@ import (
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
-// SchemaVersion is the layout version of the projection file. Version 2
-// added the expiry bucket, version 4 the informer indexes (version 3 kept
-// quotas' slots in their records), version 5 the deadlines of pods being
-// deleted, version 6 the informer indexes of LimitRanges; Open migrates a
-// file of an earlier version.
-const SchemaVersion = 6
+// SchemaVersion is the layout version of the projection file. Open
+// refuses a file of another version with ErrSchemaVersion, and its owner
+// (`quota serve`) rebuilds it from the stream: the file holds nothing the
+// stream does not, so it is never migrated.
+const SchemaVersion = 7
 
 // RulesVersion is the version of the rules the fold charges by: what
-// ledger/quota charges for an object, and when the fold recounts and
-// releases as Kubernetes does. A file records the version it was first
-// folded under (Projector.Rules); a projection keeps each object's charge
-// as its last event was folded, so one folded under other rules holds
-// charges this build would not make, and `quota serve` rebuilds it from
-// the stream. Any change that folds the same log to other usage bumps it.
-// Version 1 is the rules of v1.36.3 as followed since 481798d; files
-// written before the version was recorded read as 0.
-const RulesVersion = 1
+// ledger/quota charges for an object, and how the fold sums and prints
+// usage. A file records the version it was first folded under
+// (Projector.Rules); a projection keeps each object's charge as its last
+// event was folded, so one folded under other rules holds charges this
+// build would not make, and `quota serve` rebuilds it from the stream.
+// Any change that folds the same log to other usage bumps it (see
+// testdata/rules.golden).
+const RulesVersion = 2
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -40,8 +38,7 @@ var (
 	bucketReserved  = []byte("reserved")  // reservation id → object key
 	bucketExpiry    = []byte("expiry")    // expiry (Unix ns, big-endian) + reservation id → object key
 	bucketSkipped   = []byte("skipped")   // seq → skippedRecord
-	bucketIndexes   = []byte("indexes")   // ns\0resource → informerIndex
-	bucketDeadlines = []byte("deadlines") // ns\0 → clock; ns\0pod → deadline (deadline.go)
+	bucketDeadlines = []byte("deadlines") // ns\0pods\0name → deadline of a pod being deleted (deadline.go)
 	// bucketStream names the stream a server's projection follows. It is
 	// not in allBuckets: it says where the file came from, not what it
 	// holds, so a replay (which follows no stream) has none and Compare
@@ -58,7 +55,7 @@ var (
 	keyFactTime = []byte("fact-time")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketIndexes, bucketDeadlines}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
@@ -91,27 +88,8 @@ type quotaRecord struct {
 	// not valid; such a quota charges and admits nothing.
 	Invalid string             `json:"invalid,omitempty"`
 	Used    quota.ResourceList `json:"used,omitempty"`
-	// Terms counts, per resource, the non-zero charges summed into Used by
-	// print format. Kubernetes recomputes usage after a release, and a
-	// fresh sum prints in the format of its first non-zero term; while all
-	// terms share one format that format is known without a rescan.
-	Terms map[string]*[formatCount]int `json:"terms,omitempty"`
-	Seq   uint64                       `json:"seq"`
-	// Stale is set while Used keeps a figure from before an update changed
-	// a charge that Kubernetes neither charged at admission nor recounted
-	// (see recharge): Used differs from what the charges sum to until the
-	// next recount.
-	Stale bool `json:"stale,omitempty"`
-	// StatusHard holds status.hard's strings while they differ from
-	// spec.hard's: the quota controller copies spec.hard into status only
-	// when it writes status, and it ignores a change of spec.hard that
-	// changes no value (10G written as 1e10). Admission, which writes
-	// status.used only, leaves them too.
-	// Nil when status.hard prints as spec.hard.
-	StatusHard map[string]string `json:"statusHard,omitempty"`
+	Seq     uint64             `json:"seq"`
 }
-
-const formatCount = 3
 
 // skippedRecord notes a stream record that the fold could not apply.
 type skippedRecord struct {
@@ -150,96 +128,25 @@ func seqBytes(seq uint64) []byte {
 }
 
 // initBuckets creates the buckets of a new file, or checks the schema
-// version of an existing one, migrating a version 1 file.
+// version of an existing one.
 func initBuckets(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta != nil {
+		if v := meta.Get(keySchema); v != nil {
+			if got := binary.BigEndian.Uint64(v); got != SchemaVersion {
+				return fmt.Errorf("%w: file has %d, this build reads %d", ErrSchemaVersion, got, SchemaVersion)
+			}
+		}
+	}
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keySchema); v != nil {
-		got := binary.BigEndian.Uint64(v)
-		if got == 1 {
-			if err := indexExpiries(tx); err != nil {
-				return fmt.Errorf("migrate schema 1 to %d: %w", SchemaVersion, err)
-			}
-			got = 2
-		}
-		if got == 2 || got == 3 {
-			if err := indexObjects(tx, indexedResources); err != nil {
-				return fmt.Errorf("migrate schema %d to %d: %w", got, SchemaVersion, err)
-			}
-			got = 4
-		}
-		if got == 4 {
-			if err := noteDeletions(tx); err != nil {
-				return fmt.Errorf("migrate schema 4 to %d: %w", SchemaVersion, err)
-			}
-			got = 5
-		}
-		if got == 5 {
-			if err := indexObjects(tx, map[string]bool{"limitranges": true}); err != nil {
-				return fmt.Errorf("migrate schema 5 to %d: %w", SchemaVersion, err)
-			}
-			return meta.Put(keySchema, seqBytes(SchemaVersion))
-		}
-		if got != SchemaVersion {
-			return fmt.Errorf("%w: file has %d, this build reads %d", ErrSchemaVersion, got, SchemaVersion)
-		}
+	if tx.Bucket(bucketMeta).Get(keySchema) != nil {
 		return nil
 	}
-	return meta.Put(keySchema, seqBytes(SchemaVersion))
-}
-
-// indexExpiries fills the expiry bucket from the reservations.
-func indexExpiries(tx *bolt.Tx) error {
-	expiry := tx.Bucket(bucketExpiry)
-	return tx.Bucket(bucketReserved).ForEach(func(id, key []byte) error {
-		r, err := getObjectCharge(tx, key)
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			return fmt.Errorf("%w: reservation %s points at missing object %q", ErrInvariant, id, key)
-		}
-		return expiry.Put(expiryKey(r.ExpiresAt, string(id)), key)
-	})
-}
-
-// indexObjects builds the informer indexes of resources that a file did
-// not keep, placing each namespace's objects in name order (the order in
-// which admission read them before).
-func indexObjects(tx *bolt.Tx, resources map[string]bool) error {
-	indexes := map[string]*informerIndex{}
-	var keys []string
-	err := tx.Bucket(bucketObjects).ForEach(func(_, v []byte) error {
-		r, err := decodeObjectCharge(v)
-		if err != nil {
-			return err
-		}
-		if r.Reservation != "" || !resources[r.Resource] {
-			return nil
-		}
-		k := string(indexKey(r.Namespace, r.Resource))
-		x := indexes[k]
-		if x == nil {
-			x = &informerIndex{}
-			indexes[k] = x
-			keys = append(keys, k)
-		}
-		x.add(r.Name)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := tx.Bucket(bucketIndexes).Put([]byte(k), encodeIndex(indexes[k])); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.Bucket(bucketMeta).Put(keySchema, seqBytes(SchemaVersion))
 }
 
 // expiryKey orders reservations by expiry, then by id.
@@ -249,24 +156,17 @@ func expiryKey(at time.Time, reservation string) []byte {
 	return append(k, reservation...)
 }
 
-// appliedSeq reads the last applied stream sequence (0 for a new file).
-// rulesVersion is the RulesVersion a file was first folded under, 0 when
-// it was written before the version was recorded. A file that has applied
-// nothing yet takes this build's.
+// rulesVersion is the RulesVersion a file was first folded under. A new
+// file takes this build's.
 func rulesVersion(tx *bolt.Tx) (uint64, error) {
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keyRules); len(v) == 8 {
 		return binary.BigEndian.Uint64(v), nil
 	}
-	if appliedSeq(tx) > 0 {
-		return 0, nil
-	}
-	if !tx.Writable() {
-		return RulesVersion, nil
-	}
 	return RulesVersion, meta.Put(keyRules, seqBytes(RulesVersion))
 }
 
+// appliedSeq reads the last applied stream sequence (0 for a new file).
 func appliedSeq(tx *bolt.Tx) uint64 {
 	v := tx.Bucket(bucketMeta).Get(keyApplied)
 	if v == nil {
@@ -377,4 +277,27 @@ func forEachQuota(tx *bolt.Tx, namespace string, all bool, fn func(*quotaRecord)
 		}
 	}
 	return nil
+}
+
+// keyAppliedTime holds the stream time of the last applied record, so that
+// a copy of the projection says which moment it reflects (point-in-time
+// replay starts from a snapshot only if that moment is not after the
+// target).
+var keyAppliedTime = []byte("appliedTime")
+
+func putAppliedTime(tx *bolt.Tx, t time.Time) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(t.UnixNano()))
+	return tx.Bucket(bucketMeta).Put(keyAppliedTime, b[:])
+}
+
+// AppliedAt reads the applied sequence of a projection and the stream time
+// of the record at that sequence (zero for an empty projection).
+func AppliedAt(tx *bolt.Tx) (uint64, time.Time) {
+	seq := appliedSeq(tx)
+	v := tx.Bucket(bucketMeta).Get(keyAppliedTime)
+	if v == nil {
+		return seq, time.Time{}
+	}
+	return seq, time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
 }

@@ -2,7 +2,7 @@
 // compares it with the live one.
 //
 // Rebuild folds the stream into a fresh bbolt file with the projector's own
-// fold (projector.Projector.Apply, which calls projector.ApplyBatch): there
+// fold (projector.Projector.Apply, which calls projector.Fold.ApplyBatch): there
 // is no second copy of the fold here. It starts from the first event, or
 // from the newest periodic snapshot (projector.Snapshots) at or before the
 // target, and stops at a stream sequence (Options.UntilSeq) or before the

@@ -17,6 +17,7 @@ import (
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/usedtest"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed of the property test (0: from the clock)")
@@ -60,6 +61,7 @@ func (l *liveProjector) stop() {
 	if err := <-l.done; err != nil {
 		l.t.Errorf("projector run: %v", err)
 	}
+	usedtest.CheckUsed(l.t, l.p.DB())
 	if err := l.p.Close(); err != nil {
 		l.t.Errorf("close projector: %v", err)
 	}

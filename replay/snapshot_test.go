@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -160,7 +161,7 @@ func TestQueriesOfADamagedLiveProjection(t *testing.T) {
 
 // TestRebuildSkipsASnapshotOfOtherRules takes a snapshot of a projection
 // folded under this build's rules, then a later one of a projection
-// written before the rules were recorded: a rebuild starts from the
+// folded under other rules: a rebuild starts from the
 // earlier, as the later holds charges this build would not make.
 func TestRebuildSkipsASnapshotOfOtherRules(t *testing.T) {
 	_, _, js := ledgertest.StartServer(t)
@@ -192,7 +193,10 @@ func TestRebuildSkipsASnapshotOfOtherRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("rules")) })
+	other := uint64(projector.RulesVersion - 1)
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("rules"), binary.BigEndian.AppendUint64(nil, other))
+	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -200,15 +204,15 @@ func TestRebuildSkipsASnapshotOfOtherRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.start()
-	if got := live.p.Rules(); got != 0 {
-		t.Fatalf("a projection without its rules reads as rules %d, want 0", got)
+	if got := live.p.Rules(); got != other {
+		t.Fatalf("a projection of other rules reads as rules %d, want %d", got, other)
 	}
 	older, err := snaps.Write(ctx, live.p, projector.SnapshotPeriodic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if older.Rules != 0 || older.Seq <= current.Seq {
-		t.Fatalf("second snapshot: %+v, want rules 0 after seq %d", older, current.Seq)
+	if older.Rules != other || older.Seq <= current.Seq {
+		t.Fatalf("second snapshot: %+v, want rules %d after seq %d", older, other, current.Seq)
 	}
 	r, err := Rebuild(ctx, stream, Options{Snapshots: snaps})
 	if err != nil {

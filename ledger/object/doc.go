@@ -13,11 +13,8 @@
 //     kinds. Built-in cluster-scoped kinds report ClusterScoped.
 //   - Trimming: Trimmed reduces an object to the fields quota accounting
 //     reads and prints them deterministically, so equal states give equal
-//     bytes and status churn (pod IPs, conditions, start times) vanishes.
-//     A pod or a quota keeps one thing more, the time the API server last
-//     wrote it (the latest of its managedFields' times): the quota
-//     controller's clock when a pod ends or a quota changes is at least
-//     that. TrimmedState leaves it out.
+//     bytes and status churn (pod IPs, conditions, start times, managed
+//     fields) vanishes.
 //
 // Typed values are kept for Pod, PersistentVolumeClaim, Service,
 // ResourceQuota and LimitRange (core), RuntimeClass (node.k8s.io),

@@ -521,21 +521,6 @@ func (d *fastDecoder) metadata(h *header, m *metav1.ObjectMeta) {
 				m.Annotations = a
 			}
 			return 7
-		case "managedFields":
-			// Trimmed keeps one entry, holding the time of the last write.
-			h.Metadata.ManagedFields = []managedFieldsTime{}
-			d.elements(func() {
-				var f managedFieldsTime
-				d.fields(func(key []byte) int {
-					if string(key) != "time" {
-						return -1
-					}
-					f.Time = d.time()
-					return 0
-				})
-				h.Metadata.ManagedFields = append(h.Metadata.ManagedFields, f)
-			})
-			return 8
 		}
 		return -1
 	})
@@ -555,15 +540,6 @@ func (d *fastDecoder) metadata(h *header, m *metav1.ObjectMeta) {
 	if v := h.Metadata.DeletionGracePeriodSeconds; v != nil {
 		c := *v
 		m.DeletionGracePeriodSeconds = &c
-	}
-	if fields := h.Metadata.ManagedFields; fields != nil {
-		m.ManagedFields = make([]metav1.ManagedFieldsEntry, len(fields))
-		for i, f := range fields {
-			if f.Time != nil {
-				c := *f.Time
-				m.ManagedFields[i].Time = &c
-			}
-		}
 	}
 }
 

@@ -41,17 +41,6 @@ type Object struct {
 	DeletionTimestamp *time.Time
 	// DeletionGracePeriodSeconds accompanies DeletionTimestamp.
 	DeletionGracePeriodSeconds *int64
-	// Written is the latest time in the object's managedFields: when the
-	// API server last wrote it (to the second), or nil when no entry has
-	// a time (a manifest, an object of an old log).
-	Written *time.Time
-	// Recounted is, for a ResourceQuota, when the quota controller last
-	// wrote its status (its managedFields entry for the status
-	// subresource, by a manager other than the API server's own quota
-	// admission): the controller writes status only after a recount that
-	// changed it, so a recount happened then. Nil for other kinds, or when
-	// no such entry has a time.
-	Recounted *time.Time
 	// Value is the typed object (*corev1.Pod, *corev1.PersistentVolumeClaim,
 	// ...) for kinds that quota reads beyond identity; nil for the others.
 	Value runtime.Object
@@ -164,56 +153,6 @@ type headerMeta struct {
 	ResourceVersion            string       `json:"resourceVersion"`
 	DeletionTimestamp          *metav1.Time `json:"deletionTimestamp"`
 	DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
-	// ManagedFields are read for their times only (Object.Written).
-	ManagedFields []managedFieldsTime `json:"managedFields"`
-}
-
-// managedFieldsTime is the part of a managedFields entry the ledger reads:
-// when the entry's manager last wrote the object.
-type managedFieldsTime struct {
-	Time *metav1.Time `json:"time"`
-}
-
-// lastWrite is the latest time of fields, nil when none has one.
-func lastWrite(fields []managedFieldsTime) *time.Time {
-	var last *time.Time
-	for _, f := range fields {
-		if f.Time == nil || f.Time.IsZero() {
-			continue
-		}
-		if t := f.Time.UTC(); last == nil || t.After(*last) {
-			last = &t
-		}
-	}
-	return last
-}
-
-// admissionManager is the field manager of the API server's own writes
-// of a quota's status: its quota admission charging what it admits.
-const admissionManager = "kube-apiserver"
-
-// statusRecount is the latest time a manager other than the API server's
-// admission wrote the status of a quota: a recount by the quota
-// controller (see Object.Recounted). The trimmed form writes that entry
-// with no manager.
-func statusRecount(fields []metav1.ManagedFieldsEntry) *time.Time {
-	var last *time.Time
-	for _, f := range fields {
-		if f.Subresource != "status" || f.Manager == admissionManager || f.Time == nil || f.Time.IsZero() {
-			continue
-		}
-		if t := f.Time.UTC(); last == nil || t.After(*last) {
-			last = &t
-		}
-	}
-	return last
-}
-
-// noteValue takes what Object keeps besides Value from the typed value.
-func (o *Object) noteValue() {
-	if q, ok := o.Value.(*corev1.ResourceQuota); ok {
-		o.Recounted = statusRecount(q.ManagedFields)
-	}
 }
 
 // Decode reads one Kubernetes object from JSON. A namespaced object may
@@ -274,7 +213,6 @@ func decodeGeneral(trimmed []byte) (*Object, error) {
 	}
 	o.Value = v
 	o.syncMeta()
-	o.noteValue()
 	return o, nil
 }
 
@@ -309,7 +247,6 @@ func identify(h *header) (*Object, kindInfo, bool, error) {
 		t := h.Metadata.DeletionTimestamp.Time.UTC()
 		o.DeletionTimestamp = &t
 	}
-	o.Written = lastWrite(h.Metadata.ManagedFields)
 	info, known := knownKinds[groupKind{gv.Group, h.Kind}]
 	o.builtin = known
 	if known {

@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -354,106 +354,38 @@ func TestDecodeClaimWithoutSpec(t *testing.T) {
 	}
 }
 
-// TestWrittenIsTheLatestManagedFieldsTime: every reader takes an object's
-// last write from its managedFields (the latest time, entries without one
-// left out); a pod's trimmed form keeps it as one entry, which reads back,
-// and TrimmedState leaves it out. Other kinds keep none.
-func TestWrittenIsTheLatestManagedFieldsTime(t *testing.T) {
-	const fields = `"managedFields":[{"manager":"kubectl","operation":"Update","time":"2026-11-23T00:12:11Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}},` +
-		`{"manager":"kubelet","operation":"Update","subresource":"status","time":"2026-11-23T00:12:25Z"},{"manager":"x"}]`
-	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"ns",` + fields + `},` +
-		`"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]},"status":{"phase":"Failed"}}`
-	want := time.Date(2026, 11, 23, 0, 12, 25, 0, time.UTC)
-	for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
-		o, err := decode([]byte(pod))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.Written == nil || !o.Written.Equal(want) {
-			t.Fatalf("%s: Written %v, want %v", name, o.Written, want)
-		}
-		trimmed, state, err := o.TrimmedState()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(trimmed, []byte(`"managedFields":[{"time":"2026-11-23T00:12:25Z"}]`)) {
-			t.Errorf("%s: trimmed %s lacks the last write", name, trimmed)
-		}
-		if bytes.Contains(state, []byte("managedFields")) || !bytes.Equal(bytes.Replace(trimmed, []byte(`,"managedFields":[{"time":"2026-11-23T00:12:25Z"}]`), nil, 1), state) {
-			t.Errorf("%s: state %s is not trimmed %s less the last write", name, state, trimmed)
-		}
-		back, err := Decode(trimmed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if back.Written == nil || !back.Written.Equal(want) {
-			t.Errorf("%s: trimmed reads back with Written %v", name, back.Written)
-		}
+// TestTrimmedDropsManagedFields: no reader keeps an object's
+// managedFields, so a write that changes only them (a kubelet's status
+// write, the quota controller's recount) trims to the same bytes.
+func TestTrimmedDropsManagedFields(t *testing.T) {
+	fields := func(at string) string {
+		return `"managedFields":[{"manager":"kubectl","operation":"Update","time":"2026-11-23T00:12:11Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}},` +
+			`{"manager":"kubelet","operation":"Update","subresource":"status","time":"` + at + `"},{"manager":"x"}]`
 	}
-	if o, err := Decode([]byte(pod)); err != nil || o.Recounted != nil {
-		t.Errorf("pod: Recounted %v (%v), want none: a kubelet's status write recounts nothing", o.Recounted, err)
-	}
-	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns",` + fields + `},"spec":{"type":"ClusterIP"}}`
-	o, err := Decode([]byte(svc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Written == nil || !o.Written.Equal(want) {
-		t.Errorf("service: Written %v, want %v", o.Written, want)
-	}
-	if b, err := o.Trimmed(); err != nil || bytes.Contains(b, []byte("managedFields")) {
-		t.Errorf("service trimmed %s (%v) keeps managedFields", b, err)
-	}
-}
-
-// TestQuotaRecountedIsTheControllersStatusWrite: a quota keeps the time
-// its status was last written by another manager than the API server's
-// admission (the quota controller's recount) beside its last write, and
-// that time is part of its state, so such a write is not skipped as
-// unchanged while an admission's is.
-func TestQuotaRecountedIsTheControllersStatusWrite(t *testing.T) {
-	quota := func(admitted string) string {
-		return `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns","managedFields":[` +
-			`{"manager":"kubectl","operation":"Update","time":"2026-11-23T00:12:11Z"},` +
-			`{"manager":"kube-controller-manager","operation":"Update","subresource":"status","time":"2026-11-23T00:12:20Z"},` +
-			`{"manager":"kube-apiserver","operation":"Update","subresource":"status","time":"` + admitted + `"}]},` +
-			`"spec":{"hard":{"pods":"4"}},"status":{"hard":{"pods":"4"},"used":{"pods":"1"}}}`
-	}
-	written := time.Date(2026, 11, 23, 0, 12, 25, 0, time.UTC)
-	recount := time.Date(2026, 11, 23, 0, 12, 20, 0, time.UTC)
-	var states [][]byte
-	for _, admitted := range []string{"2026-11-23T00:12:25Z", "2026-11-23T00:12:24Z"} {
+	for _, kind := range []string{
+		`"apiVersion":"v1","kind":"Pod","metadata":{"name":"b","namespace":"ns",%s},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]},"status":{"phase":"Failed"}`,
+		`"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns",%s},"spec":{"hard":{"pods":"4"}},"status":{"used":{"pods":"1"}}`,
+		`"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns",%s},"spec":{"type":"ClusterIP"}`,
+	} {
 		for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
-			o, err := decode([]byte(quota(admitted)))
-			if err != nil {
-				t.Fatal(err)
+			var trimmed [][]byte
+			for _, at := range []string{"2026-11-23T00:12:25Z", "2026-11-23T00:12:26Z"} {
+				o, err := decode([]byte("{" + fmt.Sprintf(kind, fields(at)) + "}"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := o.Trimmed()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(b, []byte("managedFields")) {
+					t.Errorf("%s: trimmed %s keeps managedFields", name, b)
+				}
+				trimmed = append(trimmed, b)
 			}
-			if o.Recounted == nil || !o.Recounted.Equal(recount) {
-				t.Fatalf("%s: Recounted %v, want %v", name, o.Recounted, recount)
+			if !bytes.Equal(trimmed[0], trimmed[1]) {
+				t.Errorf("%s: a write of managedFields only changed the trimmed form: %s, then %s", name, trimmed[0], trimmed[1])
 			}
-			trimmed, state, err := o.TrimmedState()
-			if err != nil {
-				t.Fatal(err)
-			}
-			back, err := Decode(trimmed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if back.Recounted == nil || !back.Recounted.Equal(recount) || back.Written == nil || !back.Written.Equal(*o.Written) {
-				t.Errorf("%s: trimmed %s reads back with Written %v and Recounted %v", name, trimmed, back.Written, back.Recounted)
-			}
-			if !bytes.Contains(state, []byte(`"managedFields":[{"subresource":"status","time":"2026-11-23T00:12:20Z"}]`)) {
-				t.Errorf("%s: state %s lacks the recount", name, state)
-			}
-			states = append(states, state)
-		}
-	}
-	if o, _ := Decode([]byte(quota("2026-11-23T00:12:25Z"))); o.Written == nil || !o.Written.Equal(written) {
-		t.Errorf("Written %v, want %v", o.Written, written)
-	}
-	for _, s := range states[1:] {
-		if !bytes.Equal(s, states[0]) {
-			t.Errorf("an admission's write changed the state: %s, then %s", states[0], s)
 		}
 	}
 }

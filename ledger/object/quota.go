@@ -258,9 +258,8 @@ func walkQuotaPodFrom(s *jsonscan.Scanner, p *quotaPod) bool {
 var (
 	podKeys      = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 	metadataKeys = []string{"name", "generateName", "namespace", "uid", "resourceVersion",
-		"deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"}
-	managedFieldsKeys = []string{"time"}
-	specKeys          = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
+		"deletionTimestamp", "deletionGracePeriodSeconds"}
+	specKeys = []string{"initContainers", "containers", "activeDeadlineSeconds", "affinity",
 		"priorityClassName", "priority", "preemptionPolicy", "runtimeClassName", "overhead",
 		"serviceAccountName", "serviceAccount", "nodeSelector", "resources"}
 	statusKeys          = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
@@ -284,12 +283,6 @@ func walkMetadata(s *jsonscan.Scanner, m *headerMeta) bool {
 			return readPlainString(s, &m.ResourceVersion)
 		case "deletionTimestamp":
 			return readTime(s, &m.DeletionTimestamp)
-		case "managedFields":
-			// Large in a stored object (each entry's fieldsV1); only the
-			// times are read, the rest skipped.
-			return readArray(s, &m.ManagedFields, func(s *jsonscan.Scanner, f *managedFieldsTime) bool {
-				return walkMembers(s, managedFieldsKeys, func(string) bool { return readTime(s, &f.Time) })
-			})
 		default:
 			return readInt(s, &m.DeletionGracePeriodSeconds, 64)
 		}

@@ -3,7 +3,6 @@ package object
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -37,23 +36,10 @@ type trimmedMeta struct {
 	// CreationTimestamp is kept for StorageClasses only: among several
 	// default classes, the newest is the default.
 	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
-	// ManagedFields is kept for pods and quotas only, as one entry holding
-	// the time of the last write (Object.Written): a lower bound of the
-	// cluster's clock when a pod ends or a quota changes, which dates the
-	// recount the end or the change sets off. A quota the quota
-	// controller has written keeps a second entry, for the status
-	// subresource and with no manager, holding the time of that write
-	// (Object.Recounted).
-	ManagedFields []trimmedManagedFields `json:"managedFields,omitempty"`
 	// OwnerReferences is kept for a ResourceClaim the scheduler made for a
 	// pod's extended resources (ExtendedResourceClaimAnnotation): its
 	// controller, the pod, whose own charge covers the claim's.
 	OwnerReferences []metav1.OwnerReference `json:"ownerReferences,omitempty"`
-}
-
-type trimmedManagedFields struct {
-	Subresource string      `json:"subresource,omitempty"`
-	Time        metav1.Time `json:"time"`
 }
 
 // trimmedObject is the envelope of every trimmed object. Spec and Status
@@ -182,9 +168,8 @@ type trimmedLimitRangeSpec struct {
 
 // Trimmed returns the object's JSON reduced to the fields quota accounting
 // reads. Decode(Trimmed()) evaluates to the same charges as the original,
-// and two states that differ only in fields quota ignores give equal bytes,
-// but for the time of a pod's or a quota's last write (Written), which
-// dates what the quota controller does then (see TrimmedState). It reads
+// and two states that differ only in fields quota ignores give equal bytes.
+// It reads
 // the typed value, so changes made to it (defaulting, a namespace) are
 // included. The resourceVersion is left out (an event carries it beside
 // the object): it changes on every write, and keeping it would make
@@ -195,23 +180,6 @@ func (o *Object) Trimmed() ([]byte, error) {
 		return nil, err
 	}
 	return o.encodeTrimmed(t)
-}
-
-// TrimmedState returns Trimmed's bytes and the object's state: the same
-// bytes without the time of the last write, which changes with every
-// write. Equal states mean that nothing quota reads has changed; a quota
-// controller's recount (Recounted) is a change.
-func (o *Object) TrimmedState() (trimmed, state []byte, err error) {
-	t, err := o.trimmed()
-	if err != nil {
-		return nil, nil, err
-	}
-	if trimmed, err = o.encodeTrimmed(t); err != nil || t.Metadata.ManagedFields == nil {
-		return trimmed, trimmed, err
-	}
-	t.Metadata.ManagedFields = recounted(o.Recounted)
-	state, err = o.encodeTrimmed(t)
-	return trimmed, state, err
 }
 
 func (o *Object) encodeTrimmed(t *trimmedObject) ([]byte, error) {
@@ -244,7 +212,6 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	switch v := o.Value.(type) {
 	case nil:
 	case *corev1.Pod:
-		t.Metadata.ManagedFields = written(o.Written)
 		spec, status := trimPod(v)
 		t.Spec = spec
 		if status != nil {
@@ -273,7 +240,6 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 			}
 		}
 	case *corev1.ResourceQuota:
-		t.Metadata.ManagedFields = append(written(o.Written), recounted(o.Recounted)...)
 		// The status is the cluster's own count, rewritten on every
 		// admission; usage is computed from the objects, so keeping it
 		// would only grow the log.
@@ -308,24 +274,6 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		return nil, fmt.Errorf("trim %s: unexpected value type %T", o.Kind, o.Value)
 	}
 	return &t, nil
-}
-
-// written is the managedFields a trimmed object keeps: one entry holding
-// the time of its last write, or none.
-func written(t *time.Time) []trimmedManagedFields {
-	if t == nil {
-		return nil
-	}
-	return []trimmedManagedFields{{Time: metav1.Time{Time: *t}}}
-}
-
-// recounted is the managedFields entry a trimmed quota keeps for the quota
-// controller's last write of its status, or none.
-func recounted(t *time.Time) []trimmedManagedFields {
-	if t == nil {
-		return nil
-	}
-	return []trimmedManagedFields{{Subresource: "status", Time: metav1.Time{Time: *t}}}
 }
 
 func trimResources(r corev1.ResourceRequirements) *trimmedResources {

@@ -42,24 +42,6 @@ func appendTrimmedPod(b []byte, t *trimmedObject) ([]byte, bool) {
 		w.raw(string(v))
 	}
 	w.int64Field("deletionGracePeriodSeconds", m.DeletionGracePeriodSeconds)
-	for i, f := range m.ManagedFields {
-		v, err := f.Time.MarshalJSON()
-		if err != nil {
-			return nil, false
-		}
-		if i == 0 {
-			w.key("managedFields")
-			w.raw(`[`)
-		} else {
-			w.raw(`,`)
-		}
-		w.raw(`{"time":`)
-		w.raw(string(v))
-		w.raw(`}`)
-		if i == len(m.ManagedFields)-1 {
-			w.raw(`]`)
-		}
-	}
 	w.close('}')
 	w.raw(`,"spec":{`)
 	if len(spec.InitContainers) > 0 {

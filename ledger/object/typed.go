@@ -58,16 +58,12 @@ func decodeTypedAs(trimmed []byte, apiVersion, kind string) *Object {
 	h.Metadata.ResourceVersion = typed.GetResourceVersion()
 	h.Metadata.DeletionTimestamp = typed.GetDeletionTimestamp()
 	h.Metadata.DeletionGracePeriodSeconds = typed.GetDeletionGracePeriodSeconds()
-	for _, f := range typed.GetManagedFields() {
-		h.Metadata.ManagedFields = append(h.Metadata.ManagedFields, managedFieldsTime{Time: f.Time})
-	}
 	o, _, _, err := identify(&h)
 	if err != nil {
 		return nil
 	}
 	o.Value = v
 	o.syncMeta()
-	o.noteValue()
 	return o
 }
 

@@ -65,11 +65,4 @@
 //
 // Quantity is not comparable with ==: equal values may be held in different
 // forms and print differently. Use Cmp.
-//
-// FromKube reads the unexported fields of resource.Quantity (its int64
-// form, its inf.Dec and its cached text) through reflect, because the
-// exported methods either allocate or convert the receiver. It only reads
-// them, and falls back to AsDec and String when a release of apimachinery
-// names them otherwise; after an upgrade, TestFromKubeFields reports which
-// route FromKube takes.
 package quantity

@@ -3,12 +3,10 @@ package quantity
 import (
 	"fmt"
 	"math/big"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
-	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -239,10 +237,10 @@ func checkRange(c *big.Int, e int64, max int64) error {
 // in Kubernetes as DecimalExponent and becomes DecimalExponent here. It
 // returns ErrRange for a value beyond ExponentMax.
 //
-// It reads k's value through AsDec without printing it; only a value whose
-// coefficient does not fit an int64 takes the big-number path. The printed
-// text is compared in a stack buffer, so a quantity that prints as
-// Kubernetes prints it costs no allocation beyond AsDec's.
+// It reads k through its exported methods only: its value through AsDec
+// (of a copy, as AsDec converts its receiver in place) and its text through
+// String. Only a value whose coefficient does not fit an int64 takes the
+// big-number path.
 func FromKube(k resource.Quantity) (Quantity, error) {
 	var format Format
 	switch k.Format {
@@ -253,26 +251,10 @@ func FromKube(k resource.Quantity) (Quantity, error) {
 	default:
 		format = DecimalExponent
 	}
-	if value, scale, text, ok := kubeInt64(&k); ok {
-		// The int64 form k holds, as AsDec below would give it.
-		e := int64(scale)
-		if err := checkRange64(value, e, ExponentMax); err != nil {
-			return Quantity{}, fmt.Errorf("kubernetes quantity: %w", err)
-		}
-		q := Quantity{i: value, scale: int32(e), format: format}
-		if text == "" {
-			// k prints canonically, and q prints as k does: the
-			// differential tests hold Quantity's printing of every int64
-			// form, -2^63 included, to Kubernetes'.
-			return q, nil
-		}
-		return fromKubeText(q, text), nil
-	}
-	// AsDec converts its receiver in place; the copy keeps k's own form,
-	// which String below depends on. An inf.Dec k already holds is shared
-	// with the caller and only read.
-	copied := k
-	dec := copied.AsDec()
+	// String first: it prints k as it is, and AsDec below changes the form
+	// of the copy it converts.
+	text := k.String()
+	dec := k.AsDec()
 	var q Quantity
 	if v, ok := dec.Unscaled(); ok {
 		// The int64 form fromExactDecimal would give: the coefficient and
@@ -292,8 +274,7 @@ func FromKube(k resource.Quantity) (Quantity, error) {
 		d.Coeff.SetMathBigInt(unscaled)
 		q = fromExactDecimal(d, format)
 	}
-
-	return fromKubeText(q, k.String()), nil
+	return fromKubeText(q, text), nil
 }
 
 // fromKubeText returns q, the value and format of a Kubernetes quantity
@@ -314,56 +295,6 @@ func fromKubeText(q Quantity, text string) Quantity {
 		return p
 	}
 	return q
-}
-
-// kubeQuantityLayout is where resource.Quantity keeps its int64 form
-// (i.value, i.scale), its inf.Dec (d.Dec) and its cached text (s), as field
-// indices found by name once. ok is false when a release of apimachinery
-// holds them otherwise; FromKube then takes the AsDec and String route.
-var kubeQuantityLayout = func() (l struct {
-	ok                         bool
-	i, value, scale, d, dec, s int
-}) {
-	t := reflect.TypeFor[resource.Quantity]()
-	field := func(t reflect.Type, name string, kind reflect.Kind) (int, bool) {
-		if t.Kind() != reflect.Struct {
-			return 0, false
-		}
-		f, ok := t.FieldByName(name)
-		if !ok || len(f.Index) != 1 || f.Type.Kind() != kind {
-			return 0, false
-		}
-		return f.Index[0], true
-	}
-	var ok [6]bool
-	l.i, ok[0] = field(t, "i", reflect.Struct)
-	l.d, ok[1] = field(t, "d", reflect.Struct)
-	l.s, ok[2] = field(t, "s", reflect.String)
-	if !ok[0] || !ok[1] {
-		return l
-	}
-	l.value, ok[3] = field(t.Field(l.i).Type, "value", reflect.Int64)
-	l.scale, ok[4] = field(t.Field(l.i).Type, "scale", reflect.Int32)
-	l.dec, ok[5] = field(t.Field(l.d).Type, "Dec", reflect.Pointer)
-	l.ok = ok == [6]bool{true, true, true, true, true, true} &&
-		t.Field(l.d).Type.Field(l.dec).Type == reflect.TypeFor[*inf.Dec]()
-	return l
-}()
-
-// kubeInt64 reads k's int64 form and cached text, without converting or
-// printing k, when k holds no inf.Dec. It reports false when k holds one,
-// or when kubeQuantityLayout did not find the fields.
-func kubeInt64(k *resource.Quantity) (value int64, scale int32, text string, ok bool) {
-	l := &kubeQuantityLayout
-	if !l.ok {
-		return 0, 0, "", false
-	}
-	v := reflect.ValueOf(k).Elem()
-	if !v.Field(l.d).Field(l.dec).IsNil() {
-		return 0, 0, "", false
-	}
-	i := v.Field(l.i)
-	return i.Field(l.value).Int(), int32(i.Field(l.scale).Int()), v.Field(l.s).String(), true
 }
 
 // checkRange64 is checkRange for a coefficient held in an int64 (either

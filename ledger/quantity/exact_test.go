@@ -142,7 +142,7 @@ func TestFromKube(t *testing.T) {
 // TestMostNegativeBinary checks the one value whose printed form depends on
 // how Kubernetes holds it: -2^63 in BinarySI.
 func TestMostNegativeBinary(t *testing.T) {
-	// Held as an int64, Kubernetes cannot negate it to find factors of 1024.
+	// Stored as an int64, Kubernetes cannot negate it to find factors of 1024.
 	q := MustParse("-1Ki").Add(NewInt(math.MinInt64 + 1024))
 	k := resource.MustParse("-1Ki")
 	k.Add(*resource.NewQuantity(math.MinInt64+1024, resource.DecimalSI))
@@ -150,7 +150,7 @@ func TestMostNegativeBinary(t *testing.T) {
 	if got := q.String(); got != "-9223372036854775808" {
 		t.Errorf("int64 -2^63 prints %q", got)
 	}
-	// Held as an inf.Dec, it prints as -8Ei.
+	// Stored as an inf.Dec, it prints as -8Ei.
 	q = MustParse("-8Ei").Sub(MustParse("1"))
 	k = resource.MustParse("-8Ei")
 	k.Sub(resource.MustParse("1"))

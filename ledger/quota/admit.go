@@ -30,11 +30,6 @@ const ReasonForbidden = "Forbidden"
 type QuotaState struct {
 	Quota *Quota
 	Used  ResourceList
-	// Slot is where Kubernetes' quota informer keeps the quota among the
-	// namespace's: 1 to IndexSlots, the first free slot when the quota
-	// was added, or 0 when not known. When several quotas refuse a
-	// request, it decides which one Admit names (order.go).
-	Slot int
 }
 
 // LimitedResource is one entry of the ResourceQuota admission plugin's
@@ -151,7 +146,7 @@ func Admit(req AdmitRequest) Decision {
 
 	interesting, restrictedScopes, refusals := matchQuotas(states, o, input)
 	if len(refusals) > 0 {
-		return forbidden(d, o, likeliest(states, refusals))
+		return forbidden(d, o, firstByName(states, refusals))
 	}
 
 	if neg := negativeNames(input.Usage); len(neg) > 0 {
@@ -186,7 +181,7 @@ func Admit(req AdmitRequest) Decision {
 	}
 
 	if refusals := exceededRefusals(&req, states, interesting, delta); len(refusals) > 0 {
-		return forbidden(d, o, likeliest(states, refusals))
+		return forbidden(d, o, firstByName(states, refusals))
 	}
 	if d.Used != nil {
 		for j, i := range interesting {
@@ -587,4 +582,24 @@ func uncoveredScopes(limited, matched []ScopeRequirement) []ScopeRequirement {
 		}
 	}
 	return out
+}
+
+// refusal is a quota that refuses a request, with the message naming it.
+type refusal struct {
+	state   int
+	message string
+}
+
+// firstByName returns the message of the refusal whose quota comes first
+// in name order. Kubernetes names the first refusing quota its informer
+// meets, which is a draw among several (a Go map's order); the ledger
+// names the first by name.
+func firstByName(states []QuotaState, refusals []refusal) string {
+	best := refusals[0]
+	for _, r := range refusals[1:] {
+		if states[r.state].Quota.Name < states[best.state].Quota.Name {
+			best = r
+		}
+	}
+	return best.message
 }

@@ -53,8 +53,8 @@
 //     pod-level resources), negative usage,
 //     limitedResources, and then that each matching quota's used plus the
 //     request stays within hard, naming only the exceeded resources.
-//   - When several quotas refuse a request, the one named is the one
-//     Kubernetes' informer most likely meets first (order.go).
+//   - When several quotas refuse a request, the one named is the first in
+//     name order (Kubernetes names the first its informer meets, a draw).
 //   - An update is charged only what grows, by each quota that matched the
 //     object before it; a quota that matches it only after the update is
 //     charged all of it. A delete is always allowed.

@@ -561,16 +561,14 @@ func TestAdmitRules(t *testing.T) {
 	}
 }
 
-// TestAdmitNamesTheLikeliestRefusal checks which quota a refusal names
-// when several refuse: the one Kubernetes' informer most likely meets
-// first, from where the quotas sit in its index (see order.go).
-func TestAdmitNamesTheLikeliestRefusal(t *testing.T) {
-	full := func(name string, slot int, hard string) QuotaState {
+// TestAdmitNamesTheFirstRefusalByName checks which quota a refusal names
+// when several refuse: the first by name, whatever order the quotas come
+// in (Kubernetes' is a draw).
+func TestAdmitNamesTheFirstRefusalByName(t *testing.T) {
+	full := func(name, hard string) QuotaState {
 		q := quotaFrom(t, `{"hard":{"`+hard+`":"1"}}`)
 		q.Name = name
-		s := state(q, hard, "1")
-		s.Slot = slot
-		return s
+		return state(q, hard, "1")
 	}
 	podOf := pod("web-1", `{"containers":[`+ctr("c", `"cpu":"1","memory":"1Mi"`, `"cpu":"1","memory":"1Mi"`)+`]}`)
 	exceeded := func(name, hard string) string {
@@ -581,26 +579,10 @@ func TestAdmitNamesTheLikeliestRefusal(t *testing.T) {
 		states []QuotaState
 		want   string
 	}{
-		// Slots 2 and 3 of 8: slot 2 is met first from 7 of the 8
-		// starting places, slot 3 from one.
-		{"the earlier slot, whatever the names", []QuotaState{
-			full("zz", 2, "pods"), full("aa", 3, "count/pods"), full("free", 1, "services")},
-			exceeded("zz", "pods")},
-		// Slots 1 and 7: slot 7 is met first from the six places 2 to 7.
-		{"the slot after the longer run", []QuotaState{
-			full("first", 1, "pods"), full("last", 7, "count/pods")},
-			exceeded("last", "count/pods")},
-		// Slots 1, 2 and 6: runs of 3, 1 and 4.
-		{"three refusing", []QuotaState{
-			full("a", 1, "pods"), full("b", 2, "count/pods"), full("c", 6, "requests.cpu")},
-			`pods "web-1" is forbidden: exceeded quota: c, requested: requests.cpu=1, used: requests.cpu=1, limited: requests.cpu=1`},
-		// Slots 1 and 5: four places each; the lower slot is named.
-		{"a tie goes to the lower slot", []QuotaState{
-			full("b", 5, "pods"), full("a", 1, "count/pods")},
-			exceeded("a", "count/pods")},
-		{"with no slots, the first by name", []QuotaState{
-			full("b", 0, "pods"), full("a", 0, "count/pods")},
-			exceeded("a", "count/pods")},
+		{"in name order", []QuotaState{full("aa", "pods"), full("zz", "count/pods"), full("free", "services")}, exceeded("aa", "pods")},
+		{"in reverse order", []QuotaState{full("zz", "pods"), full("aa", "count/pods")}, exceeded("aa", "count/pods")},
+		{"three refusing", []QuotaState{full("b", "pods"), full("c", "count/pods"), full("a", "requests.cpu")},
+			`pods "web-1" is forbidden: exceeded quota: a, requested: requests.cpu=1, used: requests.cpu=1, limited: requests.cpu=1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -612,16 +594,14 @@ func TestAdmitNamesTheLikeliestRefusal(t *testing.T) {
 	}
 
 	// A quota whose constraints the pod fails is named before any
-	// exceeded one, and among several such, the likeliest.
+	// exceeded one, and among several such, the first by name.
 	bare := pod("web-1", `{"containers":[{"name":"c"}]}`)
-	mustSpecify := func(name string, slot int, hard string) QuotaState {
+	mustSpecify := func(name, hard string) QuotaState {
 		q := quotaFrom(t, `{"hard":{"`+hard+`":"5"}}`)
 		q.Name = name
-		s := state(q)
-		s.Slot = slot
-		return s
+		return state(q)
 	}
-	d := admitOne(t, bare, full("a", 1, "pods"), mustSpecify("x", 2, "requests.cpu"), mustSpecify("y", 4, "limits.memory"))
+	d := admitOne(t, bare, full("a", "pods"), mustSpecify("y", "limits.memory"), mustSpecify("x", "requests.cpu"))
 	if want := `pods "web-1" is forbidden: failed quota: x: must specify requests.cpu for: c`; d.Message != want {
 		t.Errorf("got  %q\nwant %q", d.Message, want)
 	}
@@ -1033,24 +1013,5 @@ func TestDefaultClassRules(t *testing.T) {
 				t.Errorf("priority class %q, want %q", c.Scope.PriorityClass, tt.want)
 			}
 		})
-	}
-}
-
-func TestSlotRuns(t *testing.T) {
-	tests := []struct {
-		slots, want []int
-	}{
-		{[]int{3}, []int{8}},
-		{[]int{1, 2, 3}, []int{6, 1, 1}},
-		{[]int{3, 1, 2}, []int{1, 6, 1}},
-		{[]int{1, 7}, []int{2, 6}},
-		{[]int{2, 4, 5}, []int{5, 2, 1}},
-		{[]int{1, 0}, nil},
-		{[]int{9}, nil},
-	}
-	for _, tt := range tests {
-		if got := SlotRuns(tt.slots); !slices.Equal(got, tt.want) {
-			t.Errorf("SlotRuns(%v) = %v, want %v", tt.slots, got, tt.want)
-		}
 	}
 }

@@ -89,9 +89,9 @@ func (l *lookup) has(namespace, resource, name string) (bool, error) {
 
 // forUpdate reads what the projection has of an object, to decide a
 // hold on it.
-func (l *lookup) forUpdate(namespace, resource, name string) (projector.Held, error) {
+func (l *lookup) forUpdate(namespace, resource, name string) (projector.Stored, error) {
 	if err := l.open(); err != nil {
-		return projector.Held{}, err
+		return projector.Stored{}, err
 	}
 	return l.read.ForUpdate(namespace, resource, name)
 }

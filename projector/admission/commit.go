@@ -238,7 +238,7 @@ type draft struct {
 	// updated are the objects the round's updates reserve, by key, as
 	// each reservation leaves them for the next; made by the first
 	// update, as most rounds hold creates only.
-	updated map[string]projector.Held
+	updated map[string]projector.Stored
 	// wait, when set, is the sequence the projection must apply before
 	// the round can decide.
 	wait uint64
@@ -275,7 +275,7 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 			return nil
 		}
 		if d.updated == nil {
-			d.updated = map[string]projector.Held{}
+			d.updated = map[string]projector.Stored{}
 		}
 		out, res, err := r.decideUpdate(d.v.env, d.st, d.look, j, d.updated, d.ids)
 		if err != nil {
@@ -394,7 +394,7 @@ func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft)
 // holds a reservation of already). The outcome's charge is what the reservation holds. The
 // error, when set, fails the round; one of the request alone is in the
 // outcome.
-func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Held, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
+func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update
 	d := decideUpdate(env, st, u.obj, u.old, u.subresource, r.cfg.Limited)
@@ -432,7 +432,7 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 			return outcome{err: err}, none, nil
 		}
 	}
-	res, err := ledger.EncodeReservation(ledger.Reservation{ID: j.reservation, Resource: u.obj.Resource, Name: u.obj.Name, Object: u.trimmed, Operation: ledger.ReserveUpdate})
+	res, err := ledger.EncodeReservation(ledger.Reservation{ID: j.reservation, Resource: u.obj.Resource, Name: u.obj.Name, Object: u.trimmed, Operation: ledger.HoldOperation})
 	if err != nil {
 		return outcome{err: err}, none, nil
 	}

@@ -38,6 +38,10 @@
 // the same resource, namespace and name replaces it) or until its TTL,
 // counted from the stream's timestamp of the Reserve event, has passed; a
 // sweeper then appends an Expire event, so replay reproduces the release.
+// The same sweep appends a Deadline event for each pod that still counts
+// past its deletion deadline (deletionTimestamp plus the grace period, by
+// the responder's clock): from that event on the fold, and every replay,
+// charges the pod as Kubernetes does past its deadline.
 //
 // An allowed update that grows what an object charges is reserved in the
 // same rounds, as a hold (a reservation with operation UPDATE, holding the

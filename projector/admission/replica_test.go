@@ -22,6 +22,7 @@ import (
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/usedtest"
 )
 
 // waitTimeout bounds every poll of a test.
@@ -97,6 +98,7 @@ func startReplica(t testing.TB, url string, cfg Config) *replica {
 		if err := <-projDone; err != nil {
 			t.Errorf("projector: %v", err)
 		}
+		usedtest.CheckUsed(t, proj.DB())
 		proj.Close()
 	})
 	poll(t, "responder subscribed", func() bool { return respConn.NumSubscriptions() > 0 })

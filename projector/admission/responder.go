@@ -569,6 +569,26 @@ func (r *Responder) sweep(ctx context.Context) error {
 		}
 		r.cfg.Metrics.expired(len(byNamespace[ns]))
 	}
+	return r.sweepDeadlines(ctx)
+}
+
+// sweepDeadlines appends a Deadline event for each pod that still counts
+// past its deletion deadline, so that the fold, and every replay of the
+// log, stops counting it from there. The message id (pod, UID and
+// deadline) makes concurrent sweeps on several replicas harmless.
+func (r *Responder) sweepDeadlines(ctx context.Context) error {
+	overdue, err := r.proj.OverduePods(r.cfg.Now(), SweepBatchMax)
+	if err != nil {
+		return err
+	}
+	for _, p := range overdue {
+		ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Deadline, Namespace: p.Namespace,
+			Resource: "pods", Name: p.Name, UID: p.UID, Source: "deadline sweep"}
+		msgID := fmt.Sprintf("deadline/%s/%s/%s/%d", p.Namespace, p.Name, p.UID, p.Deadline.UnixNano())
+		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID}); err != nil {
+			return fmt.Errorf("pod %s/%s past its deadline: %w", p.Namespace, p.Name, err)
+		}
+	}
 	return nil
 }
 

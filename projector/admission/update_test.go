@@ -247,7 +247,7 @@ func TestRoundReservesUpdatesAsTheFoldDoes(t *testing.T) {
 	var ops []string
 	for _, rec := range records {
 		for _, res := range rec.Event.Reserved() {
-			ops = append(ops, res.ID+":"+map[string]string{"": "create", ledger.ReserveUpdate: "update"}[res.Operation])
+			ops = append(ops, res.ID+":"+map[string]string{"": "create", ledger.HoldOperation: "update"}[res.Operation])
 		}
 	}
 	if got, want := strings.Join(ops, " "), "u1:update u2:update u3:create u5:update"; got != want {

@@ -48,6 +48,8 @@ func TestLimitRangerManifestUsage(t *testing.T) {
 		r := caseRand(m.seed, m.name, i)
 		pod := genPod(r, podShape{})
 		delete(pod["spec"].(obj), "overhead")
+		// Both sides get the LimitRanges in name order (lr0, lr1), the
+		// ledger's rule; Kubernetes' own informer order is a draw.
 		var ranges []any
 		for j := 0; j < 1+r.IntN(2); j++ {
 			ranges = append(ranges, genLimitRange(r, fmt.Sprintf("lr%d", j)))

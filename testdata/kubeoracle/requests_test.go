@@ -272,12 +272,13 @@ func (k *kubeKind) served(o runtime.Object) ([]byte, error) {
 
 // kubeAndLedgerQuotas reads a list of quota trees for both sides:
 // Kubernetes' quotas as the informer holds them, and the ledger's states
-// with the same used, in slots by list order. ok is false when a quota is
+// with the same used, in list order (name order: the ledger names the
+// first refusing quota by name). ok is false when a quota is
 // one the API server refuses or has a used the ledger cannot hold.
 func kubeAndLedgerQuotas(list []any) ([]corev1.ResourceQuota, []quota.QuotaState, bool, *outcome) {
 	var kubeQuotas []corev1.ResourceQuota
 	var states []quota.QuotaState
-	for j, qt := range list {
+	for _, qt := range list {
 		raw := mustJSON(qt)
 		kq, valid, _, err := kubeQuota(raw)
 		if err != nil || !valid {
@@ -296,7 +297,7 @@ func kubeAndLedgerQuotas(list []any) ([]corev1.ResourceQuota, []quota.QuotaState
 			}
 			used[string(k)] = q
 		}
-		states = append(states, quota.QuotaState{Quota: lq, Used: used, Slot: j + 1})
+		states = append(states, quota.QuotaState{Quota: lq, Used: used})
 	}
 	return kubeQuotas, states, true, nil
 }
@@ -479,7 +480,7 @@ func ledgerEvaluates(req quota.AdmitRequest) bool {
 	if err != nil {
 		panic(err)
 	}
-	req.Quotas = []quota.QuotaState{{Quota: q, Slot: 1}}
+	req.Quotas = []quota.QuotaState{{Quota: q}}
 	req.Limited = nil
 	d := quota.Admit(req)
 	return !d.Allowed && strings.Contains(d.Message, "status unknown for quota: probe")

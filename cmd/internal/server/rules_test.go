@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -20,11 +21,12 @@ import (
 )
 
 // TestRebuildsAProjectionOfOtherRules starts the ledger on a projection
-// folded under other charging rules than this build's: one written before
-// the rules were recorded, whose quota holds a figure (7 pods) the log's
-// two pods do not make. The ledger moves the file aside, says so in its
-// log, and rebuilds it from the stream, so describe shows the log's 2; a
-// start on a projection of this build's rules keeps the file.
+// folded under other charging rules than this build's, whose quota holds a
+// figure (7 pods) the log's two pods do not make. The ledger moves the file
+// aside, says so in its log, and rebuilds it from the stream, so describe
+// shows the log's 2; a start on a projection of this build's rules keeps
+// the file. A file of another layout (SchemaVersion) is rebuilt the same
+// way.
 func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
 	nats0, client := logOf(t, []string{
 		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"10"}}}`,
@@ -33,7 +35,7 @@ func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
 	})
 	data := t.TempDir()
 	path := filepath.Join(data, ProjectionFile)
-	aside := fmt.Sprintf("%s.rules-%d", path, 0)
+	aside := fmt.Sprintf("%s.rules-%d", path, projector.RulesVersion-1)
 	// run serves until a describe of team-a has answered, and returns
 	// the pods it reported used, with the server's log.
 	run := func() (string, string) {
@@ -88,20 +90,45 @@ func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
 		t.Fatalf("a projection of this build's rules was moved aside (%v)", err)
 	}
 
-	// The file as a build before the rules were recorded leaves it, with
-	// a figure this build's rules would not make.
+	// The file as a build of other rules leaves it, with a figure this
+	// build's rules would not make.
+	plant(t, path, "rules", projector.RulesVersion-1)
+	used, logs := run()
+	if used != "2" {
+		t.Errorf("start on a projection of other rules: pods used %q, want 2 (rebuilt from the stream)\n%s", used, logs)
+	}
+	for _, want := range []string{"rebuilding it from the stream", fmt.Sprintf("rules=%d", projector.RulesVersion-1), fmt.Sprintf("build_rules=%d", projector.RulesVersion), "aside=" + aside} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log does not say %q:\n%s", want, logs)
+		}
+	}
+	if _, err := os.Stat(aside); err != nil {
+		t.Errorf("the old projection was not kept aside: %v", err)
+	}
+
+	plant(t, path, "schema", projector.SchemaVersion-1)
+	used, logs = run()
+	if used != "2" || !strings.Contains(logs, "aside="+path+".layout") {
+		t.Errorf("start on a projection of another layout: pods used %q, want 2 (rebuilt from the stream)\n%s", used, logs)
+	}
+}
+
+// plant sets the meta key (rules or schema) of the projection file at
+// path to version, and its quota's pods used to 7.
+func plant(t *testing.T, path, key string, version uint64) {
+	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket([]byte("meta")).Delete([]byte("rules")); err != nil {
+		if err := tx.Bucket([]byte("meta")).Put([]byte(key), binary.BigEndian.AppendUint64(nil, version)); err != nil {
 			return err
 		}
 		quotas := tx.Bucket([]byte("quotas"))
-		key := []byte("team-a\x00compute")
+		k := []byte("team-a\x00compute")
 		var record map[string]any
-		if err := json.Unmarshal(quotas.Get(key), &record); err != nil {
+		if err := json.Unmarshal(quotas.Get(k), &record); err != nil {
 			return err
 		}
 		used, err := json.Marshal(quota.ResourceList{"pods": quantity.NewInt(7)})
@@ -113,25 +140,12 @@ func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return quotas.Put(key, b)
+		return quotas.Put(k, b)
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		t.Fatal(err)
-	}
-
-	used, logs := run()
-	if used != "2" {
-		t.Errorf("start on a projection of other rules: pods used %q, want 2 (rebuilt from the stream)\n%s", used, logs)
-	}
-	for _, want := range []string{"rebuilding it from the stream", "rules=0", fmt.Sprintf("build_rules=%d", projector.RulesVersion), "aside=" + aside} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("the log does not say %q:\n%s", want, logs)
-		}
-	}
-	if _, err := os.Stat(aside); err != nil {
-		t.Errorf("the old projection was not kept aside: %v", err)
 	}
 }

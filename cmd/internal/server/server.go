@@ -593,30 +593,36 @@ func connectionLogs(log *slog.Logger) []nats.Option {
 }
 
 // openProjection opens the projection file, and rebuilds it from the
-// stream when it was folded under other rules than this build's (an
-// upgrade that follows Kubernetes more closely): it keeps each object's
-// charge as the build that folded its last event computed it, which this
-// build would not, so describe and admission would go on from figures
-// Kubernetes would not show. The old file is moved aside, not deleted, and
+// stream when it has another layout (SchemaVersion) or was folded under
+// other rules (RulesVersion) than this build's: a file of other rules
+// keeps each object's charge as the build that folded its last event
+// computed it, so describe and admission would go on from figures this
+// build would not give. The projection holds nothing the stream does not,
+// so it is never migrated. The old file is moved aside, not deleted, and
 // the new one catches up with the stream before admission takes requests.
 func openProjection(cfg projector.Config, stream *ledger.Stream, log *slog.Logger) (*projector.Projector, error) {
 	proj, err := projector.Open(cfg, stream)
-	if err != nil {
+	var what string
+	rules := uint64(projector.RulesVersion)
+	switch {
+	case errors.Is(err, projector.ErrSchemaVersion):
+		what = "layout"
+	case err != nil:
 		return nil, err
-	}
-	rules := proj.Rules()
-	if rules == projector.RulesVersion {
+	case proj.Rules() == projector.RulesVersion:
 		return proj, nil
+	default:
+		rules = proj.Rules()
+		what = fmt.Sprintf("rules-%d", rules)
+		if err := proj.Close(); err != nil {
+			return nil, fmt.Errorf("close projection %s: %w", cfg.Path, err)
+		}
 	}
-	applied := proj.Applied()
-	if err := proj.Close(); err != nil {
-		return nil, fmt.Errorf("close projection %s: %w", cfg.Path, err)
-	}
-	aside := fmt.Sprintf("%s.rules-%d", cfg.Path, rules)
+	aside := cfg.Path + "." + what
 	if err := os.Rename(cfg.Path, aside); err != nil {
-		return nil, fmt.Errorf("projection %s was folded under rules %d, this build's are %d, and moving it aside to rebuild it failed: %w", cfg.Path, rules, projector.RulesVersion, err)
+		return nil, fmt.Errorf("projection %s has another %s than this build's, and moving it aside to rebuild it failed: %w", cfg.Path, what, err)
 	}
-	log.Warn("the projection was folded under other charging rules than this build's: rebuilding it from the stream; the old file is kept aside",
-		"path", cfg.Path, "rules", rules, "build_rules", projector.RulesVersion, "applied_seq", applied, "aside", aside)
+	log.Warn("the projection has another layout or charging rules than this build's: rebuilding it from the stream; the old file is kept aside",
+		"path", cfg.Path, "rules", rules, "build_schema", projector.SchemaVersion, "build_rules", projector.RulesVersion, "aside", aside)
 	return projector.Open(cfg, stream)
 }
