@@ -46,6 +46,9 @@ event arrives or the reservation expires.
 Exit status: 0 allowed, 1 denied, 2 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkNamespace(namespace); err != nil {
+				return withCode(exitError, err)
+			}
 			raw, err := readManifest(file)
 			if err != nil {
 				return withCode(exitError, err)
@@ -68,6 +71,9 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			}
 			if ns == "" {
 				ns = "default"
+			}
+			if err := checkNamespace(ns); err != nil {
+				return withCode(exitError, err)
 			}
 			gv, err := schema.ParseGroupVersion(meta.APIVersion)
 			if err != nil {

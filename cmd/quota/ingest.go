@@ -50,6 +50,9 @@ stream's duplicate window (a day by default).`,
 			if len(args) == 0 {
 				args = []string{"-"}
 			}
+			if err := checkNamespace(namespace); err != nil {
+				return withCode(exitError, err)
+			}
 			nc, _, stream, err := g.attach(cmd.Context(), "quota ingest")
 			if err != nil {
 				return withCode(exitError, err)
