@@ -53,6 +53,12 @@ type Options struct {
 	// A file read as fast as it is appended fills its batches first. Zero:
 	// DefaultFlushDelay.
 	FlushDelay time.Duration
+	// States tells what the log says objects are now: a plain object
+	// (a manifest, not a watch event) is skipped as unchanged only when
+	// it states what its object is now in the log. Zero: plain objects
+	// are appended every time, with no message ID, as nothing tells
+	// their current state.
+	States States
 	// UnchangedKeysMax bounds the objects remembered for skipping unchanged
 	// upserts. Zero: DefaultUnchangedKeysMax. When it is reached an
 	// arbitrary remembered object is forgotten; its next upsert is appended
@@ -225,6 +231,9 @@ type prepared struct {
 	// bookmark is a watch BOOKMARK, counted and skipped.
 	bookmark bool
 	deleted  bool
+	// plain marks a plain object (not a watch event): skipped only when
+	// the log holds its object in the state it states (judgePlain).
+	plain bool
 	// recounts marks an update that makes Kubernetes recount however
 	// little it changes: appended even when its state is unchanged.
 	recounts bool
@@ -248,7 +257,7 @@ type pipeline struct {
 	order chan *job
 	// batches holds no buffer: apply may build the next batch while one is
 	// being appended, never hand over a second.
-	batches chan []ledger.BatchEntry
+	batches chan []pendingEntry
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -259,7 +268,7 @@ type pipeline struct {
 	written chan struct{}
 
 	// Counted by the appending goroutine, added to the report at the end.
-	appended, duplicates int
+	appended, duplicates, unchanged int
 }
 
 func newPipeline(in *Ingester, ctx context.Context) *pipeline {
@@ -269,7 +278,7 @@ func newPipeline(in *Ingester, ctx context.Context) *pipeline {
 		run:     &run{in: in, ctx: ctx},
 		work:    make(chan *job, PrepareQueueMax),
 		order:   make(chan *job, PrepareQueueMax),
-		batches: make(chan []ledger.BatchEntry),
+		batches: make(chan []pendingEntry),
 		stop:    make(chan struct{}),
 		applied: make(chan struct{}),
 		written: make(chan struct{}),
@@ -335,6 +344,7 @@ func (p *pipeline) finish(parseErr error) error {
 	<-p.written
 	p.run.report.Appended += p.appended
 	p.run.report.Duplicates += p.duplicates
+	p.run.report.Unchanged += p.unchanged
 	return p.err
 }
 
@@ -352,7 +362,7 @@ func (p *pipeline) prepareLoop() {
 func (p *pipeline) apply() {
 	defer close(p.applied)
 	defer close(p.batches)
-	var pending []ledger.BatchEntry
+	var pending []pendingEntry
 	flush := time.NewTimer(p.in.opts.FlushDelay)
 	flush.Stop()
 	defer flush.Stop()
@@ -361,7 +371,7 @@ func (p *pipeline) apply() {
 		due = nil
 		flush.Stop()
 		if p.handOver(pending) {
-			pending = make([]ledger.BatchEntry, 0, p.in.opts.BatchSize)
+			pending = make([]pendingEntry, 0, p.in.opts.BatchSize)
 		}
 	}
 	for {
@@ -401,7 +411,7 @@ func (p *pipeline) apply() {
 // handOver gives batch to the appending goroutine, waiting while the
 // previous batch is still being appended; it reports false when the
 // pipeline stopped meanwhile.
-func (p *pipeline) handOver(batch []ledger.BatchEntry) bool {
+func (p *pipeline) handOver(batch []pendingEntry) bool {
 	select {
 	case p.batches <- batch:
 		return true
@@ -411,7 +421,7 @@ func (p *pipeline) handOver(batch []ledger.BatchEntry) bool {
 }
 
 // applyOne is the order-dependent part of one record.
-func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
+func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
@@ -422,9 +432,15 @@ func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
 		p.run.report.Bookmarks++
 		return nil
 	}
-	if pr.deleted {
+	switch {
+	case pr.plain:
+		// Judged against the log when its batch is appended (see
+		// appendBatch); a watch event of the object after it must not be
+		// skipped on a state remembered from before it.
 		delete(p.in.last, pr.key)
-	} else {
+	case pr.deleted:
+		delete(p.in.last, pr.key)
+	default:
 		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest && !pr.recounts {
 			p.run.report.Unchanged++
 			return nil
@@ -434,8 +450,18 @@ func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
 	if pr.lateReject != "" {
 		return p.run.reject(pr.rec, pr.lateReject)
 	}
-	*pending = append(*pending, pr.entry)
+	*pending = append(*pending, pendingEntry{entry: pr.entry, key: pr.key, digest: pr.digest, plain: pr.plain, deleted: pr.deleted})
 	return nil
+}
+
+// pendingEntry is an event on its way to the stream with what
+// appendBatch needs to judge a plain object's against the log.
+type pendingEntry struct {
+	entry   ledger.BatchEntry
+	key     string
+	digest  [sha256.Size]byte
+	plain   bool
+	deleted bool
 }
 
 // append appends one batch at a time, in the order apply handed them, and
@@ -446,7 +472,13 @@ func (p *pipeline) append() {
 		if p.stopped() {
 			continue // drain
 		}
-		results, err := p.in.stream.AppendBatch(p.ctx, batch)
+		entries, unchanged, err := p.in.judgePlain(p.ctx, batch)
+		if err != nil {
+			p.fail(err)
+			continue
+		}
+		p.unchanged += unchanged
+		results, err := p.in.stream.AppendBatch(p.ctx, entries)
 		for _, res := range results {
 			switch {
 			case res.Seq == 0:
@@ -525,6 +557,8 @@ func (in *Ingester) prepare(rec Record) prepared {
 		Source:          rec.Source,
 	}
 	pr.key = o.Key()
+	// A plain object states what its object is: judged against the log.
+	pr.plain = !rec.Watched && rec.Type == WatchAdded
 	if rec.Type == WatchDeleted {
 		ev.Type = ledger.Delete
 		pr.deleted = true
@@ -557,7 +591,10 @@ func (in *Ingester) prepare(rec Record) prepared {
 		pr.lateReject = fmt.Sprintf("%v: %d bytes, at most %d", ledger.ErrEventTooLarge, size, limit)
 		return pr
 	}
-	pr.entry = ledger.BatchEntry{Event: ev, MsgID: msgID(o, rec.Type, pr.digest)}
+	pr.entry = ledger.BatchEntry{Event: ev}
+	if !pr.plain {
+		pr.entry.MsgID = msgID(o, rec.Type, pr.digest)
+	}
 	return pr
 }
 

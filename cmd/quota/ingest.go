@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -58,7 +59,12 @@ stream's duplicate window (a day by default).`,
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			ingester, err := ingest.New(stream, ingest.Options{Namespace: namespace})
+			// A plain manifest is judged against the object's state in the
+			// log, which the ledger server's projection tells.
+			states := ingest.RemoteStates(func(subject string, body []byte) (*nats.Msg, error) {
+				return g.request(nc, subject, body)
+			})
+			ingester, err := ingest.New(stream, ingest.Options{Namespace: namespace, States: states})
 			if err != nil {
 				return withCode(exitError, err)
 			}

@@ -1,9 +1,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotaledger/quota/ledger"
 )
 
 // TestClientsRefuseAnInvalidNamespace runs each client with a namespace
@@ -51,5 +59,96 @@ func TestVersionCommand(t *testing.T) {
 	}
 	if string(cmd) != string(flag) || !strings.HasPrefix(string(cmd), "quota version ") {
 		t.Errorf("quota version printed %q, quota --version %q; want the same \"quota version ...\" line", cmd, flag)
+	}
+}
+
+// quotaFigures returns the hard and used figures of resource in the
+// namespace's quota name, through describe -o json.
+func quotaFigures(t *testing.T, s *ledgerProc, ns, name string, resource corev1.ResourceName) (hard, used string) {
+	t.Helper()
+	var list corev1.ResourceQuotaList
+	if err := json.Unmarshal([]byte(s.mustRun("describe", name, "-n", ns, "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("describe %s -n %s: %d quotas, want 1", name, ns, len(list.Items))
+	}
+	st := list.Items[0].Status
+	h, u := st.Hard[resource], st.Used[resource]
+	return h.String(), u.String()
+}
+
+// streamLastSeq is the event stream's last sequence, read from the
+// server's JetStream.
+func streamLastSeq(t *testing.T, s *ledgerProc) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := ledger.Attach(context.Background(), js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := stream.LastSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// TestPlainManifestsThatChangeStateLand ingests plain manifests as a user
+// edits them: a pod created, deleted (a watch event) and created again
+// from the same file counts again, and a quota's hard changed from 10 to
+// 4 and back to 10 is 10. Where the message ID of a plain manifest was a
+// digest of its content, the second create and the revert were taken for
+// duplicates and dropped. Ingesting the same unchanged files again
+// appends nothing.
+func TestPlainManifestsThatChangeStateLand(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	write := fileWriter(t, t.TempDir())
+	q := write("q.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods, namespace: team}\nspec:\n  hard:\n    pods: \"10\"\n")
+	q4 := write("q4.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods, namespace: team}\nspec:\n  hard:\n    pods: \"4\"\n")
+	p := write("p.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web-2, namespace: team}\nspec:\n  containers:\n  - name: app\n    image: app\n")
+	del := write("del.jsonl", `{"type":"DELETED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-2","namespace":"team"}}}`+"\n")
+
+	check := func(step, wantHard, wantUsed string) {
+		t.Helper()
+		if hard, used := quotaFigures(t, s, "team", "pods", corev1.ResourcePods); hard != wantHard || used != wantUsed {
+			t.Errorf("after %s: pods hard %s used %s, want hard %s used %s", step, hard, used, wantHard, wantUsed)
+		}
+	}
+	ingest := func(wantSummary string, files ...string) {
+		t.Helper()
+		_, errOut, code := s.run(append([]string{"ingest"}, files...)...)
+		if code != 0 || !strings.Contains(errOut, wantSummary) {
+			t.Errorf("quota ingest %s: exit %d, stderr %q; want exit 0 and %q", strings.Join(files, " "), code, errOut, wantSummary)
+		}
+	}
+	ingest("ingested 2 records: 2 appended, 0 already in the log, 0 unchanged", q, p)
+	check("create", "10", "1")
+	ingest("1 appended", del)
+	check("delete", "10", "0")
+	ingest("ingested 1 records: 1 appended, 0 already in the log, 0 unchanged", p)
+	check("create again", "10", "1")
+
+	ingest("1 appended", q4)
+	check("hard 10 to 4", "4", "1")
+	ingest("ingested 1 records: 1 appended, 0 already in the log, 0 unchanged", q)
+	check("hard back to 10", "10", "1")
+
+	before := streamLastSeq(t, s)
+	ingest("ingested 2 records: 0 appended, 0 already in the log, 2 unchanged", q, p)
+	if after := streamLastSeq(t, s); after != before {
+		t.Errorf("re-ingesting unchanged files moved the stream from seq %d to %d", before, after)
+	}
+	check("re-ingest", "10", "1")
+	if out, errOut, code := s.run("replay", "--verify"); code != 0 {
+		t.Errorf("replay --verify: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -202,7 +202,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	in, err := ingest.New(stream, ingest.Options{})
+	// A plain manifest is skipped only when the projection, caught up
+	// with the log, holds its object in the state it states.
+	in, err := ingest.New(stream, ingest.Options{States: ingest.ProjectionStates(proj)})
 	if err != nil {
 		return err
 	}
