@@ -53,6 +53,12 @@ type Options struct {
 	// A file read as fast as it is appended fills its batches first. Zero:
 	// DefaultFlushDelay.
 	FlushDelay time.Duration
+	// Validation says what a field of a plain object that its kind does
+	// not have does: ValidateStrict rejects the object, ValidateWarn
+	// reports it in Report.Warnings, ValidateIgnore lets it pass. Watch
+	// events, which an API server wrote, are not checked. Zero:
+	// ValidateStrict.
+	Validation Validation
 	// States tells what the log says objects are now: a plain object
 	// (a manifest, not a watch event) is skipped as unchanged only when
 	// it states what its object is now in the log. Zero: plain objects
@@ -76,6 +82,9 @@ func (o Options) withDefaults() Options {
 	if o.UnchangedKeysMax == 0 {
 		o.UnchangedKeysMax = DefaultUnchangedKeysMax
 	}
+	if o.Validation == "" {
+		o.Validation = ValidateStrict
+	}
 	return o
 }
 
@@ -92,6 +101,11 @@ func (o Options) Validate() error {
 	}
 	if o.UnchangedKeysMax < 1 || o.UnchangedKeysMax > UnchangedKeysLimit {
 		problems = append(problems, fmt.Sprintf("UnchangedKeysMax %d is outside 1..%d", o.UnchangedKeysMax, UnchangedKeysLimit))
+	}
+	switch o.Validation {
+	case ValidateStrict, ValidateWarn, ValidateIgnore:
+	default:
+		problems = append(problems, fmt.Sprintf("Validation %q is not strict, warn or ignore", o.Validation))
 	}
 	if o.Namespace != "" {
 		probe := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Delete, Resource: "pods", Name: "x", Namespace: o.Namespace}
@@ -133,6 +147,9 @@ type Report struct {
 	// Rejections lists the first ReportRejectionsMax rejections in input
 	// order.
 	Rejections []Rejection
+	// Warnings lists the first ReportRejectionsMax problems that did not
+	// stop a record (unknown fields under ValidateWarn), in input order.
+	Warnings []Rejection
 }
 
 // Records is the number of records read.
@@ -150,6 +167,11 @@ func (r *Report) Add(o Report) {
 	for _, rej := range o.Rejections {
 		if len(r.Rejections) < ReportRejectionsMax {
 			r.Rejections = append(r.Rejections, rej)
+		}
+	}
+	for _, w := range o.Warnings {
+		if len(r.Warnings) < ReportRejectionsMax {
+			r.Warnings = append(r.Warnings, w)
 		}
 	}
 }
@@ -234,6 +256,8 @@ type prepared struct {
 	// plain marks a plain object (not a watch event): skipped only when
 	// the log holds its object in the state it states (judgePlain).
 	plain bool
+	// warnings are the record's problems that do not stop it.
+	warnings []Rejection
 	// recounts marks an update that makes Kubernetes recount however
 	// little it changes: appended even when its state is unchanged.
 	recounts bool
@@ -425,6 +449,11 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
+	for _, w := range pr.warnings {
+		if len(p.run.report.Warnings) < ReportRejectionsMax {
+			p.run.report.Warnings = append(p.run.report.Warnings, w)
+		}
+	}
 	if pr.reject != "" {
 		return p.run.reject(pr.rec, pr.reject)
 	}
@@ -526,6 +555,17 @@ func (in *Ingester) prepare(rec Record) prepared {
 		return pr
 	}
 
+	if !rec.Watched {
+		// A plain object is checked against its kind's fields, as kubectl
+		// checks a manifest; the problems name their own lines.
+		reject, warn := checkFields(rec.Raw, rec.Object).sort(rec, in.opts.Validation)
+		pr.warnings = warn
+		if len(reject) > 0 {
+			r := joinRejections(reject)
+			pr.rec.Source, pr.reject = r.Source, r.Reason
+			return pr
+		}
+	}
 	o, err := object.DecodeForQuota(rec.Object)
 	if err != nil {
 		pr.reject = err.Error()

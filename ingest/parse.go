@@ -58,6 +58,19 @@ type Record struct {
 	Raw []byte
 	// Err says why the record cannot be used.
 	Err error
+	// File names the input; Line is the input's line of Raw's first line,
+	// zero when Raw's lines are not the input's (a List's item).
+	File string
+	Line int
+}
+
+// lineSource is "FILE:LINE" for line l of Raw, or Source when that line
+// is not known.
+func (r Record) lineSource(l int) string {
+	if l == 0 || r.Line == 0 {
+		return r.Source
+	}
+	return fmt.Sprintf("%s:%d", r.File, r.Line+l-1)
 }
 
 // Parse reads the input named name and calls fn with each record in input
@@ -83,6 +96,11 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 	br, err := Text(r)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
+	}
+	emit := fn
+	fn = func(rec Record) error {
+		rec.File = name
+		return emit(rec)
 	}
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0
@@ -212,7 +230,7 @@ func (p *parser) jsonLines(br *bufio.Reader, line []byte, tooLong bool, lineNo i
 				return ferr
 			}
 		} else if len(trimmed) > 0 {
-			if ferr := p.value(p.source(lineNo), trimmed); ferr != nil {
+			if ferr := p.value(lineNo, trimmed); ferr != nil {
 				return ferr
 			}
 		}
@@ -251,7 +269,7 @@ func (p *parser) jsonDocuments(r io.Reader) error {
 		case errors.Is(err, ErrDocumentTooLarge):
 			return p.tooLarge(line)
 		case err == nil:
-			if err := p.value(p.source(line), raw); err != nil {
+			if err := p.value(line, raw); err != nil {
 				return err
 			}
 			continue
@@ -334,6 +352,7 @@ func (t *lineTracker) rest(off int64) ([]byte, error) {
 func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr error, br *bufio.Reader) error {
 	var doc bytes.Buffer
 	start := 0             // the document's source line, 0 while it has none
+	docLine := 0           // the line of doc's first line
 	over, long := false, 0 // the document is over DocumentBytesMax; a line of it over LineBytesMax
 	flush := func() error {
 		defer func() { doc.Reset(); start, over, long = 0, false, 0 }()
@@ -344,20 +363,27 @@ func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr e
 		if over {
 			return p.tooLarge(start)
 		}
+		// The record outlives doc's buffer, which the next document
+		// reuses: it keeps a copy of the text.
+		raw := bytes.Clone(doc.Bytes())
+		text := bytes.TrimSpace(raw)
 		if long != 0 {
-			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, long, LineBytesMax))
+			return p.reject(src, text, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, long, LineBytesMax))
 		}
-		if err := OneNode(doc.Bytes()); err != nil {
-			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
+		if err := OneNode(raw); err != nil {
+			return p.reject(src, text, fmt.Errorf("%w: %v", ErrBadYAML, err))
 		}
-		js, err := yaml.YAMLToJSON(doc.Bytes())
+		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
-			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
+			return p.reject(src, text, fmt.Errorf("%w: %v", ErrBadYAML, err))
 		}
 		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 			return nil
 		}
-		return p.valueWithRaw(src, js, bytes.TrimSpace(doc.Bytes()))
+		// The line of the text's first line, before which TrimSpace took
+		// only blank lines.
+		lead := raw[:len(raw)-len(bytes.TrimLeft(raw, " \t\r\n"))]
+		return p.valueWithRaw(start, docLine+bytes.Count(lead, []byte("\n")), js, text)
 	}
 	lineNo := 0
 	add := func(l []byte, tooLong bool) error {
@@ -371,7 +397,7 @@ func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr e
 			if rest := bytes.TrimSpace(bytes.TrimPrefix(t, []byte("---"))); bytes.HasPrefix(t, []byte("---")) && len(rest) > 0 && rest[0] != '#' {
 				doc.Write(rest)
 				doc.WriteByte('\n')
-				start = lineNo
+				start, docLine = lineNo, lineNo
 			}
 			return nil
 		}
@@ -383,6 +409,9 @@ func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr e
 			doc.Reset() // kept from growing; the document is rejected whole
 		}
 		if !over {
+			if doc.Len() == 0 {
+				docLine = lineNo
+			}
 			doc.Write(l)
 		}
 		if start == 0 {
@@ -433,13 +462,15 @@ type envelope struct {
 	Items      json.RawMessage `json:"items"`
 }
 
-func (p *parser) value(source string, raw []byte) error {
-	return p.valueWithRaw(source, raw, raw)
+func (p *parser) value(line int, raw []byte) error {
+	return p.valueWithRaw(line, line, raw, raw)
 }
 
-// valueWithRaw handles one JSON value; text is the input as written (the
-// YAML text for YAML), kept with rejections.
-func (p *parser) valueWithRaw(source string, raw, text []byte) error {
+// valueWithRaw handles one JSON value starting at line; text is the input
+// as written (the YAML text for YAML), kept with rejections, whose first
+// line is textLine.
+func (p *parser) valueWithRaw(line, textLine int, raw, text []byte) error {
+	source := p.source(line)
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
 		if !json.Valid(t) {
@@ -465,11 +496,11 @@ func (p *parser) valueWithRaw(source string, raw, text []byte) error {
 		if env.Type != nil {
 			typ = *env.Type
 		}
-		return p.fn(Record{Source: source, Type: typ, Watched: true, Object: env.Object, Raw: text})
+		return p.fn(Record{Source: source, Type: typ, Watched: true, Object: env.Object, Raw: text, Line: textLine})
 	case strings.HasSuffix(env.Kind, "List") && env.Items != nil:
 		return p.list(source, env, text)
 	default:
-		return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: text})
+		return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: text, Line: textLine})
 	}
 }
 

@@ -152,3 +152,40 @@ func TestPlainManifestsThatChangeStateLand(t *testing.T) {
 		t.Errorf("replay --verify: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestIngestChecksManifestFields runs ingest on manifests with a misspelt
+// field and a bad quantity: by default the object is rejected with the
+// field's path and line, --validate=warn ingests it with a warning,
+// --validate=ignore without one; a bad value is rejected whatever
+// --validate says, naming its line, path and value.
+func TestIngestChecksManifestFields(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	write := fileWriter(t, t.TempDir())
+	q := write("q.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: team\nspec:\n  hrad:\n    pods: \"4\"\n")
+	typo := write("typo.yaml", "# a pod whose cpu has a typo\napiVersion: v1\nkind: Pod\nmetadata:\n  name: typo-pod\n  namespace: team\nspec:\n  containers:\n  - name: app\n    image: app\n    resources:\n      requests:\n        cpu: 2x\n")
+
+	_, errOut, code := s.run("ingest", q)
+	if want := q + `:7: unknown field "spec.hrad"`; code != exitFailed || !strings.Contains(errOut, want) || !strings.Contains(errOut, "0 appended") {
+		t.Errorf("ingest q.yaml: exit %d, stderr %q; want exit %d, %q and nothing appended", code, errOut, exitFailed, want)
+	}
+	_, errOut, code = s.run("ingest", "--validate=warn", q)
+	if want := q + `:7: warning: unknown field "spec.hrad"`; code != 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, "1 appended") {
+		t.Errorf("ingest --validate=warn q.yaml: exit %d, stderr %q; want exit 0, %q and 1 appended", code, errOut, want)
+	}
+	if out := s.mustRun("describe", "-n", "team"); !strings.Contains(out, "Name:") {
+		t.Errorf("describe after a warned ingest: %q, want the quota", out)
+	}
+	_, errOut, code = s.run("ingest", "--validate=ignore", q)
+	if code != 0 || strings.Contains(errOut, "unknown field") {
+		t.Errorf("ingest --validate=ignore q.yaml: exit %d, stderr %q; want exit 0 and no word of the field", code, errOut)
+	}
+	for _, mode := range []string{"strict", "warn", "ignore"} {
+		_, errOut, code = s.run("ingest", "--validate="+mode, typo)
+		if want := typo + `:13: spec.containers[0].resources.requests.cpu: "2x": quantities must match`; code != exitFailed || !strings.Contains(errOut, want) {
+			t.Errorf("ingest --validate=%s typo.yaml: exit %d, stderr %q; want exit %d and %q", mode, code, errOut, exitFailed, want)
+		}
+	}
+	if _, errOut, code := s.run("ingest", "--validate=lenient", q); code != exitError || !strings.Contains(errOut, "want strict, warn or ignore") {
+		t.Errorf("ingest --validate=lenient: exit %d, stderr %q; want exit %d naming the values", code, errOut, exitError)
+	}
+}
