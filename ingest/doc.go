@@ -84,7 +84,12 @@
 //   - Multi-line JSON and YAML files are read whole (at most
 //     DocumentBytesMax); JSON lines are streamed, each at most
 //     LineBytesMax. A first line longer than that (a compact List, as
-//     jq -c prints one) is read as a JSON document, up to DocumentBytesMax.
+//     jq -c prints one) is read as a JSON document, up to DocumentBytesMax,
+//     when it is one JSON value; otherwise it is rejected alone
+//     (ErrLineTooLong, with its size) and the format is told by the next
+//     content line. A YAML document whose first line is that long loses
+//     that line: the rest of it is read as a document of its own, which
+//     its missing fields then reject.
 //   - Records are decoded and trimmed by up to GOMAXPROCS goroutines, and
 //     one batch is appended while the next is prepared; the stream, the
 //     Report and the dead letters still follow the input order. When an

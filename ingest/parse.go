@@ -30,6 +30,9 @@ const (
 	DocumentBytesMax = 256 << 20
 	// ListItemsMax is the largest number of items one List may hold.
 	ListItemsMax = 1_000_000
+	// rawLineKeptMax is how much of a line too long to read is kept with
+	// its rejection.
+	rawLineKeptMax = 64 << 10
 )
 
 // Watch event types, as the API server spells them.
@@ -138,6 +141,25 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 			return fmt.Errorf("read %s: %w", name, err)
 		case trimmed[0] == '[' && over:
 			return p.reject(p.source(lineNo), nil, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, lineNo, DocumentBytesMax))
+		case tooLong && !((trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed)):
+			// Not one JSON value (a compact List) and too long for any
+			// line of the formats: garbage, rejected alone, so that it
+			// does not hide the lines after it. The format is told by
+			// the next content line.
+			size := fmt.Sprintf("%d bytes", len(bytes.TrimRight(line, "\r\n")))
+			if over {
+				size = fmt.Sprintf("more than %d bytes", DocumentBytesMax)
+			}
+			if ferr := p.reject(p.source(lineNo), trimmed[:min(len(trimmed), rawLineKeptMax)], fmt.Errorf("%w: line %d is %s, at most %d, and not one JSON value: skipped; the lines after it are read", ErrLineTooLong, lineNo, size, LineBytesMax)); ferr != nil {
+				return ferr
+			}
+			// A blank line in its place keeps the lines after it
+			// numbered as in the input.
+			head.WriteByte('\n')
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			continue
 		case trimmed[0] == '{' || trimmed[0] == '[':
 			// A value spread over lines, or one line longer than a JSON
 			// line may be: the lines read so far, then the rest.

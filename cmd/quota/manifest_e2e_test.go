@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/quotaledger/quota/ingest"
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/object"
 )
 
 // TestClientsRefuseAnInvalidNamespace runs each client with a namespace
@@ -187,5 +190,32 @@ func TestIngestChecksManifestFields(t *testing.T) {
 	}
 	if _, errOut, code := s.run("ingest", "--validate=lenient", q); code != exitError || !strings.Contains(errOut, "want strict, warn or ignore") {
 		t.Errorf("ingest --validate=lenient: exit %d, stderr %q; want exit %d naming the values", code, errOut, exitError)
+	}
+}
+
+// TestIngestAfterALongGarbageLine ingests a file whose first line is
+// garbage of more than 4 MiB, then valid JSON lines: the garbage is
+// rejected alone, saying its size and the limit, and the lines after it
+// are ingested. An object over the 4 MiB an object may have is rejected
+// naming that limit.
+func TestIngestAfterALongGarbageLine(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	write := fileWriter(t, t.TempDir())
+	garbage := strings.Repeat("garbage ", 5<<20/8)
+	quota := `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"pods","namespace":"team"},"spec":{"hard":{"pods":"10"}}}`
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"team"},"spec":{"containers":[{"name":"app","image":"app"}]}}`
+	big := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big","namespace":"team"},"data":{"x":"` + strings.Repeat("x", 4<<20) + `"}}`
+	file := write("mixed.jsonl", garbage+"\n"+quota+"\n"+pod+"\n"+big+"\n")
+
+	_, errOut, code := s.run("ingest", file)
+	wantGarbage := fmt.Sprintf("%s:1: line too long: line 1 is %d bytes, at most %d, and not one JSON value: skipped; the lines after it are read", file, len(garbage), ingest.LineBytesMax)
+	wantBig := fmt.Sprintf("%s:4: decode object: object too large: %d bytes, at most %d (4 MiB)", file, len(big), object.SizeMax)
+	for _, want := range []string{wantGarbage, wantBig, "ingested 4 records: 2 appended, 0 already in the log, 0 unchanged, 0 bookmarks, 2 rejected"} {
+		if code != exitFailed || !strings.Contains(errOut, want) {
+			t.Errorf("ingest: exit %d, stderr %.2000q\nwant exit %d and %q", code, errOut, exitFailed, want)
+		}
+	}
+	if _, used := quotaFigures(t, s, "team", "pods", corev1.ResourcePods); used != "1" {
+		t.Errorf("pods used %s after the lines behind the garbage, want 1", used)
 	}
 }
