@@ -535,90 +535,21 @@ type run struct {
 // classifying, decoding, trimming, hashing, encoding and naming it.
 func (in *Ingester) prepare(rec Record) prepared {
 	pr := prepared{rec: rec}
-	if rec.Err != nil {
-		pr.reject = rec.Err.Error()
+	// Classify: only ADDED, MODIFIED and DELETED carry an object.
+	if pr.reject, pr.bookmark = classify(rec); pr.reject != "" || pr.bookmark {
 		return pr
 	}
-	switch rec.Type {
-	case WatchBookmark:
-		pr.bookmark = true
-		return pr
-	case WatchError:
-		pr.reject = watchErrorReason(rec.Object)
-		return pr
-	case WatchAdded, WatchModified, WatchDeleted:
-	case "":
-		pr.reject = fmt.Sprintf("%v: a watch event needs a type", ErrUnknownWatchType)
-		return pr
-	default:
-		pr.reject = fmt.Sprintf("%v %q", ErrUnknownWatchType, rec.Type)
+	// Decode, after a plain object's check against its kind's fields.
+	o, reason := in.decode(&pr)
+	if reason != "" {
+		pr.reject = reason
 		return pr
 	}
-
-	if !rec.Watched {
-		// A plain object is checked against its kind's fields, as kubectl
-		// checks a manifest; the problems name their own lines.
-		reject, warn := checkFields(rec.Raw, rec.Object).sort(rec, in.opts.Validation)
-		pr.warnings = warn
-		if len(reject) > 0 {
-			r := joinRejections(reject)
-			pr.rec.Source, pr.reject = r.Source, r.Reason
-			return pr
-		}
-	}
-	o, err := object.DecodeForQuota(rec.Object)
-	if err != nil {
-		pr.reject = err.Error()
+	// Make the event.
+	ev, reason := pr.event(o)
+	if reason != "" {
+		pr.reject = reason
 		return pr
-	}
-	if o.Name == "" {
-		pr.reject = fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
-		return pr
-	}
-	switch {
-	case o.ClusterScoped() || o.Namespace != "":
-	case rec.Watched && o.TakeClusterScoped():
-		// A custom resource the API server sent without a namespace is
-		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
-		// quota.
-	case in.opts.Namespace == "":
-		pr.reject = fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
-		return pr
-	default:
-		o.SetNamespace(in.opts.Namespace)
-	}
-	ev := ledger.Event{
-		Version:         ledger.EncodingVersion,
-		Resource:        o.Resource,
-		Namespace:       o.Namespace,
-		Name:            o.Name,
-		UID:             o.UID,
-		ResourceVersion: o.ResourceVersion,
-		Source:          rec.Source,
-	}
-	pr.key = o.Key()
-	// A plain object states what its object is: judged against the log.
-	pr.plain = !rec.Watched && rec.Type == WatchAdded
-	if rec.Type == WatchDeleted {
-		ev.Type = ledger.Delete
-		pr.deleted = true
-		pr.digest = sha256.Sum256(rec.Object)
-	} else {
-		// The digest leaves out the time of the last write, new with
-		// every write, so that status churn is still skipped as unchanged.
-		trimmed, state, err := o.TrimmedState()
-		if err != nil {
-			pr.reject = err.Error()
-			return pr
-		}
-		ev.Type = ledger.Upsert
-		ev.Object = trimmed
-		pr.digest = sha256.Sum256(state)
-		// The quota controller recounts at every update of a claim (its
-		// filter compares two pointers to fresh copies of the allocated
-		// size), a label's included: the recount drops pods past their
-		// deadline (projector/deadline.go).
-		pr.recounts = rec.Type == WatchModified && o.Resource == "persistentvolumeclaims"
 	}
 	// Check here what AppendBatch would refuse, so that one bad record is
 	// rejected alone instead of failing the whole batch.
@@ -636,6 +567,101 @@ func (in *Ingester) prepare(rec Record) prepared {
 		pr.entry.MsgID = msgID(o, rec.Type, pr.digest)
 	}
 	return pr
+}
+
+// classify says why rec is rejected before its object is read, or that it
+// is a bookmark.
+func classify(rec Record) (reject string, bookmark bool) {
+	if rec.Err != nil {
+		return rec.Err.Error(), false
+	}
+	switch rec.Type {
+	case WatchBookmark:
+		return "", true
+	case WatchError:
+		return watchErrorReason(rec.Object), false
+	case WatchAdded, WatchModified, WatchDeleted:
+		return "", false
+	case "":
+		return fmt.Sprintf("%v: a watch event needs a type", ErrUnknownWatchType), false
+	default:
+		return fmt.Sprintf("%v %q", ErrUnknownWatchType, rec.Type), false
+	}
+}
+
+// decode reads pr's object, naming its namespace, or says why it cannot.
+// A plain object is first checked against its kind's fields, as kubectl
+// checks a manifest: a rejection then names the line of its first
+// problem, and pr keeps the warnings.
+func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
+	rec := pr.rec
+	if !rec.Watched {
+		reject, warn := checkFields(rec.Raw, rec.Object).sort(rec, in.opts.Validation)
+		pr.warnings = warn
+		if len(reject) > 0 {
+			r := joinRejections(reject)
+			pr.rec.Source = r.Source
+			return nil, r.Reason
+		}
+	}
+	o, err := object.DecodeForQuota(rec.Object)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if o.Name == "" {
+		return nil, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+	}
+	switch {
+	case o.ClusterScoped() || o.Namespace != "":
+	case rec.Watched && o.TakeClusterScoped():
+		// A custom resource the API server sent without a namespace is
+		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
+		// quota.
+	case in.opts.Namespace == "":
+		return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
+	default:
+		o.SetNamespace(in.opts.Namespace)
+	}
+	return o, ""
+}
+
+// event makes the ledger event of pr's object o, setting pr's key,
+// digest and kind; it says why it cannot instead.
+func (pr *prepared) event(o *object.Object) (ledger.Event, string) {
+	rec := pr.rec
+	ev := ledger.Event{
+		Version:         ledger.EncodingVersion,
+		Resource:        o.Resource,
+		Namespace:       o.Namespace,
+		Name:            o.Name,
+		UID:             o.UID,
+		ResourceVersion: o.ResourceVersion,
+		Source:          rec.Source,
+	}
+	pr.key = o.Key()
+	// A plain object states what its object is: judged against the log.
+	pr.plain = !rec.Watched && rec.Type == WatchAdded
+	if rec.Type == WatchDeleted {
+		ev.Type = ledger.Delete
+		pr.deleted = true
+		pr.digest = sha256.Sum256(rec.Object)
+		return ev, ""
+	}
+	// The digest leaves out the time of the last write, new with every
+	// write, so that status churn is still skipped as unchanged.
+	trimmed, state, err := o.TrimmedState()
+	if err != nil {
+		return ev, err.Error()
+	}
+	ev.Type = ledger.Upsert
+	ev.Object = trimmed
+	pr.digest = sha256.Sum256(state)
+	// The quota controller recounts at every update of a claim (its
+	// filter compares two pointers to fresh copies of the allocated
+	// size), a label's included: the recount drops pods past their
+	// deadline (projector/deadline.go).
+	pr.recounts = rec.Type == WatchModified && o.Resource == "persistentvolumeclaims"
+	return ev, ""
 }
 
 // remember records the digest of key's last queued upsert, forgetting an

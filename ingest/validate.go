@@ -188,57 +188,19 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	show := func() string { return quoteValue(node) }
-	switch t {
-	case quantityType:
-		if node.Kind != yaml3.ScalarNode {
-			c.add(node.Line, false, "%s: want a quantity such as 500m or 1Gi", path)
-		} else if _, err := resource.ParseQuantity(node.Value); err != nil {
-			c.add(node.Line, false, "%s: %s: %v", path, show(), err)
-		}
+	if walkOwnForm(c, node, t, path) {
 		return
-	case intOrStringType:
-		if node.Kind != yaml3.ScalarNode {
-			c.add(node.Line, false, "%s: want an integer or a string", path)
-		}
-		return
-	case timeType, microTimeType:
-		if node.Kind != yaml3.ScalarNode {
-			c.add(node.Line, false, "%s: want a time such as 2026-01-02T15:04:05Z", path)
-		} else if _, err := time.Parse(time.RFC3339, node.Value); err != nil {
-			c.add(node.Line, false, "%s: %s: want a time such as 2026-01-02T15:04:05Z", path, show())
-		}
-		return
-	case durationType:
-		if node.Kind != yaml3.ScalarNode {
-			c.add(node.Line, false, "%s: want a duration such as 30s", path)
-		} else if _, err := time.ParseDuration(node.Value); err != nil {
-			c.add(node.Line, false, "%s: %s: want a duration such as 30s", path, show())
-		}
-		return
-	case byteSliceType:
-		if node.Kind != yaml3.ScalarNode {
-			c.add(node.Line, false, "%s: want base64 text", path)
-		} else if _, err := base64.StdEncoding.DecodeString(node.Value); err != nil {
-			c.add(node.Line, false, "%s: %s: want base64 text: %v", path, show(), err)
-		}
-		return
-	case rawExtensionType:
-		return // any object
-	}
-	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
-		return // a form of its own, which this check does not know
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if node.Kind != yaml3.MappingNode {
-			c.add(node.Line, false, "%s: %s: want an object", orTop(path), show())
+			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
 			return
 		}
 		walkStruct(c, node, t, path, map[string]bool{})
 	case reflect.Map:
 		if node.Kind != yaml3.MappingNode {
-			c.add(node.Line, false, "%s: %s: want an object", orTop(path), show())
+			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
 			return
 		}
 		seen := map[string]bool{}
@@ -252,28 +214,78 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
 		}
 	case reflect.Slice, reflect.Array:
 		if node.Kind != yaml3.SequenceNode {
-			c.add(node.Line, false, "%s: %s: want a list", orTop(path), show())
+			c.add(node.Line, false, "%s: %s: want a list", orTop(path), quoteValue(node))
 			return
 		}
 		for i, item := range node.Content {
 			walkFields(c, item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
+	default:
+		walkScalar(c, node, t, path)
+	}
+}
+
+// walkOwnForm checks node against a type whose JSON form is not its Go
+// structure, and reports whether t is one.
+func walkOwnForm(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) bool {
+	scalar := node.Kind == yaml3.ScalarNode
+	switch t {
+	case quantityType:
+		if !scalar {
+			c.add(node.Line, false, "%s: want a quantity such as 500m or 1Gi", path)
+		} else if _, err := resource.ParseQuantity(node.Value); err != nil {
+			c.add(node.Line, false, "%s: %s: %v", path, quoteValue(node), err)
+		}
+	case intOrStringType:
+		if !scalar {
+			c.add(node.Line, false, "%s: want an integer or a string", path)
+		}
+	case timeType, microTimeType:
+		if _, err := time.Parse(time.RFC3339, node.Value); !scalar || err != nil {
+			c.add(node.Line, false, "%s: %s: want a time such as 2026-01-02T15:04:05Z", path, quoteValue(node))
+		}
+	case durationType:
+		if _, err := time.ParseDuration(node.Value); !scalar || err != nil {
+			c.add(node.Line, false, "%s: %s: want a duration such as 30s", path, quoteValue(node))
+		}
+	case byteSliceType:
+		if _, err := base64.StdEncoding.DecodeString(node.Value); !scalar || err != nil {
+			c.add(node.Line, false, "%s: %s: want base64 text", path, quoteValue(node))
+		}
+	case rawExtensionType:
+		// Any object.
+	default:
+		// A type with a form of its own that this check does not know
+		// passes.
+		return reflect.PointerTo(t).Implements(jsonUnmarshaler)
+	}
+	return true
+}
+
+// walkScalar checks node against a string, boolean or number type t.
+func walkScalar(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
+	tag := ""
+	if node.Kind == yaml3.ScalarNode {
+		tag = node.ShortTag()
+	}
+	switch t.Kind() {
 	case reflect.String:
-		if node.Kind != yaml3.ScalarNode || node.ShortTag() != "!!str" {
-			c.add(node.Line, false, "%s: %s: want a string (quote it)", orTop(path), show())
+		// An unquoted date is a string to kubectl's YAML reader too.
+		if tag != "!!str" && tag != "!!timestamp" {
+			c.add(node.Line, false, "%s: %s: want a string (quote it)", orTop(path), quoteValue(node))
 		}
 	case reflect.Bool:
-		if node.Kind != yaml3.ScalarNode || node.ShortTag() != "!!bool" && !yamlOneOneBool(node.Value) {
-			c.add(node.Line, false, "%s: %s: want true or false", orTop(path), show())
+		if tag != "!!bool" && (tag != "!!str" || !yamlOneOneBool(node.Value)) {
+			c.add(node.Line, false, "%s: %s: want true or false", orTop(path), quoteValue(node))
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if node.Kind != yaml3.ScalarNode || node.ShortTag() != "!!int" {
-			c.add(node.Line, false, "%s: %s: want an integer", orTop(path), show())
+		if tag != "!!int" {
+			c.add(node.Line, false, "%s: %s: want an integer", orTop(path), quoteValue(node))
 		}
 	case reflect.Float32, reflect.Float64:
-		if node.Kind != yaml3.ScalarNode || node.ShortTag() != "!!int" && node.ShortTag() != "!!float" {
-			c.add(node.Line, false, "%s: %s: want a number", orTop(path), show())
+		if tag != "!!int" && tag != "!!float" {
+			c.add(node.Line, false, "%s: %s: want a number", orTop(path), quoteValue(node))
 		}
 	}
 }
