@@ -115,12 +115,13 @@ var knownKinds = func() *runtime.Scheme {
 // object its JSON, used when text cannot be read as YAML. It returns
 // nil for a kind it does not know.
 func checkFields(text []byte, object json.RawMessage) *fieldCheck {
-	var doc yaml3.Node
+	doc := firstDocument(text)
 	lines := true
-	if err := yaml3.Unmarshal(text, &doc); err != nil || len(doc.Content) == 0 {
+	if doc == nil {
+		doc = &yaml3.Node{}
 		// Read from the JSON, whose lines say nothing of the input's.
 		lines = false
-		if err := yaml3.Unmarshal(object, &doc); err != nil || len(doc.Content) == 0 {
+		if err := yaml3.Unmarshal(object, doc); err != nil || len(doc.Content) == 0 {
 			return nil
 		}
 	}
@@ -153,6 +154,37 @@ func checkFields(text []byte, object json.RawMessage) *fieldCheck {
 		}
 	}
 	return c
+}
+
+// firstDocument returns the first YAML document of text that holds a
+// node, nil when there is none or text cannot be read.
+func firstDocument(text []byte) *yaml3.Node {
+	dec := yaml3.NewDecoder(bytes.NewReader(text))
+	for range FieldDocumentsMax {
+		var doc yaml3.Node
+		if err := dec.Decode(&doc); err != nil {
+			return nil
+		}
+		if len(doc.Content) > 0 && !isNull(resolve(doc.Content[0])) {
+			return &doc
+		}
+	}
+	return nil
+}
+
+// FieldDocumentsMax is the number of empty YAML documents the field check
+// passes over to find an object's.
+const FieldDocumentsMax = 100
+
+// CheckFields checks a plain object against its kind's fields as ingest
+// does (see Validation), for a client that reads manifests of its own:
+// text is the input named name that holds the object (its first YAML
+// document with content; JSON is YAML), object its JSON. It returns the
+// problems that reject the object and the warnings, each naming
+// "NAME:LINE".
+func CheckFields(name string, text []byte, object json.RawMessage, mode Validation) (rejections, warnings []Rejection) {
+	rec := Record{Source: name, File: name, Line: 1}
+	return checkFields(text, object).sort(rec, mode)
 }
 
 // The types whose JSON form is not their Go structure.

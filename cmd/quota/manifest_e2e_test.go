@@ -219,3 +219,18 @@ func TestIngestAfterALongGarbageLine(t *testing.T) {
 		t.Errorf("pods used %s after the lines behind the garbage, want 1", used)
 	}
 }
+
+// TestAdmitChecksManifestFields: admit checks the manifest it sends as
+// ingest does, by default refusing a misspelt field with its line.
+func TestAdmitChecksManifestFields(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	pod := fileWriter(t, t.TempDir())("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: team}\nspec:\n  containers:\n  - name: app\n    image: app\n    resource:\n      requests: {cpu: 100m}\n")
+	out, errOut, code := s.run("admit", "--dry-run", "-f", pod)
+	if want := pod + `:8: unknown field "spec.containers[0].resource"`; code != exitError || out != "" || !strings.Contains(errOut, want) {
+		t.Errorf("admit: exit %d, stdout %q, stderr %q; want exit %d and %q", code, out, errOut, exitError, want)
+	}
+	out, errOut, code = s.run("admit", "--dry-run", "--validate=warn", "-f", pod)
+	if want := pod + `:8: warning: unknown field "spec.containers[0].resource"`; code != 0 || out != "allowed\n" || !strings.Contains(errOut, want) {
+		t.Errorf("admit --validate=warn: exit %d, stdout %q, stderr %q; want allowed and %q", code, out, errOut, want)
+	}
+}
