@@ -53,6 +53,25 @@
 // held outside the log: a new process, or another ledger server's
 // projection, gives the same answers.
 //
+// # Field validation
+//
+// A plain object of a built-in kind (core, apps, batch, node, scheduling,
+// storage, networking, policy, autoscaling, rbac, coordination,
+// discovery) is checked against its kind's Go type in k8s.io/api, as
+// kubectl's --validate checks a manifest: a field the kind does not have
+// ("spec.hrad", a container's "resource") is reported as
+// `FILE:LINE: unknown field "spec.hrad"`, LINE being the field's own, and
+// rejects the object under ValidateStrict (the default), is a warning
+// (Report.Warnings) under ValidateWarn, and passes under ValidateIgnore. A
+// value that cannot be read as its field's type is always rejected,
+// naming its line, path and value:
+// `typo.yaml:12: spec.containers[0].resources.requests.cpu: "2x": quantities
+// must match ...`. Watch events, which an API server wrote, are not
+// checked; nor are kinds of other groups (custom resources), whose schema
+// only the cluster holds. A List's items are named by the List's line and
+// their index, without a line of their own. CheckFields offers the check
+// to clients that read manifests themselves (quota admit).
+//
 // # NATS
 //
 // Responder serves Subject (quota.ingest) in QueueGroup (quota-ingest):

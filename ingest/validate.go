@@ -77,10 +77,41 @@ type fieldProblem struct {
 	text    string
 }
 
+// Limits of the field check, against YAML aliases that refer to
+// themselves or multiply a document.
+const (
+	// FieldDepthMax is the deepest nesting checked.
+	FieldDepthMax = 100
+	// FieldNodesMax is the number of nodes checked in one object, aliases
+	// counted each time they are followed.
+	FieldNodesMax = 1_000_000
+)
+
 // fieldCheck holds the problems of one object.
 type fieldCheck struct {
 	problems []fieldProblem
 	more     int
+	// nodes counts the nodes checked; stopped is set once a limit is hit.
+	nodes   int
+	stopped bool
+}
+
+// enter counts node at depth, and reports whether the check goes on.
+func (c *fieldCheck) enter(node *yaml3.Node, path string, depth int) bool {
+	if c.stopped {
+		return false
+	}
+	c.nodes++
+	switch {
+	case depth > FieldDepthMax:
+		c.add(node.Line, false, "%s: nested more than %d deep (an alias of itself?): not checked further", orTop(path), FieldDepthMax)
+	case c.nodes > FieldNodesMax:
+		c.add(node.Line, false, "%s: more than %d nodes (aliases?): not checked further", orTop(path), FieldNodesMax)
+	default:
+		return true
+	}
+	c.stopped = true
+	return false
 }
 
 func (c *fieldCheck) add(line int, unknown bool, format string, args ...any) {
@@ -147,7 +178,7 @@ func checkFields(text []byte, object json.RawMessage) *fieldCheck {
 		return nil
 	}
 	c := &fieldCheck{}
-	walkFields(c, root, reflect.TypeOf(obj), "")
+	walkFields(c, root, reflect.TypeOf(obj), "", 0)
 	if !lines {
 		for i := range c.problems {
 			c.problems[i].line = 0
@@ -212,8 +243,11 @@ func isNull(n *yaml3.Node) bool {
 }
 
 // walkFields checks node against Go type t at path.
-func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
+func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, depth int) {
 	node = resolve(node)
+	if !c.enter(node, path, depth) {
+		return
+	}
 	if isNull(node) {
 		return // null is every field's zero value
 	}
@@ -229,7 +263,7 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
 			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
 			return
 		}
-		walkStruct(c, node, t, path, map[string]bool{})
+		walkStruct(c, node, t, path, map[string]bool{}, depth)
 	case reflect.Map:
 		if node.Kind != yaml3.MappingNode {
 			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
@@ -242,7 +276,7 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
 				c.add(k.Line, false, "%s: duplicate key %q", orTop(path), k.Value)
 			}
 			seen[k.Value] = true
-			walkFields(c, v, t.Elem(), join(path, k.Value))
+			walkFields(c, v, t.Elem(), join(path, k.Value), depth+1)
 		}
 	case reflect.Slice, reflect.Array:
 		if node.Kind != yaml3.SequenceNode {
@@ -250,7 +284,7 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
 			return
 		}
 		for i, item := range node.Content {
-			walkFields(c, item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+			walkFields(c, item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), depth+1)
 		}
 	default:
 		walkScalar(c, node, t, path)
@@ -325,7 +359,7 @@ func walkScalar(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string) {
 // walkStruct checks the keys of mapping node against the JSON fields of
 // struct type t; seen holds the keys met so far (merge keys, "<<", bring
 // in more).
-func walkStruct(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, seen map[string]bool) {
+func walkStruct(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, seen map[string]bool, depth int) {
 	fields := jsonFields(t)
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k, v := node.Content[i], node.Content[i+1]
@@ -336,8 +370,8 @@ func walkStruct(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, se
 				merged = v.Content
 			}
 			for _, m := range merged {
-				if m = resolve(m); m.Kind == yaml3.MappingNode {
-					walkStruct(c, m, t, path, seen)
+				if m = resolve(m); m.Kind == yaml3.MappingNode && c.enter(m, path, depth+1) {
+					walkStruct(c, m, t, path, seen, depth+1)
 				}
 			}
 			continue
@@ -351,7 +385,7 @@ func walkStruct(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, se
 			c.add(k.Line, true, "unknown field %q", join(path, k.Value))
 			continue
 		}
-		walkFields(c, v, ft, join(path, k.Value))
+		walkFields(c, v, ft, join(path, k.Value), depth+1)
 	}
 }
 

@@ -140,3 +140,25 @@ func TestParseValidation(t *testing.T) {
 		t.Errorf("ParseValidation(lenient) = %v, want an error naming the values", err)
 	}
 }
+
+// FuzzCheckFields feeds the field check any text as a manifest: it must
+// not panic, and a problem names a line of the input or none.
+func FuzzCheckFields(f *testing.F) {
+	for _, seed := range []string{
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: {requests: {cpu: 2x}}}]}\n",
+		"apiVersion: v1\nkind: ResourceQuota\nspec:\n  hrad: {pods: 1}\n",
+		"apiVersion: apps/v1\nkind: Deployment\nspec: &a {replicas: 1, <<: *a}\n",
+		`{"apiVersion":"v1","kind":"Secret","data":{"k":"!!"}}`,
+		"apiVersion: v1\nkind: Pod\nmetadata: [1]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		rejections, warnings := ingest.CheckFields("in", text, text, ingest.ValidateWarn)
+		for _, r := range append(rejections, warnings...) {
+			if !strings.HasPrefix(r.Source, "in") {
+				t.Fatalf("problem %q does not name the input", r)
+			}
+		}
+	})
+}
