@@ -69,8 +69,9 @@
 // must match ...`. Watch events, which an API server wrote, are not
 // checked; nor are kinds of other groups (custom resources), whose schema
 // only the cluster holds. A List's items are named by the List's line and
-// their index, without a line of their own. CheckFields offers the check
-// to clients that read manifests themselves (quota admit).
+// their index, without a line of their own. UnknownFields offers the
+// check of fields to clients that read manifests themselves (quota
+// admit, which leaves values to the server's Kubernetes wording).
 //
 // # NATS
 //

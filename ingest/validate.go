@@ -207,15 +207,24 @@ func firstDocument(text []byte) *yaml3.Node {
 // passes over to find an object's.
 const FieldDocumentsMax = 100
 
-// CheckFields checks a plain object against its kind's fields as ingest
-// does (see Validation), for a client that reads manifests of its own:
-// text is the input named name that holds the object (its first YAML
-// document with content; JSON is YAML), object its JSON. It returns the
-// problems that reject the object and the warnings, each naming
-// "NAME:LINE".
-func CheckFields(name string, text []byte, object json.RawMessage, mode Validation) (rejections, warnings []Rejection) {
+// UnknownFields returns the fields of a plain object that its kind does
+// not have, as ingest's check names them, for a client that reads
+// manifests of its own and leaves values to the ledger server: text is
+// the input named name that holds the object (its first YAML document
+// with content; JSON is YAML), object its JSON. Each names "NAME:LINE".
+func UnknownFields(name string, text []byte, object json.RawMessage) []Rejection {
+	c := checkFields(text, object)
+	if c == nil {
+		return nil
+	}
 	rec := Record{Source: name, File: name, Line: 1}
-	return checkFields(text, object).sort(rec, mode)
+	var unknown []Rejection
+	for _, p := range c.problems {
+		if p.unknown {
+			unknown = append(unknown, Rejection{Source: rec.lineSource(p.line), Reason: p.text})
+		}
+	}
+	return unknown
 }
 
 // The types whose JSON form is not their Go structure.

@@ -154,8 +154,7 @@ func FuzzCheckFields(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		rejections, warnings := ingest.CheckFields("in", text, text, ingest.ValidateWarn)
-		for _, r := range append(rejections, warnings...) {
+		for _, r := range ingest.UnknownFields("in", text, text) {
 			if !strings.HasPrefix(r.Source, "in") {
 				t.Fatalf("problem %q does not name the input", r)
 			}

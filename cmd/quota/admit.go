@@ -63,18 +63,20 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
-			// The manifest is checked against its kind's fields before it
-			// is sent, as kubectl checks one it creates.
-			rejections, warnings := ingest.CheckFields(manifestName(file), text, raw, validation)
-			for _, w := range warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", w.Source, w.Reason)
-			}
-			if len(rejections) > 0 {
+			// The manifest's fields are checked against its kind's before
+			// it is sent, as kubectl checks one it creates; its values are
+			// the server's to judge, in Kubernetes' words.
+			if unknown := ingest.UnknownFields(manifestName(file), text, raw); len(unknown) > 0 && validation != ingest.ValidateIgnore {
 				var lines []string
-				for _, r := range rejections {
+				for _, r := range unknown {
+					if validation == ingest.ValidateWarn {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", r.Source, r.Reason)
+					}
 					lines = append(lines, r.String())
 				}
-				return withCode(exitError, errors.New(strings.Join(lines, "\n")))
+				if validation == ingest.ValidateStrict {
+					return withCode(exitError, errors.New(strings.Join(lines, "\n")))
+				}
 			}
 			var meta struct {
 				APIVersion string            `json:"apiVersion"`
@@ -153,7 +155,7 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 	f.StringVarP(&file, "filename", "f", "", "manifest to admit (JSON or YAML; - for standard input)")
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace (default: the manifest's, else \"default\")")
 	f.BoolVar(&dryRun, "dry-run", false, "decide only; reserve nothing")
-	f.StringVar(&validate, "validate", "strict", "what a field of the manifest that its kind does not have does, as kubectl's --validate: strict refuses it, warn sends it with a warning, ignore says nothing (a value that cannot be read is always refused)")
+	f.StringVar(&validate, "validate", "strict", "what a field of the manifest that its kind does not have does, as kubectl's --validate: strict refuses it, warn sends it with a warning, ignore says nothing (values are judged by the ledger server, as the API server judges them)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
