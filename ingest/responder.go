@@ -48,7 +48,10 @@ type Reply struct {
 	Skipped    int         `json:"skipped"`
 	Bookmarks  int         `json:"bookmarks"`
 	Rejected   []Rejection `json:"rejected"`
-	Error      string      `json:"error,omitempty"`
+	// Warnings are the problems that did not stop a record (a plain
+	// object's unknown field under ValidateWarn).
+	Warnings []Rejection `json:"warnings,omitempty"`
+	Error    string      `json:"error,omitempty"`
 }
 
 // Responder answers ingest requests on Subject: each request's payload is
@@ -200,6 +203,7 @@ func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 		Skipped:    report.Unchanged,
 		Bookmarks:  report.Bookmarks,
 		Rejected:   report.Rejections,
+		Warnings:   report.Warnings,
 	}
 	if reply.Rejected == nil {
 		reply.Rejected = []Rejection{}
