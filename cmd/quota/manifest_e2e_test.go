@@ -151,6 +151,15 @@ func TestPlainManifestsThatChangeStateLand(t *testing.T) {
 		t.Errorf("re-ingesting unchanged files moved the stream from seq %d to %d", before, after)
 	}
 	check("re-ingest", "10", "1")
+
+	// A pod only reserved by an admission is not yet in the log's state:
+	// its manifest confirms it.
+	web3 := write("web-3.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web-3, namespace: team}\nspec:\n  containers:\n  - name: app\n    image: app\n")
+	if out := s.mustRun("admit", "-f", web3); out != "allowed\n" {
+		t.Fatalf("admit web-3: %q", out)
+	}
+	ingest("ingested 1 records: 1 appended, 0 already in the log, 0 unchanged", web3)
+	check("web-3 reserved, then reported", "10", "2")
 	if out, errOut, code := s.run("replay", "--verify"); code != 0 {
 		t.Errorf("replay --verify: exit %d\n%s%s", code, out, errOut)
 	}
