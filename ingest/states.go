@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/quotaledger/quota/ledger"
@@ -194,7 +195,8 @@ type batchState struct {
 // they are.
 func (in *Ingester) judgePlain(ctx context.Context, batch []pendingEntry) (entries []ledger.BatchEntry, unchanged int, err error) {
 	entries = make([]ledger.BatchEntry, 0, len(batch))
-	if in.opts.States == nil {
+	if in.opts.States == nil || !slices.ContainsFunc(batch, func(pe pendingEntry) bool { return pe.plain }) {
+		// Nothing to judge: a watch feed's batches cost no lookup.
 		for _, pe := range batch {
 			entries = append(entries, pe.entry)
 		}
