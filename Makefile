@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build run test test-short test-race oracle bench bench-scaling fuzz lint fmt vet clean
+.PHONY: all build install run test test-short test-race oracle bench bench-scaling fuzz lint fmt vet clean
 
 all: build
 
@@ -18,7 +18,17 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 build:
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/quota
 
+# install puts quota in $(go env GOPATH)/bin (or $GOBIN), for a shell
+# whose PATH holds it; the walk-through runs ./bin/quota, which build makes.
+install:
+	$(GO) install -ldflags "-X main.buildVersion=$(VERSION)" ./cmd/quota
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; echo "installed $$dir/quota"
+
+# run serves the ledger in the foreground; in another shell, the clients
+# are ./bin/quota (./bin/quota ingest FILE, ./bin/quota describe).
+# rm -rf $(DATA) starts over with an empty ledger.
 run: build
+	@echo "quota ledger: data in $(DATA) (rm -rf $(DATA) to start over); clients: ./$(BIN) --help" >&2
 	./$(BIN) serve --data $(DATA)
 
 test: build

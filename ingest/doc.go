@@ -3,8 +3,8 @@
 // and drops nothing silently.
 //
 // Every record read ends in exactly one of: appended, duplicate (already in
-// the stream), unchanged (the same trimmed state as the last one appended in
-// this session), bookmark (skipped, counted), or rejected. A rejection is
+// the stream), unchanged (see below), bookmark (skipped, counted), or
+// rejected. A rejection is
 // reported as "FILE:LINE: reason" and kept, with its raw text, in the
 // ledger's dead-letter stream; the records around it are still ingested.
 //
@@ -21,11 +21,54 @@
 // # Events
 //
 // ADDED and MODIFIED become ledger.Upsert with the object's trimmed JSON;
-// DELETED becomes ledger.Delete. Each event carries a message ID,
-// "<uid or resource/namespace/name>/<resourceVersion>/<TYPE>" (a digest of
-// the trimmed object stands in for a missing resourceVersion), so that
-// re-sending an exporter's backlog or re-ingesting a file appends nothing
-// new within the stream's duplicate window.
+// DELETED becomes ledger.Delete.
+//
+// A watch event carries a message ID, a digest of "<uid or
+// resource/namespace/name>/<resourceVersion>/<TYPE>", so that re-sending an
+// exporter's backlog appends nothing new within the stream's duplicate
+// window; an upsert whose trimmed state is the one last appended for its
+// object by this Ingester is skipped as unchanged.
+//
+// A plain object (a manifest: not a watch event) states what its object
+// is. It is skipped as unchanged only when the log holds its object in
+// that state now: Options.States answers that (the projection of a ledger
+// server, caught up with the stream, over NATS for `quota ingest`), asked
+// once per batch, after every batch before it was acknowledged, and
+// within a batch the events before it count. So create, delete and
+// create again, or an edit and its revert, always land, and ingesting an
+// unchanged file again appends nothing. Its message ID is a digest of the
+// object, its state and what it follows (the namespace's last sequence the
+// lookup reflected, or the event before it in its batch): the same change
+// made twice on the same state is kept once, any other change is new.
+//
+// Several clients ingesting one object at once are ordered as their
+// appends land, as two kubectl applys racing are: each compares its
+// manifest with the state it read, so a skip is as if the manifest had
+// been appended when the state was read, and an append made after another
+// client's change still lands after it (the later wins). Two clients
+// appending the same change on the same state append it once. Nothing is
+// held outside the log: a new process, or another ledger server's
+// projection, gives the same answers.
+//
+// # Field validation
+//
+// A plain object of a built-in kind (core, apps, batch, node, scheduling,
+// storage, networking, policy, autoscaling, rbac, coordination,
+// discovery) is checked against its kind's Go type in k8s.io/api, as
+// kubectl's --validate checks a manifest: a field the kind does not have
+// ("spec.hrad", a container's "resource") is reported as
+// `FILE:LINE: unknown field "spec.hrad"`, LINE being the field's own, and
+// rejects the object under ValidateStrict (the default), is a warning
+// (Report.Warnings) under ValidateWarn, and passes under ValidateIgnore. A
+// value that cannot be read as its field's type is always rejected,
+// naming its line, path and value:
+// `typo.yaml:12: spec.containers[0].resources.requests.cpu: "2x": quantities
+// must match ...`. Watch events, which an API server wrote, are not
+// checked; nor are kinds of other groups (custom resources), whose schema
+// only the cluster holds. A List's items are named by the List's line and
+// their index, without a line of their own. UnknownFields offers the
+// check of fields to clients that read manifests themselves (quota
+// admit, which leaves values to the server's Kubernetes wording).
 //
 // # NATS
 //
@@ -33,23 +76,37 @@
 // a request carries one watch event or several as JSON lines, and the reply,
 // sent after the durable append, is the Reply JSON
 // {"appended":N,"duplicates":N,"skipped":N,"bookmarks":N,"rejected":[...]}.
+// With Options.States it also serves StatesSubject (quota.ingest.states):
+// {"keys":[{"namespace":NS,"resource":R,"name":N},...]} (at most
+// StatesKeysMax) is answered with {"states":[{"digest":HEX,"after":SEQ},...]},
+// the digest empty for an object the log does not hold.
 //
 // # Caveats
 //
 //   - IngestFile returns only after JetStream acknowledged every event; an
 //     error means some events may not be in the stream. Re-running the same
 //     input is safe: what landed is a duplicate the second time.
-//   - Unchanged upserts are skipped only within one Ingester's memory
-//     (bounded by Options.UnchangedKeysMax); a new process appends the first
-//     state it sees of each object again (deduplicated when the message ID
-//     is the same).
+//   - Unchanged watch upserts are skipped only within one Ingester's
+//     memory (bounded by Options.UnchangedKeysMax); a new process appends
+//     the first state it sees of each object again (deduplicated when the
+//     message ID is the same).
+//   - Without Options.States a plain object is appended every time, with
+//     no message ID: nothing tells its object's current state. A lookup
+//     that fails (no ledger server answers, its projection does not catch
+//     up within ResponderRequestTimeout) fails the ingest like a failed
+//     append.
 //   - A multi-line JSON document with a syntax error cannot be resumed: the
 //     rest of the file from the bad line is one rejection. JSON lines resume
 //     at the next line.
 //   - Multi-line JSON and YAML files are read whole (at most
 //     DocumentBytesMax); JSON lines are streamed, each at most
 //     LineBytesMax. A first line longer than that (a compact List, as
-//     jq -c prints one) is read as a JSON document, up to DocumentBytesMax.
+//     jq -c prints one) is read as a JSON document, up to DocumentBytesMax,
+//     when it is one JSON value; otherwise it is rejected alone
+//     (ErrLineTooLong, with its size) and the format is told by the next
+//     content line. A YAML document whose first line is that long loses
+//     that line: the rest of it is read as a document of its own, which
+//     its missing fields then reject.
 //   - Records are decoded and trimmed by up to GOMAXPROCS goroutines, and
 //     one batch is appended while the next is prepared; the stream, the
 //     Report and the dead letters still follow the input order. When an

@@ -15,7 +15,8 @@ var (
 	ErrDocumentTooLarge = errors.New("document too large")
 
 	// ErrLineTooLong is the reason given for a JSON line longer than
-	// LineBytesMax; the line is rejected and reading goes on.
+	// LineBytesMax, and for a first line that long that is not one JSON
+	// value; the line is rejected and reading goes on.
 	ErrLineTooLong = errors.New("line too long")
 
 	// ErrNotKubernetes is the reason given for input that parses but is not

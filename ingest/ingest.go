@@ -53,6 +53,18 @@ type Options struct {
 	// A file read as fast as it is appended fills its batches first. Zero:
 	// DefaultFlushDelay.
 	FlushDelay time.Duration
+	// Validation says what a field of a plain object that its kind does
+	// not have does: ValidateStrict rejects the object, ValidateWarn
+	// reports it in Report.Warnings, ValidateIgnore lets it pass. Watch
+	// events, which an API server wrote, are not checked. Zero:
+	// ValidateStrict.
+	Validation Validation
+	// States tells what the log says objects are now: a plain object
+	// (a manifest, not a watch event) is skipped as unchanged only when
+	// it states what its object is now in the log. Zero: plain objects
+	// are appended every time, with no message ID, as nothing tells
+	// their current state.
+	States States
 	// UnchangedKeysMax bounds the objects remembered for skipping unchanged
 	// upserts. Zero: DefaultUnchangedKeysMax. When it is reached an
 	// arbitrary remembered object is forgotten; its next upsert is appended
@@ -70,6 +82,9 @@ func (o Options) withDefaults() Options {
 	if o.UnchangedKeysMax == 0 {
 		o.UnchangedKeysMax = DefaultUnchangedKeysMax
 	}
+	if o.Validation == "" {
+		o.Validation = ValidateStrict
+	}
 	return o
 }
 
@@ -86,6 +101,11 @@ func (o Options) Validate() error {
 	}
 	if o.UnchangedKeysMax < 1 || o.UnchangedKeysMax > UnchangedKeysLimit {
 		problems = append(problems, fmt.Sprintf("UnchangedKeysMax %d is outside 1..%d", o.UnchangedKeysMax, UnchangedKeysLimit))
+	}
+	switch o.Validation {
+	case ValidateStrict, ValidateWarn, ValidateIgnore:
+	default:
+		problems = append(problems, fmt.Sprintf("Validation %q is not strict, warn or ignore", o.Validation))
 	}
 	if o.Namespace != "" {
 		probe := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Delete, Resource: "pods", Name: "x", Namespace: o.Namespace}
@@ -127,6 +147,9 @@ type Report struct {
 	// Rejections lists the first ReportRejectionsMax rejections in input
 	// order.
 	Rejections []Rejection
+	// Warnings lists the first ReportRejectionsMax problems that did not
+	// stop a record (unknown fields under ValidateWarn), in input order.
+	Warnings []Rejection
 }
 
 // Records is the number of records read.
@@ -144,6 +167,11 @@ func (r *Report) Add(o Report) {
 	for _, rej := range o.Rejections {
 		if len(r.Rejections) < ReportRejectionsMax {
 			r.Rejections = append(r.Rejections, rej)
+		}
+	}
+	for _, w := range o.Warnings {
+		if len(r.Warnings) < ReportRejectionsMax {
+			r.Warnings = append(r.Warnings, w)
 		}
 	}
 }
@@ -225,6 +253,11 @@ type prepared struct {
 	// bookmark is a watch BOOKMARK, counted and skipped.
 	bookmark bool
 	deleted  bool
+	// plain marks a plain object (not a watch event): skipped only when
+	// the log holds its object in the state it states (judgePlain).
+	plain bool
+	// warnings are the record's problems that do not stop it.
+	warnings []Rejection
 	key      string
 	digest   [sha256.Size]byte
 	// lateReject, when set, is the reason an event is rejected after the
@@ -245,7 +278,7 @@ type pipeline struct {
 	order chan *job
 	// batches holds no buffer: apply may build the next batch while one is
 	// being appended, never hand over a second.
-	batches chan []ledger.BatchEntry
+	batches chan []pendingEntry
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -256,7 +289,7 @@ type pipeline struct {
 	written chan struct{}
 
 	// Counted by the appending goroutine, added to the report at the end.
-	appended, duplicates int
+	appended, duplicates, unchanged int
 }
 
 func newPipeline(in *Ingester, ctx context.Context) *pipeline {
@@ -266,7 +299,7 @@ func newPipeline(in *Ingester, ctx context.Context) *pipeline {
 		run:     &run{in: in, ctx: ctx},
 		work:    make(chan *job, PrepareQueueMax),
 		order:   make(chan *job, PrepareQueueMax),
-		batches: make(chan []ledger.BatchEntry),
+		batches: make(chan []pendingEntry),
 		stop:    make(chan struct{}),
 		applied: make(chan struct{}),
 		written: make(chan struct{}),
@@ -332,6 +365,7 @@ func (p *pipeline) finish(parseErr error) error {
 	<-p.written
 	p.run.report.Appended += p.appended
 	p.run.report.Duplicates += p.duplicates
+	p.run.report.Unchanged += p.unchanged
 	return p.err
 }
 
@@ -349,7 +383,7 @@ func (p *pipeline) prepareLoop() {
 func (p *pipeline) apply() {
 	defer close(p.applied)
 	defer close(p.batches)
-	var pending []ledger.BatchEntry
+	var pending []pendingEntry
 	flush := time.NewTimer(p.in.opts.FlushDelay)
 	flush.Stop()
 	defer flush.Stop()
@@ -358,7 +392,7 @@ func (p *pipeline) apply() {
 		due = nil
 		flush.Stop()
 		if p.handOver(pending) {
-			pending = make([]ledger.BatchEntry, 0, p.in.opts.BatchSize)
+			pending = make([]pendingEntry, 0, p.in.opts.BatchSize)
 		}
 	}
 	for {
@@ -398,7 +432,7 @@ func (p *pipeline) apply() {
 // handOver gives batch to the appending goroutine, waiting while the
 // previous batch is still being appended; it reports false when the
 // pipeline stopped meanwhile.
-func (p *pipeline) handOver(batch []ledger.BatchEntry) bool {
+func (p *pipeline) handOver(batch []pendingEntry) bool {
 	select {
 	case p.batches <- batch:
 		return true
@@ -408,9 +442,14 @@ func (p *pipeline) handOver(batch []ledger.BatchEntry) bool {
 }
 
 // applyOne is the order-dependent part of one record.
-func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
+func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
+	}
+	for _, w := range pr.warnings {
+		if len(p.run.report.Warnings) < ReportRejectionsMax {
+			p.run.report.Warnings = append(p.run.report.Warnings, w)
+		}
 	}
 	if pr.reject != "" {
 		return p.run.reject(pr.rec, pr.reject)
@@ -419,9 +458,15 @@ func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
 		p.run.report.Bookmarks++
 		return nil
 	}
-	if pr.deleted {
+	switch {
+	case pr.plain:
+		// Judged against the log when its batch is appended (see
+		// appendBatch); a watch event of the object after it must not be
+		// skipped on a state remembered from before it.
 		delete(p.in.last, pr.key)
-	} else {
+	case pr.deleted:
+		delete(p.in.last, pr.key)
+	default:
 		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest {
 			p.run.report.Unchanged++
 			return nil
@@ -431,8 +476,18 @@ func (p *pipeline) applyOne(pr prepared, pending *[]ledger.BatchEntry) error {
 	if pr.lateReject != "" {
 		return p.run.reject(pr.rec, pr.lateReject)
 	}
-	*pending = append(*pending, pr.entry)
+	*pending = append(*pending, pendingEntry{entry: pr.entry, key: pr.key, digest: pr.digest, plain: pr.plain, deleted: pr.deleted})
 	return nil
+}
+
+// pendingEntry is an event on its way to the stream with what
+// appendBatch needs to judge a plain object's against the log.
+type pendingEntry struct {
+	entry   ledger.BatchEntry
+	key     string
+	digest  [sha256.Size]byte
+	plain   bool
+	deleted bool
 }
 
 // append appends one batch at a time, in the order apply handed them, and
@@ -443,7 +498,13 @@ func (p *pipeline) append() {
 		if p.stopped() {
 			continue // drain
 		}
-		results, err := p.in.stream.AppendBatch(p.ctx, batch)
+		entries, unchanged, err := p.in.judgePlain(p.ctx, batch)
+		if err != nil {
+			p.fail(err)
+			continue
+		}
+		p.unchanged += unchanged
+		results, err := p.in.stream.AppendBatch(p.ctx, entries)
 		for _, res := range results {
 			switch {
 			case res.Seq == 0:
@@ -471,70 +532,21 @@ type run struct {
 // classifying, decoding, trimming, hashing, encoding and naming it.
 func (in *Ingester) prepare(rec Record) prepared {
 	pr := prepared{rec: rec}
-	if rec.Err != nil {
-		pr.reject = rec.Err.Error()
+	// Classify: only ADDED, MODIFIED and DELETED carry an object.
+	if pr.reject, pr.bookmark = classify(rec); pr.reject != "" || pr.bookmark {
 		return pr
 	}
-	switch rec.Type {
-	case WatchBookmark:
-		pr.bookmark = true
-		return pr
-	case WatchError:
-		pr.reject = watchErrorReason(rec.Object)
-		return pr
-	case WatchAdded, WatchModified, WatchDeleted:
-	case "":
-		pr.reject = fmt.Sprintf("%v: a watch event needs a type", ErrUnknownWatchType)
-		return pr
-	default:
-		pr.reject = fmt.Sprintf("%v %q", ErrUnknownWatchType, rec.Type)
+	// Decode, after a plain object's check against its kind's fields.
+	o, reason := in.decode(&pr)
+	if reason != "" {
+		pr.reject = reason
 		return pr
 	}
-
-	o, err := object.DecodeForQuota(rec.Object)
-	if err != nil {
-		pr.reject = err.Error()
+	// Make the event.
+	ev, reason := pr.event(o)
+	if reason != "" {
+		pr.reject = reason
 		return pr
-	}
-	if o.Name == "" {
-		pr.reject = fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
-		return pr
-	}
-	switch {
-	case o.ClusterScoped() || o.Namespace != "":
-	case rec.Watched && o.TakeClusterScoped():
-		// A custom resource the API server sent without a namespace is
-		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
-		// quota.
-	case in.opts.Namespace == "":
-		pr.reject = fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
-		return pr
-	default:
-		o.SetNamespace(in.opts.Namespace)
-	}
-	ev := ledger.Event{
-		Version:         ledger.EncodingVersion,
-		Resource:        o.Resource,
-		Namespace:       o.Namespace,
-		Name:            o.Name,
-		UID:             o.UID,
-		ResourceVersion: o.ResourceVersion,
-		Source:          rec.Source,
-	}
-	pr.key = o.Key()
-	if rec.Type == WatchDeleted {
-		ev.Type = ledger.Delete
-		pr.deleted = true
-		pr.digest = sha256.Sum256(rec.Object)
-	} else {
-		trimmed, err := o.Trimmed()
-		if err != nil {
-			pr.reject = err.Error()
-			return pr
-		}
-		ev.Type = ledger.Upsert
-		ev.Object = trimmed
-		pr.digest = sha256.Sum256(trimmed)
 	}
 	// Check here what AppendBatch would refuse, so that one bad record is
 	// rejected alone instead of failing the whole batch.
@@ -547,8 +559,99 @@ func (in *Ingester) prepare(rec Record) prepared {
 		pr.lateReject = fmt.Sprintf("%v: %d bytes, at most %d", ledger.ErrEventTooLarge, size, limit)
 		return pr
 	}
-	pr.entry = ledger.BatchEntry{Event: ev, MsgID: msgID(o, rec.Type, pr.digest)}
+	pr.entry = ledger.BatchEntry{Event: ev}
+	if !pr.plain {
+		pr.entry.MsgID = msgID(o, rec.Type, pr.digest)
+	}
 	return pr
+}
+
+// classify says why rec is rejected before its object is read, or that it
+// is a bookmark.
+func classify(rec Record) (reject string, bookmark bool) {
+	if rec.Err != nil {
+		return rec.Err.Error(), false
+	}
+	switch rec.Type {
+	case WatchBookmark:
+		return "", true
+	case WatchError:
+		return watchErrorReason(rec.Object), false
+	case WatchAdded, WatchModified, WatchDeleted:
+		return "", false
+	case "":
+		return fmt.Sprintf("%v: a watch event needs a type", ErrUnknownWatchType), false
+	default:
+		return fmt.Sprintf("%v %q", ErrUnknownWatchType, rec.Type), false
+	}
+}
+
+// decode reads pr's object, naming its namespace, or says why it cannot.
+// A plain object is first checked against its kind's fields, as kubectl
+// checks a manifest: a rejection then names the line of its first
+// problem, and pr keeps the warnings.
+func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
+	rec := pr.rec
+	if !rec.Watched {
+		reject, warn := checkFields(rec.Raw, rec.Object).sort(rec, in.opts.Validation)
+		pr.warnings = warn
+		if len(reject) > 0 {
+			r := joinRejections(reject)
+			pr.rec.Source = r.Source
+			return nil, r.Reason
+		}
+	}
+	o, err := object.DecodeForQuota(rec.Object)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if o.Name == "" {
+		return nil, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+	}
+	switch {
+	case o.ClusterScoped() || o.Namespace != "":
+	case rec.Watched && o.TakeClusterScoped():
+		// A custom resource the API server sent without a namespace is
+		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
+		// quota.
+	case in.opts.Namespace == "":
+		return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
+	default:
+		o.SetNamespace(in.opts.Namespace)
+	}
+	return o, ""
+}
+
+// event makes the ledger event of pr's object o, setting pr's key,
+// digest and kind; it says why it cannot instead.
+func (pr *prepared) event(o *object.Object) (ledger.Event, string) {
+	rec := pr.rec
+	ev := ledger.Event{
+		Version:         ledger.EncodingVersion,
+		Resource:        o.Resource,
+		Namespace:       o.Namespace,
+		Name:            o.Name,
+		UID:             o.UID,
+		ResourceVersion: o.ResourceVersion,
+		Source:          rec.Source,
+	}
+	pr.key = o.Key()
+	// A plain object states what its object is: judged against the log.
+	pr.plain = !rec.Watched && rec.Type == WatchAdded
+	if rec.Type == WatchDeleted {
+		ev.Type = ledger.Delete
+		pr.deleted = true
+		pr.digest = sha256.Sum256(rec.Object)
+		return ev, ""
+	}
+	trimmed, err := o.Trimmed()
+	if err != nil {
+		return ev, err.Error()
+	}
+	ev.Type = ledger.Upsert
+	ev.Object = trimmed
+	pr.digest = sha256.Sum256(trimmed)
+	return ev, ""
 }
 
 // remember records the digest of key's last queued upsert, forgetting an

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,19 +15,46 @@ import (
 	"github.com/quotaledger/quota/ingest"
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/projector"
 )
 
 const samplesDir = "../testdata/samples"
 
+// newIngester returns an Ingester on a new stream, judging plain objects
+// against a projection of it unless opts says otherwise.
 func newIngester(t *testing.T, opts ingest.Options) (*ingest.Ingester, *ledger.Stream) {
 	t.Helper()
 	_, _, js := ledgertest.StartServer(t)
 	s := ledgertest.OpenStream(t, js)
+	if opts.States == nil {
+		opts.States = projectionStates(t, s)
+	}
 	in, err := ingest.New(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return in, s
+}
+
+// projectionStates runs a projector of s, in a file of its own, until the
+// test ends, and returns its answers to lookups of current states.
+func projectionStates(t *testing.T, s *ledger.Stream) ingest.States {
+	t.Helper()
+	proj, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "projection.db")}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- proj.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("projector: %v", err)
+		}
+		proj.Close()
+	})
+	return ingest.ProjectionStates(proj)
 }
 
 func ingestPath(t *testing.T, in *ingest.Ingester, path string) ingest.Report {

@@ -107,14 +107,21 @@ func TestReingestingAppendsNothingNew(t *testing.T) {
 	if now, _ := s.LastSeq(context.Background()); now != last {
 		t.Fatalf("last seq: got %d, want %d", now, last)
 	}
-	// Manifests without a resourceVersion are deduplicated by content.
+	// Plain manifests are judged against their objects' states in the
+	// log: unchanged for any Ingester.
+	states := projectionStates(t, s)
 	m := filepath.Join(fixturesDir, "multidoc.yaml")
-	if rep := ingestPath(t, second, m); rep.Appended != 3 {
+	judging, _ := ingest.New(s, ingest.Options{States: states})
+	if rep := ingestPath(t, judging, m); rep.Appended != 3 {
 		t.Fatalf("manifests: got %+v, want 3 appended", rep)
 	}
-	third, _ := ingest.New(s, ingest.Options{})
-	if rep := ingestPath(t, third, m); rep.Appended != 0 || rep.Duplicates != 3 {
-		t.Fatalf("manifests again: got %+v, want 3 duplicates", rep)
+	last, _ = s.LastSeq(context.Background())
+	third, _ := ingest.New(s, ingest.Options{States: states})
+	if rep := ingestPath(t, third, m); rep.Appended != 0 || rep.Unchanged != 3 {
+		t.Fatalf("manifests again: got %+v, want 3 unchanged", rep)
+	}
+	if now, _ := s.LastSeq(context.Background()); now != last {
+		t.Fatalf("last seq after unchanged manifests: got %d, want %d", now, last)
 	}
 }
 
@@ -171,11 +178,11 @@ func TestClaimUpdatesAreSkipped(t *testing.T) {
 
 func TestUnchangedMemoryIsBounded(t *testing.T) {
 	in, _ := newIngester(t, ingest.Options{UnchangedKeysMax: 1})
-	cm := func(name string) string {
-		return `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"ns"}}` + "\n"
+	cm := func(name, version string) string {
+		return `{"type":"MODIFIED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"` + name + `","namespace":"ns","resourceVersion":"` + version + `"}}}` + "\n"
 	}
 	// With room for one object, a cannot be remembered once b is.
-	rep := ingestString(t, in, "a.jsonl", cm("a")+cm("b")+cm("a"))
+	rep := ingestString(t, in, "a.jsonl", cm("a", "1")+cm("b", "2")+cm("a", "3"))
 	if rep.Appended+rep.Duplicates != 3 || rep.Unchanged != 0 {
 		t.Fatalf("got %+v, want every line sent to the stream", rep)
 	}
@@ -282,7 +289,7 @@ func TestControlCharactersInNamesAreRejectedNotFatal(t *testing.T) {
 func TestOversizedEventIsRejectedNotFatal(t *testing.T) {
 	_, _, js := ledgertest.StartServer(t)
 	s := ledgertest.OpenStreamConfig(t, js, ledger.Config{MaxMsgSize: 1024})
-	in, err := ingest.New(s, ingest.Options{})
+	in, err := ingest.New(s, ingest.Options{States: projectionStates(t, s)})
 	if err != nil {
 		t.Fatal(err)
 	}

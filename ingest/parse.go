@@ -30,6 +30,9 @@ const (
 	DocumentBytesMax = 256 << 20
 	// ListItemsMax is the largest number of items one List may hold.
 	ListItemsMax = 1_000_000
+	// rawLineKeptMax is how much of a line too long to read is kept with
+	// its rejection.
+	rawLineKeptMax = 64 << 10
 )
 
 // Watch event types, as the API server spells them.
@@ -58,6 +61,19 @@ type Record struct {
 	Raw []byte
 	// Err says why the record cannot be used.
 	Err error
+	// File names the input; Line is the input's line of Raw's first line,
+	// zero when Raw's lines are not the input's (a List's item).
+	File string
+	Line int
+}
+
+// lineSource is "FILE:LINE" for line l of Raw, or Source when that line
+// is not known.
+func (r Record) lineSource(l int) string {
+	if l == 0 || r.Line == 0 {
+		return r.Source
+	}
+	return fmt.Sprintf("%s:%d", r.File, r.Line+l-1)
 }
 
 // Parse reads the input named name and calls fn with each record in input
@@ -84,6 +100,10 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
 	}
+	p := &parser{name: name, fn: func(rec Record) error {
+		rec.File = name
+		return fn(rec)
+	}}
 	var head bytes.Buffer // blank lines before the first content line
 	lineNo := 0
 	for {
@@ -110,7 +130,6 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 			}
 			continue
 		}
-		p := &parser{name: name, fn: fn}
 		switch {
 		case trimmed[0] == '{' && !bytes.Equal(trimmed, []byte("{")) && (!tooLong || over):
 			// JSON lines (a line over the largest document among them is
@@ -120,6 +139,21 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 			return fmt.Errorf("read %s: %w", name, err)
 		case trimmed[0] == '[' && over:
 			return p.reject(p.source(lineNo), nil, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, lineNo, DocumentBytesMax))
+		case tooLong && !((trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed)):
+			// Not one JSON value (a compact List) and too long for any
+			// line of the formats: garbage, rejected alone, so that it
+			// does not hide the lines after it. The format is told by
+			// the next content line.
+			if ferr := p.rejectLongLine(lineNo, line, over); ferr != nil {
+				return ferr
+			}
+			// A blank line in its place keeps the lines after it
+			// numbered as in the input.
+			head.WriteByte('\n')
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			continue
 		case trimmed[0] == '{' || trimmed[0] == '[':
 			// A value spread over lines, or one line longer than a JSON
 			// line may be: the lines read so far, then the rest.
@@ -131,6 +165,19 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 			return p.yamlDocuments(head.Bytes(), line, tooLong, err, br)
 		}
 	}
+}
+
+// rejectLongLine rejects line lineNo, longer than LineBytesMax and not
+// one JSON value; over says it is longer than DocumentBytesMax, and cut
+// there.
+func (p *parser) rejectLongLine(lineNo int, line []byte, over bool) error {
+	size := fmt.Sprintf("%d bytes", len(bytes.TrimRight(line, "\r\n")))
+	if over {
+		size = fmt.Sprintf("more than %d bytes", DocumentBytesMax)
+	}
+	trimmed := bytes.TrimSpace(line)
+	return p.reject(p.source(lineNo), trimmed[:min(len(trimmed), rawLineKeptMax)],
+		fmt.Errorf("%w: line %d is %s, at most %d, and not one JSON value: skipped; the lines after it are read", ErrLineTooLong, lineNo, size, LineBytesMax))
 }
 
 // utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
@@ -212,7 +259,7 @@ func (p *parser) jsonLines(br *bufio.Reader, line []byte, tooLong bool, lineNo i
 				return ferr
 			}
 		} else if len(trimmed) > 0 {
-			if ferr := p.value(p.source(lineNo), trimmed); ferr != nil {
+			if ferr := p.value(lineNo, trimmed); ferr != nil {
 				return ferr
 			}
 		}
@@ -251,7 +298,7 @@ func (p *parser) jsonDocuments(r io.Reader) error {
 		case errors.Is(err, ErrDocumentTooLarge):
 			return p.tooLarge(line)
 		case err == nil:
-			if err := p.value(p.source(line), raw); err != nil {
+			if err := p.value(line, raw); err != nil {
 				return err
 			}
 			continue
@@ -332,69 +379,10 @@ func (t *lineTracker) rest(off int64) ([]byte, error) {
 // the blank lines before the first content line, first; firstTooLong and
 // firstErr are what reading first returned; then lines come from br.
 func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr error, br *bufio.Reader) error {
-	var doc bytes.Buffer
-	start := 0             // the document's source line, 0 while it has none
-	over, long := false, 0 // the document is over DocumentBytesMax; a line of it over LineBytesMax
-	flush := func() error {
-		defer func() { doc.Reset(); start, over, long = 0, false, 0 }()
-		if start == 0 {
-			return nil // only blanks and comments
-		}
-		src := p.source(start)
-		if over {
-			return p.tooLarge(start)
-		}
-		if long != 0 {
-			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, long, LineBytesMax))
-		}
-		if err := OneNode(doc.Bytes()); err != nil {
-			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
-		}
-		js, err := yaml.YAMLToJSON(doc.Bytes())
-		if err != nil {
-			return p.reject(src, bytes.TrimSpace(doc.Bytes()), fmt.Errorf("%w: %v", ErrBadYAML, err))
-		}
-		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-			return nil
-		}
-		return p.valueWithRaw(src, js, bytes.TrimSpace(doc.Bytes()))
-	}
-	lineNo := 0
-	add := func(l []byte, tooLong bool) error {
-		lineNo++
-		t := bytes.TrimRight(l, " \t\r\n")
-		if isYAMLSeparator(t) {
-			if err := flush(); err != nil {
-				return err
-			}
-			// "--- {...}" holds content on the separator line itself.
-			if rest := bytes.TrimSpace(bytes.TrimPrefix(t, []byte("---"))); bytes.HasPrefix(t, []byte("---")) && len(rest) > 0 && rest[0] != '#' {
-				doc.Write(rest)
-				doc.WriteByte('\n')
-				start = lineNo
-			}
-			return nil
-		}
-		if tooLong && long == 0 {
-			long = lineNo
-		}
-		if doc.Len()+len(l) > DocumentBytesMax {
-			over = true
-			doc.Reset() // kept from growing; the document is rejected whole
-		}
-		if !over {
-			doc.Write(l)
-		}
-		if start == 0 {
-			if s := bytes.TrimSpace(l); len(s) > 0 && s[0] != '#' {
-				start = lineNo
-			}
-		}
-		return nil
-	}
+	d := &yamlDocument{p: p}
 	for _, l := range bytes.SplitAfter(head, []byte("\n")) {
 		if len(l) > 0 {
-			if err := add(l, false); err != nil {
+			if err := d.add(l, false); err != nil {
 				return err
 			}
 		}
@@ -402,18 +390,105 @@ func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr e
 	line, tooLong, err := first, firstTooLong, firstErr
 	for {
 		if len(line) > 0 {
-			if ferr := add(line, tooLong); ferr != nil {
+			if ferr := d.add(line, tooLong); ferr != nil {
 				return ferr
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			return flush()
+			return d.flush()
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p.name, err)
 		}
 		line, tooLong, err = readLine(br)
 	}
+}
+
+// yamlDocument is the YAML document being read, line by line.
+type yamlDocument struct {
+	p      *parser
+	lineNo int // the input's last line read
+	doc    bytes.Buffer
+	// start is the document's source line, 0 while it has none; docLine
+	// the line of doc's first line.
+	start, docLine int
+	// over says the document is over DocumentBytesMax; long is the first
+	// line of it over LineBytesMax.
+	over bool
+	long int
+}
+
+// add takes the input's next line; tooLong says it was cut at
+// LineBytesMax.
+func (d *yamlDocument) add(l []byte, tooLong bool) error {
+	d.lineNo++
+	t := bytes.TrimRight(l, " \t\r\n")
+	if isYAMLSeparator(t) {
+		if err := d.flush(); err != nil {
+			return err
+		}
+		// "--- {...}" holds content on the separator line itself.
+		if rest := bytes.TrimSpace(bytes.TrimPrefix(t, []byte("---"))); bytes.HasPrefix(t, []byte("---")) && len(rest) > 0 && rest[0] != '#' {
+			d.doc.Write(rest)
+			d.doc.WriteByte('\n')
+			d.start, d.docLine = d.lineNo, d.lineNo
+		}
+		return nil
+	}
+	if tooLong && d.long == 0 {
+		d.long = d.lineNo
+	}
+	if d.doc.Len()+len(l) > DocumentBytesMax {
+		d.over = true
+		d.doc.Reset() // kept from growing; the document is rejected whole
+	}
+	if !d.over {
+		if d.doc.Len() == 0 {
+			d.docLine = d.lineNo
+		}
+		d.doc.Write(l)
+	}
+	if d.start == 0 {
+		if s := bytes.TrimSpace(l); len(s) > 0 && s[0] != '#' {
+			d.start = d.lineNo
+		}
+	}
+	return nil
+}
+
+// flush hands on the document read so far, if it has content, and starts
+// the next.
+func (d *yamlDocument) flush() error {
+	defer func() { d.doc.Reset(); d.start, d.over, d.long = 0, false, 0 }()
+	p := d.p
+	if d.start == 0 {
+		return nil // only blanks and comments
+	}
+	src := p.source(d.start)
+	if d.over {
+		return p.tooLarge(d.start)
+	}
+	// The record outlives doc's buffer, which the next document reuses:
+	// it keeps a copy of the text.
+	raw := bytes.Clone(d.doc.Bytes())
+	text := bytes.TrimSpace(raw)
+	if d.long != 0 {
+		return p.reject(src, text, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, d.long, LineBytesMax))
+	}
+	if err := OneNode(raw); err != nil {
+		return p.reject(src, text, fmt.Errorf("%w: %v", ErrBadYAML, err))
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return p.reject(src, text, fmt.Errorf("%w: %v", ErrBadYAML, err))
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		return nil
+	}
+	// The line of the text's first line, before which TrimSpace took only
+	// blank lines.
+	lead := raw[:len(raw)-len(bytes.TrimLeft(raw, " \t\r\n"))]
+	return p.valueWithRaw(d.start, d.docLine+bytes.Count(lead, []byte("\n")), js, text)
 }
 
 func isYAMLSeparator(t []byte) bool {
@@ -433,13 +508,15 @@ type envelope struct {
 	Items      json.RawMessage `json:"items"`
 }
 
-func (p *parser) value(source string, raw []byte) error {
-	return p.valueWithRaw(source, raw, raw)
+func (p *parser) value(line int, raw []byte) error {
+	return p.valueWithRaw(line, line, raw, raw)
 }
 
-// valueWithRaw handles one JSON value; text is the input as written (the
-// YAML text for YAML), kept with rejections.
-func (p *parser) valueWithRaw(source string, raw, text []byte) error {
+// valueWithRaw handles one JSON value starting at line; text is the input
+// as written (the YAML text for YAML), kept with rejections, whose first
+// line is textLine.
+func (p *parser) valueWithRaw(line, textLine int, raw, text []byte) error {
+	source := p.source(line)
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
 		if !json.Valid(t) {
@@ -465,11 +542,11 @@ func (p *parser) valueWithRaw(source string, raw, text []byte) error {
 		if env.Type != nil {
 			typ = *env.Type
 		}
-		return p.fn(Record{Source: source, Type: typ, Watched: true, Object: env.Object, Raw: text})
+		return p.fn(Record{Source: source, Type: typ, Watched: true, Object: env.Object, Raw: text, Line: textLine})
 	case strings.HasSuffix(env.Kind, "List") && env.Items != nil:
 		return p.list(source, env, text)
 	default:
-		return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: text})
+		return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: text, Line: textLine})
 	}
 }
 

@@ -43,7 +43,9 @@ func FuzzParse(f *testing.F) {
 // TestParseALongFirstLine reads a compact List on one line, longer than a
 // JSON line may be (jq -c of 'kubectl get pods -o json'): its items are
 // read as a document's. A line that long after the first of a JSON-lines
-// input is still rejected alone, the lines around it read.
+// input is still rejected alone, the lines around it read; so is a first
+// line that long that is not one JSON value, and the format of the input
+// is told by the line after it.
 func TestParseALongFirstLine(t *testing.T) {
 	const pods = 1500
 	var list strings.Builder
@@ -59,6 +61,7 @@ func TestParseALongFirstLine(t *testing.T) {
 		t.Fatalf("the list is %d bytes, not over a line's %d", list.Len(), ingest.LineBytesMax)
 	}
 	event := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w","namespace":"team-a"}}}`
+	garbage := strings.Repeat("\x01garbage ", ingest.LineBytesMax/9+1)
 
 	for _, tc := range []struct {
 		name, input string
@@ -66,6 +69,12 @@ func TestParseALongFirstLine(t *testing.T) {
 	}{
 		{"a compact List first", list.String() + "\n", nil},
 		{"a long line among JSON lines", event + "\n" + list.String() + "\n" + event + "\n", []string{"in:1", "in:2!", "in:3"}},
+		// Garbage too long for a line first used to take the input for
+		// one YAML document, rejected whole with every line after it.
+		{"garbage first, then JSON lines", garbage + "\n" + event + "\n" + event + "\n", []string{"in:1!", "in:2", "in:3"}},
+		{"garbage that starts like JSON first, then JSON lines", "{" + garbage + "\n" + event + "\n", []string{"in:1!", "in:2"}},
+		{"garbage first, then YAML", garbage + "\n\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: b}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: c, namespace: b}\n", []string{"in:1!", "in:3", "in:7"}},
+		{"garbage alone, with no newline", garbage, []string{"in:1!"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := parsedSources(t, tc.input)

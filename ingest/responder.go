@@ -47,7 +47,10 @@ type Reply struct {
 	Skipped    int         `json:"skipped"`
 	Bookmarks  int         `json:"bookmarks"`
 	Rejected   []Rejection `json:"rejected"`
-	Error      string      `json:"error,omitempty"`
+	// Warnings are the problems that did not stop a record (a plain
+	// object's unknown field under ValidateWarn).
+	Warnings []Rejection `json:"warnings,omitempty"`
+	Error    string      `json:"error,omitempty"`
 }
 
 // Responder answers ingest requests on Subject: each request's payload is
@@ -68,39 +71,112 @@ func NewResponder(nc *nats.Conn, in *Ingester, log *slog.Logger) *Responder {
 }
 
 // Run subscribes in QueueGroup and answers requests until ctx ends; then it
-// drains the subscription, answering the requests already received, and
-// returns once the subscription is closed.
+// drains the subscriptions, answering the requests already received, and
+// returns once they are closed. When its Ingester has Options.States, it
+// answers lookups on StatesSubject too.
 func (r *Responder) Run(ctx context.Context) error {
 	// Handling outlives ctx while draining: requests already accepted are
 	// answered, each within ResponderRequestTimeout.
 	handleCtx := context.WithoutCancel(ctx)
-	sub, err := r.nc.QueueSubscribe(Subject, QueueGroup, func(m *nats.Msg) {
-		r.handle(handleCtx, m)
-	})
-	if err != nil {
-		return fmt.Errorf("subscribe %s: %w", Subject, err)
+	routes := map[string]nats.MsgHandler{Subject: func(m *nats.Msg) { r.handle(handleCtx, m) }}
+	if r.in.opts.States != nil {
+		routes[StatesSubject] = func(m *nats.Msg) { r.handleStates(handleCtx, m) }
 	}
-	if err := sub.SetPendingLimits(ResponderPendingMsgsMax, ResponderPendingBytesMax); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("subscribe %s: %w", Subject, err)
+	var subs []*nats.Subscription
+	var closed []<-chan nats.SubStatus
+	unsubscribe := func() {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
 	}
-	closed := sub.StatusChanged(nats.SubscriptionClosed)
-	// A round trip to the server makes the subscription effective before
+	for subject, handler := range routes {
+		sub, err := r.nc.QueueSubscribe(subject, QueueGroup, handler)
+		if err != nil {
+			unsubscribe()
+			return fmt.Errorf("subscribe %s: %w", subject, err)
+		}
+		subs = append(subs, sub)
+		if err := sub.SetPendingLimits(ResponderPendingMsgsMax, ResponderPendingBytesMax); err != nil {
+			unsubscribe()
+			return fmt.Errorf("subscribe %s: %w", subject, err)
+		}
+		closed = append(closed, sub.StatusChanged(nats.SubscriptionClosed))
+	}
+	// A round trip to the server makes the subscriptions effective before
 	// Run is seen to be serving.
 	if err := r.nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
+		unsubscribe()
 		return fmt.Errorf("subscribe %s: %w", Subject, err)
+	}
+	// Any subscription closing before ctx ends stops the responder.
+	ended := make(chan string, len(subs))
+	for i, sub := range subs {
+		go func() {
+			select {
+			case <-closed[i]:
+				ended <- sub.Subject
+			case <-ctx.Done():
+			}
+		}()
 	}
 	select {
 	case <-ctx.Done():
-	case <-closed:
-		return fmt.Errorf("%w: %s", ErrResponderStopped, Subject)
+	case subject := <-ended:
+		unsubscribe()
+		return fmt.Errorf("%w: %s", ErrResponderStopped, subject)
 	}
-	if err := sub.Drain(); err != nil {
-		return fmt.Errorf("drain %s: %w", Subject, err)
+	var firstErr error
+	for _, sub := range subs {
+		if err := sub.Drain(); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("drain %s: %w", sub.Subject, err)
+		}
 	}
-	<-closed
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, c := range closed {
+		<-c
+	}
 	return nil
+}
+
+// handleStates answers one lookup on StatesSubject.
+func (r *Responder) handleStates(ctx context.Context, m *nats.Msg) {
+	ctx, cancel := context.WithTimeout(ctx, ResponderRequestTimeout)
+	defer cancel()
+	respond := func(reply StatesReply) {
+		if reply.States == nil {
+			reply.States = []ObjectState{}
+		}
+		data, err := json.Marshal(reply)
+		if err != nil {
+			panic(fmt.Sprintf("ingest: marshal states reply: %v", err)) // a StatesReply always marshals
+		}
+		if m.Reply == "" {
+			return
+		}
+		if err := ledger.SendAnswer(r.nc, m, data); err != nil {
+			r.log.Warn("ingest states reply not sent", "err", err)
+		}
+	}
+	defer ledger.Survive(r.log, "answer a lookup of current states", func(err error) {
+		respond(StatesReply{Error: err.Error()})
+	})
+	var req StatesRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		respond(StatesReply{Error: fmt.Sprintf("bad request: %v", err)})
+		return
+	}
+	if len(req.Keys) > StatesKeysMax {
+		respond(StatesReply{Error: fmt.Sprintf("bad request: %d keys, at most %d", len(req.Keys), StatesKeysMax)})
+		return
+	}
+	states, err := r.in.opts.States.ObjectStates(ctx, req.Keys)
+	if err != nil {
+		respond(StatesReply{Error: err.Error()})
+		return
+	}
+	respond(StatesReply{States: states})
 }
 
 func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
@@ -126,6 +202,7 @@ func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 		Skipped:    report.Unchanged,
 		Bookmarks:  report.Bookmarks,
 		Rejected:   report.Rejections,
+		Warnings:   report.Warnings,
 	}
 	if reply.Rejected == nil {
 		reply.Rejected = []Rejection{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,51 @@ func TestResponderRepliesAfterTheAppend(t *testing.T) {
 		}
 	case <-time.After(requestTimeout):
 		t.Fatal("run did not return after its context ended")
+	}
+}
+
+// TestResponderAnswersStates asks a responder whose Ingester knows a
+// projection for current states over NATS, as `quota ingest` does: an
+// object in the log has its state's digest, which RemoteStates on a
+// client and the projection agree on, one not in the log none, and a
+// request over StatesKeysMax is refused.
+func TestResponderAnswersStates(t *testing.T) {
+	_, nc, js := ledgertest.StartServer(t)
+	s := ledgertest.OpenStream(t, js)
+	local := projectionStates(t, s)
+	in, err := ingest.New(s, ingest.Options{States: local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ingest.NewResponder(nc, in, nil).Run(ctx) }()
+	ingestString(t, in, "q.yaml", quota10)
+
+	request := func(subject string, body []byte) (*nats.Msg, error) {
+		deadline := time.Now().Add(requestTimeout)
+		for {
+			msg, err := nc.Request(subject, body, requestTimeout)
+			if errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline) {
+				continue
+			}
+			return msg, err
+		}
+	}
+	keys := []ingest.ObjectKey{{Namespace: "ns", Resource: "resourcequotas", Name: "q"}, {Namespace: "ns", Resource: "pods", Name: "none"}}
+	remote, err := ingest.RemoteStates(request).ObjectStates(context.Background(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := local.ObjectStates(context.Background(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(remote) != 2 || remote[0] != want[0] || remote[1] != want[1] || remote[0].Digest == "" || remote[1].Digest != "" || remote[0].After != 1 {
+		t.Fatalf("states: remote %+v, local %+v; want the quota's digest after seq 1 and none for the pod", remote, want)
+	}
+	tooMany := make([]ingest.ObjectKey, ingest.StatesKeysMax+1)
+	if _, err := ingest.RemoteStates(request).ObjectStates(context.Background(), tooMany); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("%d keys: %v, want a refusal naming the limit", len(tooMany), err)
 	}
 }

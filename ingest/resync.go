@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/quotaledger/quota/ledger"
@@ -20,6 +21,11 @@ import (
 // object it does not list, so a list with a hole would delete the object
 // that fell through it.
 var ErrResyncIncomplete = errors.New("resync list is incomplete")
+
+// ErrResyncTooLarge is the reason given for a record of a resync input
+// that lists more than ResyncGroupsMax groups or ResyncItemsMax objects;
+// the resync is then incomplete and not appended.
+var ErrResyncTooLarge = errors.New("resync too large")
 
 // ResyncOptions say which (namespace, resource) a resync input covers when
 // the input alone cannot say it.
@@ -60,6 +66,15 @@ type ResyncReport struct {
 	Groups []ResyncGroup
 }
 
+// Limits of a resync, whose list is held whole until it is appended.
+const (
+	// ResyncGroupsMax is the number of (namespace, resource) groups one
+	// resync input may list.
+	ResyncGroupsMax = 10_000
+	// ResyncItemsMax is the number of objects one resync input may list.
+	ResyncItemsMax = ListItemsMax
+)
+
 // Resync reads a complete list of objects (a List or plain objects in JSON
 // or YAML, e.g. `kubectl get pods -n NS -o json`; see Parse) and appends,
 // per (namespace, resource), one ledger.Resync event carrying the trimmed
@@ -70,34 +85,176 @@ type ResyncReport struct {
 //
 // Watch events other than ADDED are rejected: a resync states what exists.
 // When any record of the input is rejected, no group is appended
-// (ErrResyncIncomplete): the list is not known to be complete.
+// (ErrResyncIncomplete): the list is not known to be complete. An input
+// over ResyncGroupsMax groups or ResyncItemsMax objects is rejected so
+// (ErrResyncTooLarge).
+//
+// The same input again is a duplicate, and appends nothing, when the last
+// event of each of its namespaces is its own resync (within the stream's
+// duplicate window); after any other event of a namespace, its groups in
+// that namespace are appended again, as they may undo that event. An
+// event another writer appends between two groups of one namespace of
+// the input is not seen by the next run.
 func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts ResyncOptions) (ResyncReport, error) {
-	if opts.Resource != "" && opts.Namespace == "" {
-		return ResyncReport{}, fmt.Errorf("%w: a resync of %s needs a namespace", ErrInvalidOptions, opts.Resource)
-	}
-	if strings.ContainsAny(opts.Resource, " /") {
-		return ResyncReport{}, fmt.Errorf("%w: resource %q", ErrInvalidOptions, opts.Resource)
+	if err := opts.validate(); err != nil {
+		return ResyncReport{}, err
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	run := &run{in: in, ctx: ctx}
-	type group struct {
-		items []json.RawMessage
-		// objects are the items' identities, for a list split over
-		// several events.
-		objects  []listedObject
-		rejected []string
+
+	// Read the list, grouped by namespace and resource.
+	groups, err := in.readResync(ctx, run, name, r, opts)
+	if err != nil {
+		return ResyncReport{Report: run.report}, fmt.Errorf("resync %s: %w", name, err)
 	}
-	groups := map[[2]string]*group{}
-	get := func(ns, resource string) *group {
-		k := [2]string{ns, resource}
-		if groups[k] == nil {
-			groups[k] = &group{}
+
+	// Append each group, in the order of namespace, then resource; the
+	// groups of one namespace are placed together.
+	report := ResyncReport{}
+	recordsRejected := run.report.Rejected
+	keys := groups.sortedKeys()
+	for i := 0; i < len(keys); {
+		j := i
+		for j < len(keys) && keys[j][0] == keys[i][0] {
+			j++
 		}
-		return groups[k]
+		rgs, err := in.appendResyncNamespace(ctx, run, name, keys[i:j], groups, recordsRejected)
+		report.Groups = append(report.Groups, rgs...)
+		if err != nil {
+			return ResyncReport{Report: run.report, Groups: report.Groups}, err
+		}
+		i = j
 	}
+	report.Report = run.report
+	return report, nil
+}
+
+// appendResyncNamespace appends the groups of keys, all of one namespace.
+// Their message IDs name the input's groups in the namespace and the
+// namespace's last event before them, so that the same input again, with
+// no other event of the namespace after it, is a duplicate, and after
+// another event is new. The error is the stream's.
+func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name string, keys [][2]string, groups *resyncGroups, recordsRejected int) ([]ResyncGroup, error) {
+	ns := keys[0][0]
+	var rgs []ResyncGroup
+	if recordsRejected > 0 {
+		for _, k := range keys {
+			rgs = append(rgs, in.refuseResyncGroup(run, name, k, groups.byKey[k], recordsRejected))
+		}
+		return rgs, nil
+	}
+	events := make([]ledger.Event, len(keys))
+	lists := make([]string, len(keys))
+	for i, k := range keys {
+		events[i] = ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Resync, Resource: k[1], Namespace: ns, Items: groups.byKey[k].items, Source: name}
+		encoded, err := ledger.Encode(events[i])
+		if err != nil {
+			return rgs, fmt.Errorf("resync %s: %w", resyncSource(name, k), err)
+		}
+		digest := sha256.Sum256(encoded)
+		lists[i] = "resync/" + nsLabel(ns) + "/" + k[1] + "/sha256:" + hex.EncodeToString(digest[:16])
+	}
+	input := sha256.Sum256([]byte(strings.Join(lists, "\n")))
+	tag := "/in/" + hex.EncodeToString(input[:8]) + "/after/"
+	lastSeq, lastID, err := in.stream.LastSubjectEvent(ctx, ns)
+	if err != nil {
+		return rgs, fmt.Errorf("resync %s in %s: %w", name, nsLabel(ns), err)
+	}
+	after := lastSeq
+	if _, rest, ok := strings.Cut(lastID, tag); ok {
+		// The namespace's last event is this input's: appended again
+		// with the IDs it had, it is a duplicate.
+		seq, _, _ := strings.Cut(rest, "/")
+		if prev, err := strconv.ParseUint(seq, 10, 64); err == nil {
+			after = prev
+		}
+	}
+	for i, k := range keys {
+		rg, err := in.appendResyncGroup(ctx, run, name, k, groups.byKey[k], events[i], lists[i]+tag+strconv.FormatUint(after, 10))
+		rgs = append(rgs, rg)
+		if err != nil {
+			return rgs, err
+		}
+	}
+	return rgs, nil
+}
+
+func resyncSource(name string, k [2]string) string {
+	return fmt.Sprintf("%s (resync %s in %s)", name, k[1], nsLabel(k[0]))
+}
+
+// refuseResyncGroup refuses group k: recordsRejected says the input is
+// not a complete list.
+func (in *Ingester) refuseResyncGroup(run *run, name string, k [2]string, g *resyncGroup, recordsRejected int) ResyncGroup {
+	// A rejected record may belong to any group (one that did not parse
+	// names none), so no group of this input is complete.
+	reason := fmt.Sprintf("%v: not appended, %d records of the input were rejected", ErrResyncIncomplete, recordsRejected)
+	if len(g.rejected) > 0 {
+		reason += " (this group's: " + strings.Join(g.rejected, ", ") + ")"
+	}
+	run.refuse(resyncSource(name, k), reason)
+	return ResyncGroup{Namespace: k[0], Resource: k[1], Items: len(g.items)}
+}
+
+func (opts ResyncOptions) validate() error {
+	if opts.Resource != "" && opts.Namespace == "" {
+		return fmt.Errorf("%w: a resync of %s needs a namespace", ErrInvalidOptions, opts.Resource)
+	}
+	if strings.ContainsAny(opts.Resource, " /") {
+		return fmt.Errorf("%w: resource %q", ErrInvalidOptions, opts.Resource)
+	}
+	return nil
+}
+
+// resyncGroup is the listed objects of one (namespace, resource).
+type resyncGroup struct {
+	items []json.RawMessage
+	// objects are the items' identities, for a list split over several
+	// events.
+	objects  []listedObject
+	rejected []string
+}
+
+// resyncGroups are the groups of one resync input.
+type resyncGroups struct {
+	byKey map[[2]string]*resyncGroup
+	items int
+}
+
+// get returns the group of (ns, resource), nil when the input already has
+// ResyncGroupsMax others.
+func (g *resyncGroups) get(ns, resource string) *resyncGroup {
+	k := [2]string{ns, resource}
+	if g.byKey[k] == nil {
+		if len(g.byKey) >= ResyncGroupsMax {
+			return nil
+		}
+		g.byKey[k] = &resyncGroup{}
+	}
+	return g.byKey[k]
+}
+
+func (g *resyncGroups) sortedKeys() [][2]string {
+	keys := make([][2]string, 0, len(g.byKey))
+	for k := range g.byKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	return keys
+}
+
+// readResync reads a resync input into its groups, rejecting (into run)
+// what cannot be listed.
+func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.Reader, opts ResyncOptions) (*resyncGroups, error) {
+	groups := &resyncGroups{byKey: map[[2]string]*resyncGroup{}}
 	if opts.Resource != "" {
-		get(opts.Namespace, opts.Resource)
+		groups.get(opts.Namespace, opts.Resource)
 	}
 	defaultNS := opts.Namespace
 	if defaultNS == "" {
@@ -107,26 +264,14 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if rec.Err != nil {
-			return run.reject(rec, rec.Err.Error())
+		o, reason := in.resyncObject(run, &rec, defaultNS)
+		if reason != "" {
+			return run.reject(rec, reason)
 		}
-		if rec.Type != WatchAdded {
-			return run.reject(rec, fmt.Sprintf("a resync lists objects; a %s watch event is not one", rec.Type))
+		g := groups.get(o.Namespace, o.Resource)
+		if g == nil || groups.items >= ResyncItemsMax {
+			return run.reject(rec, fmt.Sprintf("%v: more than %d groups or %d objects; split the input by namespace", ErrResyncTooLarge, ResyncGroupsMax, ResyncItemsMax))
 		}
-		o, err := object.DecodeForQuota(rec.Object)
-		if err != nil {
-			return run.reject(rec, err.Error())
-		}
-		if o.Name == "" {
-			return run.reject(rec, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName))
-		}
-		if !o.ClusterScoped() && o.Namespace == "" {
-			if defaultNS == "" {
-				return run.reject(rec, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name))
-			}
-			o.SetNamespace(defaultNS)
-		}
-		g := get(o.Namespace, o.Resource)
 		if opts.Namespace != "" && o.Namespace != opts.Namespace {
 			g.rejected = append(g.rejected, rec.Source)
 			return run.reject(rec, fmt.Sprintf("%s %s is in namespace %q, the resync covers %q", o.Resource, o.Name, o.Namespace, opts.Namespace))
@@ -138,91 +283,108 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 		}
 		g.items = append(g.items, trimmed)
 		g.objects = append(g.objects, listedObject{name: o.Name, uid: o.UID, resourceVersion: o.ResourceVersion})
+		groups.items++
 		return nil
 	})
-	if err != nil {
-		return ResyncReport{Report: run.report}, fmt.Errorf("resync %s: %w", name, err)
-	}
+	return groups, err
+}
 
-	keys := make([][2]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
+// resyncObject decodes one record of a resync input, or says why it
+// cannot be listed. A plain object's fields are checked as IngestFile
+// checks them; the record then names the line of the first problem.
+func (in *Ingester) resyncObject(run *run, rec *Record, defaultNS string) (*object.Object, string) {
+	if rec.Err != nil {
+		return nil, rec.Err.Error()
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
-	})
-	report := ResyncReport{}
-	recordsRejected := run.report.Rejected
-	for _, k := range keys {
-		g := groups[k]
-		ns, resource := k[0], k[1]
-		rg := ResyncGroup{Namespace: ns, Resource: resource, Items: len(g.items)}
-		source := fmt.Sprintf("%s (resync %s in %s)", name, resource, nsLabel(ns))
-		if recordsRejected > 0 {
-			// A rejected record may belong to any group (one that did not
-			// parse names none), so no group of this input is complete.
-			reason := fmt.Sprintf("%v: not appended, %d records of the input were rejected", ErrResyncIncomplete, recordsRejected)
-			if len(g.rejected) > 0 {
-				reason += " (this group's: " + strings.Join(g.rejected, ", ") + ")"
-			}
-			run.report.Rejected++
-			run.report.Rejections = append(run.report.Rejections, Rejection{Source: source, Reason: reason})
-			report.Groups = append(report.Groups, rg)
-			continue
-		}
-		ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Resync, Resource: resource, Namespace: ns, Items: g.items, Source: name}
-		encoded, err := ledger.Encode(ev)
-		if err != nil {
-			return ResyncReport{Report: run.report}, fmt.Errorf("resync %s: %w", source, err)
-		}
-		digest := sha256.Sum256(encoded)
-		msgID := "resync/" + nsLabel(ns) + "/" + resource + "/sha256:" + hex.EncodeToString(digest[:16])
-		if size, limit := len(encoded), int(in.stream.Config().MaxMsgSize); size > limit {
-			// Too large for one event: the objects go as Upserts, then a
-			// Resync naming them, once every Upsert is in the log.
-			upserts, final, reason := splitResync(ev, g.objects, msgID, limit)
-			if reason != "" {
-				run.report.Rejected++
-				run.report.Rejections = append(run.report.Rejections, Rejection{Source: source,
-					Reason: fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason)})
-				report.Groups = append(report.Groups, rg)
-				continue
-			}
-			results, err := in.stream.AppendBatch(ctx, upserts)
-			for _, res := range results {
-				switch {
-				case res.Seq == 0:
-				case res.Duplicate:
-					run.report.Duplicates++
-				default:
-					run.report.Appended++
-				}
-			}
-			if err != nil {
-				return ResyncReport{Report: run.report, Groups: report.Groups}, fmt.Errorf("resync %s: its objects, before the list of their names: %w", source, err)
-			}
-			ev, msgID, rg.Split = final, msgID+"/listed", true
-		}
-		res, err := in.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID})
-		if err != nil {
-			return ResyncReport{Report: run.report, Groups: report.Groups}, fmt.Errorf("resync %s: %w", source, err)
-		}
-		rg.Seq, rg.Duplicate = res.Seq, res.Duplicate
-		if res.Duplicate {
-			run.report.Duplicates++
-		} else {
-			run.report.Appended++
-		}
-		// The resync may remove objects; an upsert of one of them must not
-		// be skipped later as unchanged.
-		in.forget(resource + "/" + ns + "/")
-		report.Groups = append(report.Groups, rg)
+	if rec.Type != WatchAdded {
+		return nil, fmt.Sprintf("a resync lists objects; a %s watch event is not one", rec.Type)
 	}
-	report.Report = run.report
-	return report, nil
+	if !rec.Watched {
+		reject, warn := checkFields(rec.Raw, rec.Object).sort(*rec, in.opts.Validation)
+		for _, w := range warn {
+			if len(run.report.Warnings) < ReportRejectionsMax {
+				run.report.Warnings = append(run.report.Warnings, w)
+			}
+		}
+		if len(reject) > 0 {
+			r := joinRejections(reject)
+			rec.Source = r.Source
+			return nil, r.Reason
+		}
+	}
+	o, err := object.DecodeForQuota(rec.Object)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if o.Name == "" {
+		return nil, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+	}
+	if !o.ClusterScoped() && o.Namespace == "" {
+		if defaultNS == "" {
+			return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
+		}
+		o.SetNamespace(defaultNS)
+	}
+	return o, ""
+}
+
+// appendResyncGroup appends ev, the Resync of group k (namespace,
+// resource), with msgID, split when too large for one event. The error is
+// the stream's.
+func (in *Ingester) appendResyncGroup(ctx context.Context, run *run, name string, k [2]string, g *resyncGroup, ev ledger.Event, msgID string) (ResyncGroup, error) {
+	ns, resource := k[0], k[1]
+	rg := ResyncGroup{Namespace: ns, Resource: resource, Items: len(g.items)}
+	source := resyncSource(name, k)
+	encoded, err := ledger.Encode(ev)
+	if err != nil {
+		return rg, fmt.Errorf("resync %s: %w", source, err)
+	}
+	if size, limit := len(encoded), int(in.stream.Config().MaxMsgSize); size > limit {
+		// Too large for one event: the objects go as Upserts, then a
+		// Resync naming them, once every Upsert is in the log.
+		upserts, final, reason := splitResync(ev, g.objects, msgID, limit)
+		if reason != "" {
+			run.refuse(source, fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason))
+			return rg, nil
+		}
+		results, err := in.stream.AppendBatch(ctx, upserts)
+		run.count(results)
+		if err != nil {
+			return rg, fmt.Errorf("resync %s: its objects, before the list of their names: %w", source, err)
+		}
+		ev, msgID, rg.Split = final, msgID+"/listed", true
+	}
+	res, err := in.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID})
+	if err != nil {
+		return rg, fmt.Errorf("resync %s: %w", source, err)
+	}
+	rg.Seq, rg.Duplicate = res.Seq, res.Duplicate
+	run.count([]ledger.AppendResult{res})
+	// The resync may remove objects; an upsert of one of them must not
+	// be skipped later as unchanged.
+	in.forget(resource + "/" + ns + "/")
+	return rg, nil
+}
+
+// refuse counts and lists a group that is not appended.
+func (r *run) refuse(source, reason string) {
+	r.report.Rejected++
+	if len(r.report.Rejections) < ReportRejectionsMax {
+		r.report.Rejections = append(r.report.Rejections, Rejection{Source: source, Reason: reason})
+	}
+}
+
+// count counts appends' results as appended or duplicates.
+func (r *run) count(results []ledger.AppendResult) {
+	for _, res := range results {
+		switch {
+		case res.Seq == 0:
+		case res.Duplicate:
+			r.report.Duplicates++
+		default:
+			r.report.Appended++
+		}
+	}
 }
 
 // listedObject is what a split resync's Upsert of one object names.

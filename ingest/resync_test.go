@@ -122,6 +122,35 @@ func TestResyncSameListTwiceIsADuplicate(t *testing.T) {
 	}
 }
 
+// TestResyncSameListAfterADeleteLands: the same list again after an
+// event of its namespace (a delete it may undo) is appended, not taken for
+// the list it was before that event.
+func TestResyncSameListAfterADeleteLands(t *testing.T) {
+	in, s := newIngester(t, ingest.Options{})
+	resync := func() ingest.ResyncReport {
+		t.Helper()
+		rep, err := in.Resync(context.Background(), "pods.json", strings.NewReader(podList), ingest.ResyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	resync()
+	ingestString(t, in, "del.jsonl", `{"type":"DELETED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-2","namespace":"team-a","uid":"u2"}}}`+"\n")
+	rep := resync()
+	for _, g := range rep.Groups {
+		if g.Duplicate || g.Seq == 0 {
+			t.Errorf("group %+v after a delete: want it appended", g)
+		}
+	}
+	if again := resync(); !again.Groups[0].Duplicate || !again.Groups[1].Duplicate {
+		t.Errorf("the same list once more: %+v, want duplicates", again.Groups)
+	}
+	if last, _ := s.LastSeq(context.Background()); last != 5 {
+		t.Errorf("last seq %d, want 5: two resyncs, a delete, two resyncs", last)
+	}
+}
+
 // TestResyncTooLargeIsSplit resyncs a list over the stream's largest
 // event: its objects are appended as Upserts, in the list's order, then a
 // Resync with no items that names them all, at the group's Seq. The same

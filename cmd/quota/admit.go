@@ -30,6 +30,7 @@ func newAdmitCommand(g *globalFlags) *cobra.Command {
 		file      string
 		namespace string
 		dryRun    bool
+		validate  string
 	)
 	cmd := &cobra.Command{
 		Use:   "admit -f FILE [-n NS] [--dry-run]",
@@ -43,12 +44,39 @@ object: a file of several YAML documents, or a List, is refused.
 Without --dry-run an allowed object's usage is reserved until its creation
 event arrives or the reservation expires.
 
+The manifest is checked against its kind's fields first, as kubectl checks
+one: a field the kind does not have is refused with its path and line
+(--validate=warn sends the object with a warning, --validate=ignore without
+one). -n, or the manifest's namespace, must be a valid namespace name.
+
 Exit status: 0 allowed, 1 denied, 2 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			raw, err := readManifest(file)
+			if err := checkNamespace(namespace); err != nil {
+				return withCode(exitError, err)
+			}
+			validation, err := ingest.ParseValidation(validate)
 			if err != nil {
 				return withCode(exitError, err)
+			}
+			raw, text, err := readManifest(file)
+			if err != nil {
+				return withCode(exitError, err)
+			}
+			// The manifest's fields are checked against its kind's before
+			// it is sent, as kubectl checks one it creates; its values are
+			// the server's to judge, in Kubernetes' words.
+			if unknown := ingest.UnknownFields(manifestName(file), text, raw); len(unknown) > 0 && validation != ingest.ValidateIgnore {
+				var lines []string
+				for _, r := range unknown {
+					if validation == ingest.ValidateWarn {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", r.Source, r.Reason)
+					}
+					lines = append(lines, r.String())
+				}
+				if validation == ingest.ValidateStrict {
+					return withCode(exitError, errors.New(strings.Join(lines, "\n")))
+				}
 			}
 			var meta struct {
 				APIVersion string            `json:"apiVersion"`
@@ -68,6 +96,9 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 			}
 			if ns == "" {
 				ns = "default"
+			}
+			if err := checkNamespace(ns); err != nil {
+				return withCode(exitError, err)
 			}
 			gv, err := schema.ParseGroupVersion(meta.APIVersion)
 			if err != nil {
@@ -124,14 +155,24 @@ Exit status: 0 allowed, 1 denied, 2 error.`,
 	f.StringVarP(&file, "filename", "f", "", "manifest to admit (JSON or YAML; - for standard input)")
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace (default: the manifest's, else \"default\")")
 	f.BoolVar(&dryRun, "dry-run", false, "decide only; reserve nothing")
+	f.StringVar(&validate, "validate", "strict", "what a field of the manifest that its kind does not have does, as kubectl's --validate: strict refuses it, warn sends it with a warning, ignore says nothing (values are judged by the ledger server, as the API server judges them)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
+// manifestName is how messages name the manifest file.
+func manifestName(file string) string {
+	if file == "-" {
+		return "standard input"
+	}
+	return file
+}
+
 // readManifest reads the one object of a JSON or YAML file and returns it
-// as JSON. A file with no object, with several (YAML documents separated
-// by "---"), or holding a list is refused: admit decides one create.
-func readManifest(file string) ([]byte, error) {
+// as JSON, and the text it was read from. A file with no object, with
+// several (YAML documents separated by "---"), or holding a list is
+// refused: admit decides one create.
+func readManifest(file string) ([]byte, []byte, error) {
 	var (
 		b   []byte
 		err error
@@ -140,24 +181,24 @@ func readManifest(file string) ([]byte, error) {
 	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer f.Close()
 		in = f
 	}
 	text, err := ingest.Text(in)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if b, err = io.ReadAll(io.LimitReader(text, manifestSizeMax+1)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name := file
 	if file == "-" {
 		name = "standard input"
 	}
 	if len(b) > manifestSizeMax {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, manifestSizeMax)
+		return nil, nil, fmt.Errorf("%s: larger than %d bytes", name, manifestSizeMax)
 	}
 	var objects [][]byte
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
@@ -169,18 +210,18 @@ func readManifest(file string) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if blankYAML(doc) {
 			continue
 		}
 		n++
 		if err := ingest.OneNode(doc); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, n, err)
+			return nil, nil, fmt.Errorf("%s: document %d: %w", name, n, err)
 		}
 		raw, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: not JSON or YAML: %w", name, n, err)
+			return nil, nil, fmt.Errorf("%s: document %d: not JSON or YAML: %w", name, n, err)
 		}
 		if string(raw) == "null" {
 			continue // an empty document, as between two "---" lines
@@ -189,26 +230,26 @@ func readManifest(file string) ([]byte, error) {
 	}
 	switch len(objects) {
 	case 0:
-		return nil, fmt.Errorf("%s: no object in it", name)
+		return nil, nil, fmt.Errorf("%s: no object in it", name)
 	case 1:
 	default:
-		return nil, fmt.Errorf("%s: %d objects in it; admit decides one at a time", name, len(objects))
+		return nil, nil, fmt.Errorf("%s: %d objects in it; admit decides one at a time", name, len(objects))
 	}
 	obj := objects[0]
 	if obj[0] != '{' {
-		return nil, fmt.Errorf("%s: not an object: a manifest is a mapping with apiVersion, kind and metadata", name)
+		return nil, nil, fmt.Errorf("%s: not an object: a manifest is a mapping with apiVersion, kind and metadata", name)
 	}
 	var list struct {
 		Kind  string          `json:"kind"`
 		Items json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(obj, &list); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if list.Items != nil && strings.HasSuffix(list.Kind, "List") {
-		return nil, fmt.Errorf("%s: a %s, not one object; admit decides one at a time", name, list.Kind)
+		return nil, nil, fmt.Errorf("%s: a %s, not one object; admit decides one at a time", name, list.Kind)
 	}
-	return obj, nil
+	return obj, b, nil
 }
 
 // blankYAML reports whether a YAML document holds only blank lines,

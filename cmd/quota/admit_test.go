@@ -51,7 +51,7 @@ func TestReadManifest(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			raw, err := readManifest(file)
+			raw, _, err := readManifest(file)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), file+": ") {
 					t.Fatalf("readManifest = %s, %v; want an error naming the file and %q", raw, err, tc.wantErr)

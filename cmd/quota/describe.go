@@ -28,6 +28,9 @@ ResourceQuotaList. It reflects every event appended before the call.`,
 			if output != "text" && output != "json" {
 				return withCode(exitError, errorf("-o %q: want text or json", output))
 			}
+			if err := checkNamespace(namespace); err != nil {
+				return withCode(exitError, err)
+			}
 			req := projector.DescribeRequest{Namespace: namespace, AllNamespaces: all}
 			if len(args) == 1 {
 				req.Name = args[0]

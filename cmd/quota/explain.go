@@ -28,6 +28,9 @@ appended before the call.`,
 			if output != "text" && output != "json" {
 				return withCode(exitError, errorf("-o %q: want text or json", output))
 			}
+			if err := checkNamespace(namespace); err != nil {
+				return withCode(exitError, err)
+			}
 			req := projector.ExplainRequest{Namespace: namespace}
 			if req.Namespace == "" {
 				req.Namespace = "default"

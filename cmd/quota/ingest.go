@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -19,6 +20,7 @@ func newIngestCommand(g *globalFlags) *cobra.Command {
 		quiet     bool
 		resync    bool
 		kind      string
+		validate  string
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest [FILE|-]...",
@@ -43,19 +45,42 @@ Each invalid record is reported as FILE:LINE: reason on standard error and
 kept in the dead-letter stream (list them with 'quota rejects'); valid
 records around it are still ingested, and the exit status is 1.
 
+A manifest (a plain object, not a watch event) is checked against its
+kind's fields, as kubectl does: a field the kind does not have is reported
+with its path and line (q.yaml:8: unknown field "spec.hrad") and, by
+default, rejects the object (--validate=warn ingests it with a warning,
+--validate=ignore without one). A value that cannot be read is always
+rejected, with its line, path and value. Kinds of other API groups (custom
+resources) are not checked.
+
 Re-ingesting the same watch events appends nothing new: events are
 deduplicated by object uid, resourceVersion and event type, within the
-stream's duplicate window (a day by default).`,
+stream's duplicate window (a day by default). A manifest is appended unless
+the ledger holds its object in the same state now: a pod created again
+after its delete, or a quota edited back, always lands, and the same
+unchanged file ingested again appends nothing ("unchanged").`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"-"}
+			}
+			if err := checkNamespace(namespace); err != nil {
+				return withCode(exitError, err)
+			}
+			validation, err := ingest.ParseValidation(validate)
+			if err != nil {
+				return withCode(exitError, err)
 			}
 			nc, _, stream, err := g.attach(cmd.Context(), "quota ingest")
 			if err != nil {
 				return withCode(exitError, err)
 			}
 			defer nc.Close()
-			ingester, err := ingest.New(stream, ingest.Options{Namespace: namespace})
+			// A plain manifest is judged against the object's state in the
+			// log, which the ledger server's projection tells.
+			states := ingest.RemoteStates(func(subject string, body []byte) (*nats.Msg, error) {
+				return g.request(nc, subject, body)
+			})
+			ingester, err := ingest.New(stream, ingest.Options{Namespace: namespace, States: states, Validation: validation})
 			if err != nil {
 				return withCode(exitError, err)
 			}
@@ -126,6 +151,9 @@ stream's duplicate window (a day by default).`,
 					report, err = ingester.IngestFile(appendCtx, label, untilStopped(ctx, r))
 				}
 				total.Add(report)
+				for _, w := range report.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", w.Source, w.Reason)
+				}
 				for _, rej := range report.Rejections {
 					fmt.Fprintln(cmd.ErrOrStderr(), rej.String())
 				}
@@ -152,6 +180,7 @@ stream's duplicate window (a day by default).`,
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace for namespaced objects that name none (plain manifests)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "do not print the summary line")
 	f.BoolVar(&resync, "resync", false, "FILE is the complete list of its kinds in its namespaces (e.g. kubectl get pods -n NS -o json): objects the ledger holds that it lacks are removed")
+	f.StringVar(&validate, "validate", "strict", "what a field of a manifest that its kind does not have does, as kubectl's --validate: strict rejects the object, warn ingests it with a warning, ignore says nothing (watch events are not checked; a value that cannot be read is always rejected)")
 	f.StringVar(&kind, "kind", "", "with --resync and -n: the resource the list covers (pods, jobs.batch), so that an empty list removes them all")
 	return cmd
 }

@@ -118,6 +118,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 		newReplayCommand(g),
 		newExplainCommand(g),
 		newRejectsCommand(g),
+		newVersionCommand(),
 	)
 	return root
 }
@@ -221,6 +222,19 @@ func refusedAsClient(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "authorization") || strings.Contains(msg, "tls") || strings.Contains(msg, "x509")
+}
+
+// newVersionCommand prints what --version prints.
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this build (as --version does)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "quota version %s\n", version())
+			return nil
+		},
+	}
 }
 
 // buildVersion is set by the Makefile's build (-ldflags -X) to git

@@ -175,7 +175,7 @@ func Decode(raw []byte) (*Object, error) {
 // returns it without surrounding white space.
 func objectBytes(raw []byte) ([]byte, error) {
 	if len(raw) > SizeMax {
-		return nil, fmt.Errorf("decode object: %d bytes: %w", len(raw), ErrTooLarge)
+		return nil, fmt.Errorf("decode object: %w: %d bytes, at most %d (%d MiB)", ErrTooLarge, len(raw), SizeMax, SizeMax>>20)
 	}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {

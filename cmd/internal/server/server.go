@@ -269,7 +269,9 @@ func (p *parts) openStream(ctx context.Context, nc *nats.Conn, cfg Config) (jets
 // metrics server, the admission responder, the snapshots and the query
 // responders. On success the caller closes p.metrics' listener.
 func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) error {
-	in, err := ingest.New(p.stream, ingest.Options{})
+	// A plain manifest is skipped only when the projection, caught up
+	// with the log, holds its object in the state it states.
+	in, err := ingest.New(p.stream, ingest.Options{States: ingest.ProjectionStates(p.proj)})
 	if err != nil {
 		return err
 	}
