@@ -120,6 +120,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 		newExplainCommand(g),
 		newRejectsCommand(g),
 		newWebhookCommand(g),
+		newCredentialsCommand(),
 	)
 	return root
 }
