@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build run test test-short test-race oracle bench bench-scaling fuzz lint fmt vet clean
+.PHONY: all build run test test-short test-race oracle cluster bench bench-cluster bench-scaling fuzz lint fmt vet clean
 
 all: build
 
@@ -31,6 +31,12 @@ test: build
 # inputs. ORACLE_SEED and ORACLE_CASES widen a run.
 oracle:
 	cd testdata/kubeoracle && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+# The tests that need a cluster: a real kube-apiserver with an embedded
+# etcd, in process (k8s.io/kubernetes v1.36.3, a module of its own under
+# testdata/kubecluster), and the quota binary built here.
+cluster: build
+	cd testdata/kubecluster && $(GO) vet ./... && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./...
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)

@@ -35,6 +35,12 @@ type ResyncOptions struct {
 	// Zero: only the (namespace, resource) groups present in the input are
 	// resynced.
 	Resource string
+	// ClusterScoped, with Resource and no Namespace, declares that the
+	// input is the complete list of the cluster-scoped Resource
+	// ("storageclasses.storage.k8s.io") even when it lists nothing: an
+	// empty list then removes every such object. A namespaced object in
+	// the input is rejected.
+	ClusterScoped bool
 }
 
 // ResyncGroup is one resync event appended (or refused).
@@ -72,7 +78,10 @@ type ResyncReport struct {
 // When any record of the input is rejected, no group is appended
 // (ErrResyncIncomplete): the list is not known to be complete.
 func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts ResyncOptions) (ResyncReport, error) {
-	if opts.Resource != "" && opts.Namespace == "" {
+	if opts.ClusterScoped && (opts.Resource == "" || opts.Namespace != "") {
+		return ResyncReport{}, fmt.Errorf("%w: a cluster-scoped resync names its resource and no namespace", ErrInvalidOptions)
+	}
+	if opts.Resource != "" && opts.Namespace == "" && !opts.ClusterScoped {
 		return ResyncReport{}, fmt.Errorf("%w: a resync of %s needs a namespace", ErrInvalidOptions, opts.Resource)
 	}
 	if strings.ContainsAny(opts.Resource, " /") {
@@ -125,6 +134,9 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 				return run.reject(rec, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name))
 			}
 			o.SetNamespace(defaultNS)
+		}
+		if opts.ClusterScoped && !o.ClusterScoped() {
+			return run.reject(rec, fmt.Sprintf("%s %s is in namespace %q, the resync covers the cluster scope", o.Resource, o.Name, o.Namespace))
 		}
 		g := get(o.Namespace, o.Resource)
 		if opts.Namespace != "" && o.Namespace != opts.Namespace {
