@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build run test test-short test-race oracle cluster bench bench-cluster bench-scaling fuzz lint fmt vet clean
+.PHONY: all build run test test-short test-race oracle cluster bench bench-cluster bench-webhook bench-scaling fuzz lint fmt vet clean
 
 all: build
 
@@ -54,6 +54,13 @@ test-race:
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./projector/benchmark
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(MAKE) bench-webhook
+
+# Pod creates through a real kube-apiserver, its ResourceQuota plugin
+# enforcing against the ledger's webhook enforcing, at 1 and 32 clients
+# (testdata/kubecluster/install). BENCH_CREATES sets the creates per run.
+bench-webhook: build
+	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkPodCreates$$' -benchtime 1x -timeout 30m ./install
 
 # The scaling table of BENCHMARKS.md: the harness once per size (each in
 # its own process), printed as a Markdown table.

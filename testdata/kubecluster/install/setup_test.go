@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -282,7 +281,8 @@ func (e *enforcer) settled(t testing.TB, ns string, n int) {
 	for {
 		out, errOut, _ := e.ledger.Run("explain", "quota", "-n", ns)
 		out += errOut
-		if e.used(t, ns, "pods") == fmt.Sprint(n) && !strings.Contains(out, "reserved") {
+		used, err := resource.ParseQuantity(e.used(t, ns, "pods"))
+		if err == nil && used.Value() == int64(n) && !strings.Contains(out, "reserved") {
 			return
 		}
 		if time.Now().After(deadline) {
