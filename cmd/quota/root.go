@@ -119,6 +119,7 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 		newReplayCommand(g),
 		newExplainCommand(g),
 		newRejectsCommand(g),
+		newExportCommand(g),
 		newWebhookCommand(g),
 		newCredentialsCommand(),
 	)
