@@ -96,6 +96,7 @@ components:
 				}
 			}
 			checkWebhookConfiguration(t, objects, caPEM, tc.path == withComponents)
+			checkServiceMonitors(t, objects)
 			dryRunApply(t, c, objects)
 		})
 	}
@@ -320,4 +321,45 @@ func ptrString[T any](p *T) string {
 		return "unset"
 	}
 	return fmt.Sprint(*p)
+}
+
+// checkServiceMonitors checks that each ServiceMonitor selects a Service
+// rendered with it, by the Service's labels, and names a port it has.
+func checkServiceMonitors(t *testing.T, objects []*unstructured.Unstructured) {
+	t.Helper()
+	for _, m := range objects {
+		if m.GetKind() != "ServiceMonitor" {
+			continue
+		}
+		match, _, _ := unstructured.NestedStringMap(m.Object, "spec", "selector", "matchLabels")
+		endpoints, _, _ := unstructured.NestedSlice(m.Object, "spec", "endpoints")
+		found := false
+		for _, o := range objects {
+			if o.GetKind() != "Service" || o.GetNamespace() != m.GetNamespace() {
+				continue
+			}
+			labels := o.GetLabels()
+			selected := len(match) > 0
+			for k, v := range match {
+				selected = selected && labels[k] == v
+			}
+			if !selected {
+				continue
+			}
+			found = true
+			var svc corev1.Service
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc); err != nil {
+				t.Fatal(err)
+			}
+			for _, ep := range endpoints {
+				port, _ := ep.(map[string]any)["port"].(string)
+				if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == port }) {
+					t.Errorf("ServiceMonitor %s: Service %s has no port %q", m.GetName(), svc.Name, port)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("ServiceMonitor %s selects no Service by %v", m.GetName(), match)
+		}
+	}
 }

@@ -24,7 +24,6 @@ const reservationTTL = 3 * time.Second
 // the ledger alone enforces the quotas.
 func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	e := startEnforcer(t, reservationTTL, "--disable-admission-plugins=ResourceQuota")
-	t.Logf("the cluster's objects reach the ledger through %s", e.feed)
 	c := e.cluster
 	ctx := context.Background()
 	setup := func(t *testing.T, ns string, pods int) {
@@ -199,4 +198,11 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 		}
 		t.Logf("the freed unit was taken %s after the delete", time.Since(start).Round(time.Millisecond))
 	})
+
+	// Each component did all of this with only its own subjects.
+	for name, p := range map[string]string{"quota export": e.export.Logs.String(), "quota webhook": e.webhook.Logs.String()} {
+		if strings.Contains(strings.ToLower(p), "permissions violation") {
+			t.Errorf("%s met a permissions violation of its key:\n%s", name, p)
+		}
+	}
 }

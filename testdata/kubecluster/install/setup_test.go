@@ -8,8 +8,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,20 +38,27 @@ type enforcer struct {
 	cluster *kubecluster.Cluster
 	ledger  *kubecluster.Ledger
 	webhook *kubecluster.Proc
-	// feed says how the cluster's objects reach the log.
-	feed string
+	export  *kubecluster.Proc
+	// credentials holds what `quota credentials` wrote: each component
+	// reaches the ledger's NATS with its own key, as deploy/ runs them.
+	credentials string
 }
 
-// startEnforcer starts kube-apiserver with its ResourceQuota plugin off,
-// `quota serve` (reservations held for ttl), a feed of the cluster's
-// objects into the log, and `quota webhook`, registered for what deploy/
-// registers it for.
+// startEnforcer starts kube-apiserver with extra flags, `quota serve`
+// (reservations held for ttl) requiring the keys `quota credentials`
+// makes, `quota export` feeding it the cluster's objects, and `quota
+// webhook`, registered for what deploy/ registers it for; the exporter and
+// the webhook each with its own key.
 func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *enforcer {
 	t.Helper()
 	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: apiserverFlags})
-	l := kubecluster.Serve(t, "--reservation-ttl", ttl.String())
-	e := &enforcer{cluster: c, ledger: l}
-	e.feed = startFeed(t, c, l)
+	creds := filepath.Join(t.TempDir(), "credentials")
+	if out, err := exec.Command(kubecluster.Quota(t), "credentials", creds).CombinedOutput(); err != nil {
+		t.Fatalf("quota credentials: %v\n%s", err, out)
+	}
+	l := kubecluster.Serve(t, "--reservation-ttl", ttl.String(), "--auth", filepath.Join(creds, "auth.conf"))
+	e := &enforcer{cluster: c, ledger: l, credentials: creds}
+	e.startExport(t)
 	dir := t.TempDir()
 	caPEM, certFile, keyFile := servingCertificate(t, dir)
 	addrs := make(chan string, 1)
@@ -61,7 +70,7 @@ func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *e
 			default:
 			}
 		}
-	}, "webhook", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--server", l.URL)
+	}, "webhook", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--server", l.URL, "--nkey", e.key("webhook"))
 	var addr string
 	select {
 	case addr = <-addrs:
@@ -73,6 +82,59 @@ func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *e
 	e.register(t, "https://"+addr+"/validate", caPEM)
 	e.startDenyWebhook(t, caPEM, certFile, keyFile)
 	return e
+}
+
+// key is the NKey seed file of component.
+func (e *enforcer) key(component string) string {
+	return filepath.Join(e.credentials, component+".nk")
+}
+
+// run runs a quota client command against the ledger with the operator's
+// key.
+func (e *enforcer) run(args ...string) (stdout, stderr string, code int) {
+	return e.ledger.Run(append(args, "--nkey", e.key("operator"))...)
+}
+
+var exportMetrics = regexp.MustCompile(`quota export metrics.*url=(\S+)`)
+
+// startExport runs `quota export` with its key and waits until it leads
+// and has every resource in the log.
+func (e *enforcer) startExport(t testing.TB) {
+	t.Helper()
+	urls := make(chan string, 1)
+	e.export = kubecluster.StartQuota(t, func(line string) {
+		if m := exportMetrics.FindStringSubmatch(line); m != nil {
+			select {
+			case urls <- strings.Trim(m[1], `"`):
+			default:
+			}
+		}
+	}, "export", "--server", e.ledger.URL, "--nkey", e.key("export"), "--kubeconfig", e.cluster.Kubeconfig,
+		"--metrics-listen", "127.0.0.1:0", "--discovery-interval", "5s")
+	var url string
+	select {
+	case url = <-urls:
+	case <-e.export.Done():
+		t.Fatalf("quota export exited before serving metrics\n%s", e.export.Logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("quota export did not serve metrics within 60s\n%s", e.export.Logs)
+	}
+	ready := strings.TrimSuffix(url, "/metrics") + "/readyz"
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(ready)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), "leading") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("quota export not leading with every resource synced within 60s\n%s", e.export.Logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // register registers the webhook at url, trusted through caPEM, with
@@ -123,12 +185,12 @@ func (e *enforcer) waitQuota(t testing.TB, ns string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, _, code := e.ledger.Run("describe", "quota", "-n", ns)
+		out, _, code := e.run("describe", "quota", "-n", ns)
 		if code == 0 && strings.Contains(out, "Name:") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the ledger does not hold the quota of %s 30s after its create (fed by %s): %s", ns, e.feed, out)
+			t.Fatalf("the ledger does not hold the quota of %s 30s after its create: %s\nquota export:\n%s", ns, out, e.export.Logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -138,7 +200,7 @@ func (e *enforcer) waitQuota(t testing.TB, ns string) {
 func (e *enforcer) used(t testing.TB, ns, res string) string {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(res) + `\s+(\S+)\s+\S+$`)
-	out, errOut, _ := e.ledger.Run("describe", "quota", "-n", ns)
+	out, errOut, _ := e.run("describe", "quota", "-n", ns)
 	m := line.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("describe quota -n %s shows no %s line: %s%s", ns, res, out, errOut)
@@ -156,44 +218,6 @@ func pod(name string) *corev1.Pod {
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
 		}}},
 	}
-}
-
-// startFeed feeds the cluster's objects into the ledger: `quota export`
-// when the binary has it, else the apiserver's own watch streams of pods
-// and quotas piped into `quota ingest -`. It returns which.
-func startFeed(t testing.TB, c *kubecluster.Cluster, l *kubecluster.Ledger) string {
-	t.Helper()
-	if exec.Command(kubecluster.Quota(t), "export", "--help").Run() == nil {
-		kubecluster.StartQuota(t, nil, "export", "--kubeconfig", c.Kubeconfig, "--server", l.URL)
-		return "quota export"
-	}
-	for _, path := range []string{"/api/v1/pods", "/api/v1/resourcequotas"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		stream, err := c.Client.CoreV1().RESTClient().Get().AbsPath(path).Param("watch", "true").
-			SetHeader("Accept", "application/json").Timeout(time.Hour).Stream(ctx)
-		if err != nil {
-			cancel()
-			t.Fatalf("watch %s: %v", path, err)
-		}
-		cmd := exec.Command(kubecluster.Quota(t), "ingest", "-", "--server", l.URL)
-		cmd.Stdin = stream
-		logs := &kubecluster.LogBuffer{}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		if err := cmd.Start(); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cancel()
-			stream.Close()
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			if t.Failed() {
-				t.Logf("quota ingest of %s:\n%s", path, logs)
-			}
-		})
-	}
-	return "watch streams into quota ingest"
 }
 
 // servingCertificate writes a serving certificate for 127.0.0.1 and its
@@ -279,7 +303,7 @@ func (e *enforcer) settled(t testing.TB, ns string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out, errOut, _ := e.ledger.Run("explain", "quota", "-n", ns)
+		out, errOut, _ := e.run("explain", "quota", "-n", ns)
 		out += errOut
 		used, err := resource.ParseQuantity(e.used(t, ns, "pods"))
 		if err == nil && used.Value() == int64(n) && !strings.Contains(out, "reserved") {
