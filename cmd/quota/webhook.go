@@ -34,8 +34,9 @@ again when the files change. The connection to the ledger's NATS takes
 client certificate is --nats-tls-cert and --nats-tls-key here.
 
 The same listener serves /healthz, /readyz (200 only while NATS is
-connected) and Prometheus metrics at /metrics. It stops on SIGINT or
-SIGTERM once the reviews in hand are answered.`,
+connected) and Prometheus metrics at /metrics. On SIGINT or SIGTERM it
+turns not ready, goes on taking reviews for --shutdown-delay, then stops
+once the reviews in hand are answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -68,6 +69,7 @@ SIGTERM once the reviews in hand are answered.`,
 	f.StringVar(&natsTLSKey, "nats-tls-key", "", "PEM file of the NATS client certificate's key")
 	f.DurationVar(&cfg.DefaultTimeout, "default-timeout", webhook.DefaultTimeout, "how long a review waits for the ledger when the API server names no ?timeout=")
 	f.DurationVar(&cfg.CertPollInterval, "cert-poll-interval", webhook.DefaultCertPollInterval, "how often the certificate files are checked for a change")
+	f.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", webhook.DefaultShutdownDelay, "how long a stopping webhook goes on taking reviews, not ready, before it closes its port: the time the cluster takes to stop sending it any")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&logJSON, "log-json", false, "log as JSON lines")
 	_ = cmd.MarkFlagRequired("tls-cert")

@@ -75,7 +75,7 @@ var webhookServing = regexp.MustCompile(`quota webhook serving.* listen=(\S+)`)
 // natsURL and waits until it listens.
 func startWebhook(t *testing.T, pki *webhookPKI, natsURL string, extra ...string) *webhookProc {
 	t.Helper()
-	args := append([]string{"webhook", "--listen", "127.0.0.1:0", "--tls-cert", pki.certFile, "--tls-key", pki.keyFile, "--server", natsURL}, extra...)
+	args := append([]string{"webhook", "--listen", "127.0.0.1:0", "--tls-cert", pki.certFile, "--tls-key", pki.keyFile, "--server", natsURL, "--shutdown-delay", "0s"}, extra...)
 	cmd := exec.Command(binary, args...)
 	pr, pw := io.Pipe()
 	w := &webhookProc{t: t, cmd: cmd, logs: &ledgertest.LogBuffer{}, done: make(chan error, 1),
@@ -421,5 +421,46 @@ func TestWebhookReloadsItsCertificate(t *testing.T) {
 	}
 	if r := w.admit("r", "/validate", review("r", "team", true, podObject("r", "", ""))); !r.Allowed {
 		t.Errorf("after the rotation: denied: %v", r.Result)
+	}
+}
+
+// TestWebhookStopsAfterItsShutdownDelay stops the webhook with SIGTERM:
+// it turns not ready at once, goes on answering reviews through its
+// --shutdown-delay (the cluster is still sending some), then exits
+// cleanly.
+func TestWebhookStopsAfterItsShutdownDelay(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	pki := newWebhookPKI(t, t.TempDir())
+	w := startWebhook(t, pki, s.url, "--shutdown-delay", "5s")
+	if code, _ := w.get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz before the stop: %d", code)
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := w.get("/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "stopping") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz 20s after SIGTERM: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := w.admit("s", "/validate", review("s", "team", true, podObject("s", "", ""))); !r.Allowed {
+		t.Errorf("a review during the shutdown delay: denied: %v", r.Result)
+	}
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Errorf("the webhook did not exit cleanly: %v\n%s", err, w.logs)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the webhook did not exit within a minute of SIGTERM\n%s", w.logs)
+	}
+	if !strings.Contains(w.logs.String(), "still taking reviews") {
+		t.Errorf("the webhook's log does not say it went on taking reviews:\n%s", w.logs)
 	}
 }

@@ -40,6 +40,11 @@ const (
 	ReviewSizeMax = 7 << 20
 	// ShutdownTimeout bounds the wait, on a stop, for the reviews in hand.
 	ShutdownTimeout = TimeoutMax + 5*time.Second
+	// DefaultShutdownDelay is how long a stopping webhook goes on taking
+	// reviews, not ready, before it closes its listener: the time the
+	// cluster takes to stop sending it any (its endpoint removed from the
+	// Service), so that no review meets a closed port and fails.
+	DefaultShutdownDelay = 5 * time.Second
 
 	// SubjectPrefix is followed by the namespace: the ledger's admission
 	// subject.
@@ -75,6 +80,10 @@ type Config struct {
 	// CertPollInterval is how often the certificate files are checked for
 	// a change. Zero: DefaultCertPollInterval.
 	CertPollInterval time.Duration
+	// ShutdownDelay is how long a stopping webhook goes on taking reviews,
+	// not ready, before it closes its listener. Zero: none; see
+	// DefaultShutdownDelay.
+	ShutdownDelay time.Duration
 	// Logger receives logs. Nil: slog.Default().
 	Logger *slog.Logger
 	// Ready, when set, is called once the listener is open, with its
@@ -101,6 +110,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CertPollInterval < 0 {
 		problems = append(problems, "certificate poll interval is negative")
+	}
+	if c.ShutdownDelay < 0 {
+		problems = append(problems, "shutdown delay is negative")
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("invalid webhook config: %s", strings.Join(problems, "; "))
@@ -213,6 +225,16 @@ func Run(ctx context.Context, cfg Config) error {
 			return nil
 		}
 		h.stopping.Store(true)
+		if cfg.ShutdownDelay > 0 {
+			log.Info("stopping: not ready, still taking reviews", "for", cfg.ShutdownDelay)
+			delay := time.NewTimer(cfg.ShutdownDelay)
+			select {
+			case <-delay.C:
+			case <-served:
+				delay.Stop()
+				return nil
+			}
+		}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {
