@@ -54,6 +54,13 @@ test-race:
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./projector/benchmark
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(MAKE) bench-cluster
+
+# quota export's initial sync of 20,000 pods (BENCH_PODS) from a real
+# kube-apiserver, as a ratio to quota ingest of the same pods, and its
+# peak RSS.
+bench-cluster: build
+	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkInitialSync$$' -benchtime 1x -timeout 60m ./export
 
 # The scaling table of BENCHMARKS.md: the harness once per size (each in
 # its own process), printed as a Markdown table.
