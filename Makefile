@@ -63,7 +63,14 @@ test-race:
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./projector/benchmark
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(MAKE) bench-cluster
 	$(MAKE) bench-webhook
+
+# quota export's initial sync of 20,000 pods (BENCH_PODS) from a real
+# kube-apiserver, as a ratio to quota ingest of the same pods, and its
+# peak RSS.
+bench-cluster: build
+	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkInitialSync$$' -benchtime 1x -timeout 60m ./export
 
 # Pod creates through a real kube-apiserver, its ResourceQuota plugin
 # enforcing against the ledger's webhook enforcing, at 1 and 32 clients

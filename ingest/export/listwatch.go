@@ -25,6 +25,9 @@ const (
 	acceptJSON         = "application/json"
 )
 
+// ListPageSize is the number of objects asked for per list request.
+const ListPageSize = 500
+
 // resource is one kind the exporter streams.
 type resource struct {
 	GVR        schema.GroupVersionResource
@@ -97,32 +100,44 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	if lw.res.MetadataOnly {
 		accept = acceptMetadataList
 	}
-	body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
-		VersionedParams(&opts, metav1.ParameterCodec).DoRaw(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			lw.events.listFailed(err)
-		}
-		return nil, err
-	}
-	var page struct {
-		Metadata metav1.ListMeta   `json:"metadata"`
-		Items    []json.RawMessage `json:"items"`
-	}
-	if err := json.Unmarshal(body, &page); err != nil {
-		return nil, fmt.Errorf("decode the list of %s: %w", lw.res.Name(), err)
-	}
-	body = nil
-	list := &itemList{ListMeta: page.Metadata, Items: make([]item, 0, len(page.Items))}
-	for i, raw := range page.Items {
-		it, err := trim(raw, lw.res.apiVersion(), lw.res.Kind)
+	// Pages of ListPageSize, read as the latest state (a resourceVersion
+	// of "0" would let the watch cache answer with everything at once):
+	// only one page is held untrimmed.
+	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit = "", "", ListPageSize
+	list := &itemList{}
+	for {
+		body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
+			VersionedParams(&opts, metav1.ParameterCodec).DoRaw(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("list %s: item %d: %w", lw.res.Name(), i, err)
+			if ctx.Err() == nil {
+				lw.events.listFailed(err)
+			}
+			return nil, err
 		}
-		list.Items = append(list.Items, *it)
-		page.Items[i] = nil
+		var page struct {
+			Metadata metav1.ListMeta   `json:"metadata"`
+			Items    []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("decode the list of %s: %w", lw.res.Name(), err)
+		}
+		body = nil
+		for i, raw := range page.Items {
+			it, err := trim(raw, lw.res.apiVersion(), lw.res.Kind)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: item %d: %w", lw.res.Name(), len(list.Items), err)
+			}
+			list.Items = append(list.Items, *it)
+			page.Items[i] = nil
+		}
+		if list.ResourceVersion == "" {
+			list.ResourceVersion = page.Metadata.ResourceVersion
+		}
+		if page.Metadata.Continue == "" {
+			return list, nil
+		}
+		opts.Continue = page.Metadata.Continue
 	}
-	return list, nil
 }
 
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
