@@ -55,6 +55,27 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 		}
 	})
 
+	t.Run("a generateName create's reservation is confirmed by its own ADDED event", func(t *testing.T) {
+		setup(t, "generated", 2)
+		p := pod("")
+		p.GenerateName = "web-"
+		start := time.Now()
+		created, err := c.Client.CoreV1().Pods("generated").Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The review carried the generated name: the pod's ADDED event
+		// replaces the reservation well before its TTL could.
+		e.settled(t, "generated", 1)
+		if took := time.Since(start); took >= reservationTTL {
+			t.Errorf("the reservation went %s after the create, not before its TTL of %s", took, reservationTTL)
+		}
+		out, _, _ := e.run("explain", "quota", "-n", "generated")
+		if !strings.Contains(out, "pods/"+created.Name) {
+			t.Errorf("explain does not name the generated pod %s:\n%s", created.Name, out)
+		}
+	})
+
 	t.Run("32 concurrent creates against the last 20 units make exactly 20 pods", func(t *testing.T) {
 		setup(t, "burst", 25)
 		for i := range 5 {
