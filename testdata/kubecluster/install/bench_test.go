@@ -30,6 +30,9 @@ type benchRun struct {
 	creates, conflicts, other int
 	elapsed                   time.Duration
 	latencies                 []time.Duration
+	// webhookMean is the mean time the webhook took over an allowed
+	// review (the ledger's decision and the hop to it), when it enforced.
+	webhookMean time.Duration
 }
 
 func (r benchRun) perSecond() float64 { return float64(r.creates) / r.elapsed.Seconds() }
@@ -85,7 +88,17 @@ func BenchmarkPodCreates(b *testing.B) {
 				ns := fmt.Sprintf("bench-%s-%d", way, clients)
 				c.CreateNamespace(b, ns)
 				benchQuota(b, c, ns, way == "plugin")
+				var count0, seconds0 float64
+				if e != nil {
+					count0, seconds0 = e.webhookAllowed(b)
+				}
 				r := createPods(b, c.Config, ns, clients, creates)
+				if e != nil {
+					count, seconds := e.webhookAllowed(b)
+					if count > count0 {
+						r.webhookMean = time.Duration((seconds - seconds0) / (count - count0) * float64(time.Second))
+					}
+				}
 				results[way] = append(results[way], r)
 				// Each way's enforcer counted every pod created.
 				counted := ""
@@ -123,8 +136,9 @@ func BenchmarkPodCreates(b *testing.B) {
 			fmt.Printf("%-8d %-7s %10.1f %9s %9s %6d %6d\n", clients, r.way, r.run.perSecond(),
 				r.run.quantile(0.5).Round(10*time.Microsecond), r.run.quantile(0.99).Round(10*time.Microsecond), r.run.conflicts, r.run.other)
 		}
-		fmt.Printf("%-8d ledger/plugin: creates/s %.2fx, p99 %.2fx\n", clients,
-			ledger[i].perSecond()/plugin[i].perSecond(), float64(ledger[i].quantile(0.99))/float64(plugin[i].quantile(0.99)))
+		fmt.Printf("%-8d ledger/plugin: creates/s %.2fx, p99 %.2fx; the webhook took %s a review on average\n", clients,
+			ledger[i].perSecond()/plugin[i].perSecond(), float64(ledger[i].quantile(0.99))/float64(plugin[i].quantile(0.99)),
+			ledger[i].webhookMean.Round(10*time.Microsecond))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -16,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,11 @@ type enforcer struct {
 	cluster *kubecluster.Cluster
 	ledger  *kubecluster.Ledger
 	webhook *kubecluster.Proc
-	export  *kubecluster.Proc
+	// webhookURL is the webhook's https://HOST:PORT, and webhookClient
+	// trusts its certificate.
+	webhookURL    string
+	webhookClient *http.Client
+	export        *kubecluster.Proc
 	// credentials holds what `quota credentials` wrote: each component
 	// reaches the ledger's NATS with its own key, as deploy/ runs them.
 	credentials string
@@ -79,7 +85,11 @@ func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *e
 	case <-time.After(30 * time.Second):
 		t.Fatalf("quota webhook did not serve within 30s\n%s", e.webhook.Logs)
 	}
-	e.register(t, "https://"+addr+"/validate", caPEM)
+	e.webhookURL = "https://" + addr
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	e.webhookClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	e.register(t, e.webhookURL+"/validate", caPEM)
 	e.startDenyWebhook(t, caPEM, certFile, keyFile)
 	return e
 }
@@ -314,4 +324,32 @@ func (e *enforcer) settled(t testing.TB, ns string, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// webhookAllowed is the count and the summed seconds of the reviews the
+// webhook allowed, from its metrics.
+func (e *enforcer) webhookAllowed(t testing.TB) (count, seconds float64) {
+	t.Helper()
+	resp, err := e.webhookClient.Get(e.webhookURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		for name, v := range map[string]*float64{
+			`quota_webhook_request_duration_seconds_count{verdict="allowed"} `: &count,
+			`quota_webhook_request_duration_seconds_sum{verdict="allowed"} `:   &seconds,
+		} {
+			if rest, ok := strings.CutPrefix(line, name); ok {
+				if *v, err = strconv.ParseFloat(rest, 64); err != nil {
+					t.Fatalf("%s%s: %v", name, rest, err)
+				}
+			}
+		}
+	}
+	return count, seconds
 }
