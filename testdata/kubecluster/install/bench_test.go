@@ -33,6 +33,9 @@ type benchRun struct {
 	// webhookMean is the mean time the webhook took over an allowed
 	// review (the ledger's decision and the hop to it), when it enforced.
 	webhookMean time.Duration
+	// appends and conflicts are the ledger's reservation appends and
+	// those the namespace's compare-and-swap refused, when it enforced.
+	appends, casConflicts float64
 }
 
 func (r benchRun) perSecond() float64 { return float64(r.creates) / r.elapsed.Seconds() }
@@ -88,9 +91,11 @@ func BenchmarkPodCreates(b *testing.B) {
 				ns := fmt.Sprintf("bench-%s-%d", way, clients)
 				c.CreateNamespace(b, ns)
 				benchQuota(b, c, ns, way == "plugin")
-				var count0, seconds0 float64
+				var count0, seconds0, appends0, cas0 float64
 				if e != nil {
 					count0, seconds0 = e.webhookAllowed(b)
+					appends0 = e.ledgerMetric(b, "quota_admission_reserve_appends_total")
+					cas0 = e.ledgerMetric(b, "quota_admission_reserve_conflicts_total")
 				}
 				r := createPods(b, c.Config, ns, clients, creates)
 				if e != nil {
@@ -98,6 +103,8 @@ func BenchmarkPodCreates(b *testing.B) {
 					if count > count0 {
 						r.webhookMean = time.Duration((seconds - seconds0) / (count - count0) * float64(time.Second))
 					}
+					r.appends = e.ledgerMetric(b, "quota_admission_reserve_appends_total") - appends0
+					r.casConflicts = e.ledgerMetric(b, "quota_admission_reserve_conflicts_total") - cas0
 				}
 				results[way] = append(results[way], r)
 				// Each way's enforcer counted every pod created.
@@ -139,6 +146,8 @@ func BenchmarkPodCreates(b *testing.B) {
 		fmt.Printf("%-8d ledger/plugin: creates/s %.2fx, p99 %.2fx; the webhook took %s a review on average\n", clients,
 			ledger[i].perSecond()/plugin[i].perSecond(), float64(ledger[i].quantile(0.99))/float64(plugin[i].quantile(0.99)),
 			ledger[i].webhookMean.Round(10*time.Microsecond))
+		fmt.Printf("%-8d the ledger appended %.0f Reserve events for %d creates; %.0f of its appends lost the namespace's compare-and-swap\n",
+			clients, ledger[i].appends, ledger[i].creates, ledger[i].casConflicts)
 	}
 }
 

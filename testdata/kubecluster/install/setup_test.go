@@ -62,7 +62,7 @@ func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *e
 	if out, err := exec.Command(kubecluster.Quota(t), "credentials", creds).CombinedOutput(); err != nil {
 		t.Fatalf("quota credentials: %v\n%s", err, out)
 	}
-	l := kubecluster.Serve(t, "--reservation-ttl", ttl.String(), "--auth", filepath.Join(creds, "auth.conf"))
+	l := kubecluster.Serve(t, "--reservation-ttl", ttl.String(), "--auth", filepath.Join(creds, "auth.conf"), "--metrics-listen", "127.0.0.1:0")
 	e := &enforcer{cluster: c, ledger: l, credentials: creds}
 	e.startExport(t)
 	dir := t.TempDir()
@@ -352,4 +352,36 @@ func (e *enforcer) webhookAllowed(t testing.TB) (count, seconds float64) {
 		}
 	}
 	return count, seconds
+}
+
+var serveMetrics = regexp.MustCompile(`quota ledger serving.* metrics=(\S+)`)
+
+// ledgerMetric is the value of the ledger's metric line that starts with
+// name (and a space).
+func (e *enforcer) ledgerMetric(t testing.TB, name string) float64 {
+	t.Helper()
+	m := serveMetrics.FindStringSubmatch(e.ledger.Logs.String())
+	if m == nil {
+		t.Fatalf("no metrics URL in quota serve's log:\n%s", e.ledger.Logs)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("quota serve's metrics lack %s", name)
+	return 0
 }
