@@ -234,6 +234,7 @@ func (x *Exporter) reconcile(ctx context.Context, takeover bool) {
 		x.log.Error("discovery failed; the streams keep running as they are, discovery is tried again", "in", x.cfg.DiscoveryInterval, "err", err)
 		return
 	}
+	x.log.Debug("discovered", "resources", len(d.resources), "failedGroups", len(d.failed))
 	for group, e := range d.failed {
 		x.log.Warn("discovery of an API group failed; its streams keep running as they are", "group", group, "err", e)
 	}
@@ -250,6 +251,7 @@ func (x *Exporter) reconcile(ctx context.Context, takeover bool) {
 		r.cancel()
 		<-r.done
 		delete(x.streams, name)
+		r.s.gone(ctx)
 		x.metrics.forget(name)
 	}
 	names := make([]string, 0, len(d.resources))
