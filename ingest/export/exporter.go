@@ -74,6 +74,14 @@ func New(cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	// Discovery requests are bounded: a hung one would stop every later
+	// discovery.
+	dc := rest.CopyConfig(kc)
+	dc.Timeout = RequestTimeout
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(dc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	m := newMetrics()
 	if cfg.Registry != nil {
 		if err := m.register(cfg.Registry); err != nil {
@@ -82,7 +90,7 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	return &Exporter{
 		cfg: cfg, log: cfg.Log, stream: cfg.Stream, rest: rc, client: client,
-		discovery: client.Discovery(), metrics: m,
+		discovery: discoveryClient, metrics: m,
 		window:  newWindow(cfg.InFlightMax, m),
 		streams: map[string]*running{},
 	}, nil

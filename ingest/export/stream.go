@@ -75,6 +75,9 @@ type stream struct {
 	watches  int
 	synced   chan struct{}
 	newest   time.Time // the newest appended event's write time
+	// split counts the namespaces of the resync in hand whose list was
+	// too large for one event.
+	split int
 }
 
 func newStream(ctx context.Context, x *Exporter, res resource, resumeRV, firstReason string) (*stream, error) {
@@ -326,12 +329,17 @@ func (s *stream) Replace(list []any, rv string) error {
 		items = append(items, it)
 	}
 	start := time.Now()
+	s.split = 0
 	appended, err := s.resync(s.ctx, items, rv)
 	if err != nil {
 		return err
 	}
 	s.x.metrics.resyncs.WithLabelValues(s.res.Name(), reason).Inc()
-	s.log.Info("resynced", "reason", reason, "objects", len(items), "namespaces", appended, "resourceVersion", rv, "took", time.Since(start).Round(time.Millisecond))
+	attrs := []any{"reason", reason, "objects", len(items), "namespaces", appended, "resourceVersion", rv, "took", time.Since(start).Round(time.Millisecond)}
+	if s.split > 0 {
+		attrs = append(attrs, "split", s.split)
+	}
+	s.log.Info("resynced", attrs...)
 	s.markSynced(rv)
 	return nil
 }
@@ -430,6 +438,11 @@ func (s *stream) resyncGroup(ctx context.Context, name string, lines []byte, opt
 	}
 	for _, g := range report.Groups {
 		s.x.metrics.events.WithLabelValues(s.res.Name(), "RESYNC").Inc()
+		if g.Split {
+			// Too large for one event: its objects went one by one,
+			// then the list of their names.
+			s.split++
+		}
 		if g.Resource != s.res.Name() {
 			s.log.Warn("the ledger names this resource's objects otherwise (their kind's guessed plural); a quota's count of it may miss them", "ledger", g.Resource)
 		}

@@ -160,3 +160,24 @@ func TestExportNATSOutage(t *testing.T) {
 		t.Fatalf("the exporter exited during the outage\n%s", x.Logs)
 	}
 }
+
+// TestExportSplitResync lists more pods in one namespace than one event
+// of the ledger (quota serve --max-event-size 16Ki) can hold: the resync
+// is split, its objects appended one by one then the list of their names,
+// and the ledger equals the cluster.
+func TestExportSplitResync(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
+	l := kubecluster.Serve(t, "--max-event-size", "16Ki")
+	n := &counter{}
+	clusterObjects(t, c)
+	namespaceObjects(t, c, "team-a", n)
+	for range 60 {
+		createPod(t, c, "team-a", n, "")
+	}
+	x := startExporter(t, c, l, "exporter-0")
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+	if !strings.Contains(x.Logs.String(), "resource=pods reason=initial objects=63") || !strings.Contains(x.Logs.String(), "split=1") {
+		t.Errorf("no split resync of the 63 pods logged\n%s", x.Logs)
+	}
+}
