@@ -70,3 +70,12 @@ func (c *checkpoints) put(ctx context.Context, resource, rv string) error {
 	_, err = c.kv.Put(ctx, key(resource), b)
 	return err
 }
+
+// delete removes a resource's checkpoint.
+func (c *checkpoints) delete(ctx context.Context, resource string) error {
+	err := c.kv.Delete(ctx, key(resource))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete the checkpoint of %s: %w", resource, err)
+	}
+	return nil
+}

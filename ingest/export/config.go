@@ -46,6 +46,10 @@ const (
 	// to reach NATS (an append, a resync, a checkpoint).
 	RetryDelayMin = 500 * time.Millisecond
 	RetryDelayMax = 30 * time.Second
+	// RequestTimeout bounds a discovery request and a list page; a
+	// watch is bounded by the API server (5 to 10 minutes, as client-go's
+	// Reflector asks).
+	RequestTimeout = 60 * time.Second
 	// StopFlushTimeout bounds how long a stopping stream still tries to
 	// append what it has read.
 	StopFlushTimeout = 10 * time.Second

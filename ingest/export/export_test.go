@@ -39,6 +39,9 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 	if got.ResourceVersion != "250" {
 		t.Errorf("resourceVersion = %q, want the last put, 250", got.ResourceVersion)
 	}
+	if err := cp.delete(ctx, "pods"); err != nil {
+		t.Errorf("deleting a checkpoint that does not exist: %v", err)
+	}
 	// A second opening (another replica) sees the same bucket.
 	again, err := openCheckpoints(ctx, js, DefaultCheckpointBucket, 1)
 	if err != nil {
@@ -46,6 +49,12 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 	}
 	if got, _, _ := again.get(ctx, "widgets.example.com"); got.ResourceVersion != "250" {
 		t.Errorf("another opening reads %q, want 250", got.ResourceVersion)
+	}
+	if err := again.delete(ctx, "widgets.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := cp.get(ctx, "widgets.example.com"); err != nil || ok {
+		t.Errorf("get after delete: ok %v, err %v; want none", ok, err)
 	}
 }
 

@@ -74,6 +74,14 @@ func New(cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	// Discovery requests are bounded: a hung one would stop every later
+	// discovery.
+	dc := rest.CopyConfig(kc)
+	dc.Timeout = RequestTimeout
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(dc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	m := newMetrics()
 	if cfg.Registry != nil {
 		if err := m.register(cfg.Registry); err != nil {
@@ -82,7 +90,7 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	return &Exporter{
 		cfg: cfg, log: cfg.Log, stream: cfg.Stream, rest: rc, client: client,
-		discovery: client.Discovery(), metrics: m,
+		discovery: discoveryClient, metrics: m,
 		window:  newWindow(cfg.InFlightMax, m),
 		streams: map[string]*running{},
 	}, nil
@@ -234,6 +242,7 @@ func (x *Exporter) reconcile(ctx context.Context, takeover bool) {
 		x.log.Error("discovery failed; the streams keep running as they are, discovery is tried again", "in", x.cfg.DiscoveryInterval, "err", err)
 		return
 	}
+	x.log.Debug("discovered", "resources", len(d.resources), "failedGroups", len(d.failed))
 	for group, e := range d.failed {
 		x.log.Warn("discovery of an API group failed; its streams keep running as they are", "group", group, "err", e)
 	}
@@ -250,6 +259,7 @@ func (x *Exporter) reconcile(ctx context.Context, takeover bool) {
 		r.cancel()
 		<-r.done
 		delete(x.streams, name)
+		r.s.gone(ctx)
 		x.metrics.forget(name)
 	}
 	names := make([]string, 0, len(d.resources))

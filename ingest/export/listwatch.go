@@ -106,8 +106,10 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit = "", "", ListPageSize
 	list := &itemList{}
 	for {
+		pageCtx, cancel := context.WithTimeout(ctx, RequestTimeout)
 		body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
-			VersionedParams(&opts, metav1.ParameterCodec).DoRaw(ctx)
+			VersionedParams(&opts, metav1.ParameterCodec).DoRaw(pageCtx)
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				lw.events.listFailed(err)

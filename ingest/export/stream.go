@@ -21,14 +21,18 @@ import (
 const (
 	// ReasonInitial: the first list of a resource without a checkpoint.
 	ReasonInitial = "initial"
-	// ReasonGone: a relist after the API server no longer had the
+	// ReasonExpired: a relist after the API server no longer had the
 	// resourceVersion a watch or a checkpoint asked for (410 Gone).
-	ReasonGone = "410"
+	ReasonExpired = "410"
 	// ReasonGap: a relist after a watch ended with another error.
 	ReasonGap = "gap"
 	// ReasonTakeover: the first list after this replica took the lease
 	// over from another.
 	ReasonTakeover = "takeover"
+	// ReasonGone: the API server no longer serves the resource (its
+	// custom resource definition was deleted): an empty resync removes
+	// what the log still holds of it.
+	ReasonGone = "gone"
 )
 
 // pendingEvent is a watch event read and not yet handed to an append.
@@ -71,6 +75,9 @@ type stream struct {
 	watches  int
 	synced   chan struct{}
 	newest   time.Time // the newest appended event's write time
+	// split counts the namespaces of the resync in hand whose list was
+	// too large for one event.
+	split int
 }
 
 func newStream(ctx context.Context, x *Exporter, res resource, resumeRV, firstReason string) (*stream, error) {
@@ -140,7 +147,7 @@ func (s *stream) watchError(status *metav1.Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if isGone(status) {
-		s.reason = ReasonGone
+		s.reason = ReasonExpired
 		s.log.Info("the API server no longer has the resourceVersion watched from: relisting, then a resync", "message", status.Message)
 		return
 	}
@@ -322,14 +329,39 @@ func (s *stream) Replace(list []any, rv string) error {
 		items = append(items, it)
 	}
 	start := time.Now()
-	appended, err := s.resync(items, rv)
+	s.split = 0
+	appended, err := s.resync(s.ctx, items, rv)
 	if err != nil {
 		return err
 	}
 	s.x.metrics.resyncs.WithLabelValues(s.res.Name(), reason).Inc()
-	s.log.Info("resynced", "reason", reason, "objects", len(items), "namespaces", appended, "resourceVersion", rv, "took", time.Since(start).Round(time.Millisecond))
+	attrs := []any{"reason", reason, "objects", len(items), "namespaces", appended, "resourceVersion", rv, "took", time.Since(start).Round(time.Millisecond)}
+	if s.split > 0 {
+		attrs = append(attrs, "split", s.split)
+	}
+	s.log.Info("resynced", attrs...)
 	s.markSynced(rv)
 	return nil
+}
+
+// gone appends an empty resync of the resource, which the API server no
+// longer serves, once its stream has stopped: a custom resource's objects
+// go with its definition, and their deletes may never reach a watch.
+func (s *stream) gone(ctx context.Context) {
+	// Its checkpoint goes first: should the resource come back, its
+	// stream lists and resyncs instead of resuming past this.
+	if err := s.x.checkpoints.delete(ctx, s.res.Name()); err != nil {
+		s.log.Warn("cannot delete the checkpoint of a resource the API server no longer serves", "err", err)
+		return
+	}
+	// A name of its own, so that the resync is not a duplicate of an
+	// earlier one of the same (empty) content.
+	if _, err := s.resync(ctx, nil, "gone at "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		s.log.Warn("cannot remove the objects of a resource the API server no longer serves", "err", err)
+		return
+	}
+	s.x.metrics.resyncs.WithLabelValues(s.res.Name(), ReasonGone).Inc()
+	s.log.Info("the API server no longer serves this resource: resynced as empty")
 }
 
 func (s *stream) markSynced(rv string) {
@@ -346,7 +378,7 @@ func (s *stream) markSynced(rv string) {
 
 // resync appends one resync per namespace (or one of the cluster scope),
 // and returns how many.
-func (s *stream) resync(items []*item, rv string) (int, error) {
+func (s *stream) resync(ctx context.Context, items []*item, rv string) (int, error) {
 	name := fmt.Sprintf("export %s list at resourceVersion %s", s.res.Name(), rv)
 	if !s.res.Namespaced {
 		var lines bytes.Buffer
@@ -354,14 +386,14 @@ func (s *stream) resync(items []*item, rv string) (int, error) {
 			lines.Write(it.trimmed)
 			lines.WriteByte('\n')
 		}
-		return 1, s.resyncGroup(name, lines.Bytes(), ingest.ResyncOptions{Resource: s.res.Name(), ClusterScoped: true})
+		return 1, s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Resource: s.res.Name(), ClusterScoped: true})
 	}
 	byNamespace := map[string][]*item{}
 	for _, it := range items {
 		byNamespace[it.Namespace] = append(byNamespace[it.Namespace], it)
 	}
-	known, err := retry(s.ctx, s.log, "read the namespaces of the log", func() ([]string, error) {
-		return s.x.logNamespaces(s.ctx)
+	known, err := retry(ctx, s.log, "read the namespaces of the log", func() ([]string, error) {
+		return s.x.logNamespaces(ctx)
 	})
 	if err != nil {
 		return 0, err
@@ -383,20 +415,20 @@ func (s *stream) resync(items []*item, rv string) (int, error) {
 			lines.WriteByte('\n')
 		}
 		delete(byNamespace, ns)
-		if err := s.resyncGroup(name, lines.Bytes(), ingest.ResyncOptions{Namespace: ns, Resource: s.res.Name()}); err != nil {
+		if err := s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Namespace: ns, Resource: s.res.Name()}); err != nil {
 			return 0, err
 		}
 	}
 	return len(namespaces), nil
 }
 
-func (s *stream) resyncGroup(name string, lines []byte, opts ingest.ResyncOptions) error {
+func (s *stream) resyncGroup(ctx context.Context, name string, lines []byte, opts ingest.ResyncOptions) error {
 	where := opts.Namespace
 	if where == "" {
 		where = "the cluster scope"
 	}
-	report, err := retry(s.ctx, s.log, "resync "+s.res.Name()+" in "+where, func() (ingest.ResyncReport, error) {
-		return s.ing.Resync(s.ctx, name, bytes.NewReader(lines), opts)
+	report, err := retry(ctx, s.log, "resync "+s.res.Name()+" in "+where, func() (ingest.ResyncReport, error) {
+		return s.ing.Resync(ctx, name, bytes.NewReader(lines), opts)
 	})
 	if err != nil {
 		return err
@@ -406,6 +438,11 @@ func (s *stream) resyncGroup(name string, lines []byte, opts ingest.ResyncOption
 	}
 	for _, g := range report.Groups {
 		s.x.metrics.events.WithLabelValues(s.res.Name(), "RESYNC").Inc()
+		if g.Split {
+			// Too large for one event: its objects went one by one,
+			// then the list of their names.
+			s.split++
+		}
 		if g.Resource != s.res.Name() {
 			s.log.Warn("the ledger names this resource's objects otherwise (their kind's guessed plural); a quota's count of it may miss them", "ledger", g.Resource)
 		}

@@ -1,6 +1,7 @@
 package export_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -50,11 +51,13 @@ func TestExport(t *testing.T) {
 		converge(t, c, l, x.Logs)
 	})
 
+	// Exporters started in a subtest outlive it: they are the test's.
+	outer := t
 	t.Run("killed and restarted resumes from its checkpoints", func(t *testing.T) {
 		x.Kill()
 		mutate(t, c, "team-b", n)
 		createWidget(t, c, "team-b", "w9")
-		x = startExporter(t, c, l, "exporter-0")
+		x = startExporter(outer, c, l, "exporter-0")
 		x.waitReady(t)
 		converge(t, c, l, x.Logs)
 		if !strings.Contains(x.Logs.String(), "resuming from the checkpoint") {
@@ -67,7 +70,7 @@ func TestExport(t *testing.T) {
 		mutate(t, c, "team-a", n)
 		deleteWidget(t, c, "team-a", "w1")
 		c.Compact(t)
-		x = startExporter(t, c, l, "exporter-0")
+		x = startExporter(outer, c, l, "exporter-0")
 		x.waitReady(t)
 		converge(t, c, l, x.Logs)
 		deadline := time.Now().Add(convergeTimeout)
@@ -79,6 +82,14 @@ func TestExport(t *testing.T) {
 		}
 		converge(t, c, l, x.Logs)
 	})
+
+	t.Run("a custom resource deleted with its objects", func(t *testing.T) {
+		deleteWidgetCRD(t, c)
+		converge(t, c, l, x.Logs)
+	})
+	if os.Getenv("EXPORT_SHOW_LOGS") != "" {
+		t.Logf("exporter log:\n%s", x.Logs)
+	}
 }
 
 // TestExportHandover runs two replicas: one leads and streams, the other
@@ -111,4 +122,62 @@ func TestExportHandover(t *testing.T) {
 	}
 	mutate(t, c, "team-a", n)
 	converge(t, c, l, b.Logs)
+}
+
+// TestExportNATSOutage stops the ledger while the exporter streams, with
+// an in-flight window of 4 events: the watches are held back, nothing is
+// dropped, and once the ledger is back the exporter catches up.
+func TestExportNATSOutage(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
+	l := kubecluster.Serve(t)
+	n := &counter{}
+	clusterObjects(t, c)
+	namespaceObjects(t, c, "team-a", n)
+	x := startExporter(t, c, l, "exporter-0", "--in-flight-max", "4")
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+
+	l.Restart(t, func() {
+		for range 3 {
+			mutate(t, c, "team-a", n)
+		}
+		deadline := time.Now().Add(convergeTimeout)
+		for !strings.Contains(x.Logs.String(), "NATS unreachable") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the exporter did not notice the ledger was gone\n%s", x.Logs)
+			}
+			time.Sleep(pollInterval)
+		}
+		if got := x.metric(t, "quota_export_window_full_total"); got == 0 {
+			t.Errorf("the in-flight window never filled while the ledger was gone")
+		}
+		if got := x.metric(t, "quota_export_appends_in_flight"); got > 4 {
+			t.Errorf("%v events in flight, the window is 4", got)
+		}
+	})
+	converge(t, c, l, x.Logs)
+	if x.Exited() {
+		t.Fatalf("the exporter exited during the outage\n%s", x.Logs)
+	}
+}
+
+// TestExportSplitResync lists more pods in one namespace than one event
+// of the ledger (quota serve --max-event-size 16Ki) can hold: the resync
+// is split, its objects appended one by one then the list of their names,
+// and the ledger equals the cluster.
+func TestExportSplitResync(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
+	l := kubecluster.Serve(t, "--max-event-size", "16Ki")
+	n := &counter{}
+	clusterObjects(t, c)
+	namespaceObjects(t, c, "team-a", n)
+	for range 60 {
+		createPod(t, c, "team-a", n, "")
+	}
+	x := startExporter(t, c, l, "exporter-0")
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+	if !strings.Contains(x.Logs.String(), "resource=pods reason=initial objects=63") || !strings.Contains(x.Logs.String(), "split=1") {
+		t.Errorf("no split resync of the 63 pods logged\n%s", x.Logs)
+	}
 }

@@ -234,3 +234,23 @@ func deleteWidget(t *testing.T, c *kubecluster.Cluster, ns, name string) {
 	must(t, err)
 	must(t, dyn.Resource(widgets).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}))
 }
+
+// deleteWidgetCRD deletes widgets.example.com, with its objects, and waits
+// until it is no longer served.
+func deleteWidgetCRD(t *testing.T, c *kubecluster.Cluster) {
+	t.Helper()
+	ext, err := apiextensionsclient.NewForConfig(c.Config)
+	must(t, err)
+	must(t, ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "widgets.example.com", metav1.DeleteOptions{}))
+	deadline := time.Now().Add(convergeTimeout)
+	for {
+		_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "widgets.example.com", metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("widgets.example.com still there after %s", convergeTimeout)
+		}
+		time.Sleep(pollInterval)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,15 +115,20 @@ func startProc(t testing.TB, lines func(string), args ...string) *Proc {
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			p.Logs.Write([]byte(sc.Text() + "\n"))
-			if lines != nil {
-				lines(sc.Text())
+		// Lines of any length: a process's output is kept whole.
+		br := bufio.NewReaderSize(pr, 64<<10)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				p.Logs.Write([]byte(line))
+				if lines != nil {
+					lines(strings.TrimSuffix(line, "\n"))
+				}
+			}
+			if err != nil {
+				break
 			}
 		}
-		io.Copy(io.Discard, pr)
 	}()
 	go func() {
 		p.err = cmd.Wait()
@@ -213,6 +219,47 @@ func Serve(t testing.TB, extra ...string) *Ledger {
 		}
 	})
 	return l
+}
+
+// Restart stops the ledger (SIGTERM), waits while between() runs, then
+// starts it again on the same address with the same data, as an outage of
+// the ledger's NATS would look to its clients.
+func (l *Ledger) Restart(t testing.TB, between func()) {
+	t.Helper()
+	if err := l.Stop(); err != nil {
+		t.Fatalf("quota serve did not stop cleanly: %v\n%s", err, l.Logs)
+	}
+	if between != nil {
+		between()
+	}
+	u, err := url.Parse(l.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	p := startProc(t, func(line string) {
+		if m := servingLine.FindStringSubmatch(line); m != nil {
+			select {
+			case urls <- m[1]:
+			default:
+			}
+		}
+	}, "serve", "--data", l.Data, "--listen", u.Host)
+	select {
+	case <-urls:
+	case <-p.done:
+		t.Fatalf("quota serve exited before serving again: %v\n%s", p.err, p.Logs)
+	case <-time.After(ServeStartTimeout):
+		p.Kill()
+		t.Fatalf("quota serve did not serve again within %s\n%s", ServeStartTimeout, p.Logs)
+	}
+	l.Proc = p
+	// Registered after startProc's kill, so it runs before it.
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("quota serve did not stop cleanly: %v\n%s", err, p.Logs)
+		}
+	})
 }
 
 // Run runs a quota client subcommand against the ledger and returns its
