@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build install run test test-short test-race oracle bench bench-scaling fuzz lint fmt vet clean
+.PHONY: all build image run test test-short test-race oracle cluster bench bench-cluster bench-webhook bench-scaling fuzz lint fmt vet clean
 
 all: build
 
@@ -42,6 +42,21 @@ test: build
 oracle:
 	cd testdata/kubeoracle && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
+# The tests that need a cluster: a real kube-apiserver with an embedded
+# etcd, in process (k8s.io/kubernetes v1.36.3, a module of its own under
+# testdata/kubecluster), and the quota binary built here.
+cluster: build
+	cd testdata/kubecluster && $(GO) vet ./... && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./...
+
+# The container image, built without a container engine or a base image
+# (deploy/image): the static binary alone, as user 65532, in an OCI image
+# layout at bin/image and a tarball for docker load at bin/image.tar.
+image:
+	rm -rf bin/image bin/image.tar
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.buildVersion=$(VERSION)" -o bin/quota-static ./cmd/quota
+	cd deploy/image && $(GO) vet . && $(GO) test -count=1 . && \
+	  $(GO) run . -binary ../../bin/quota-static -out ../../bin/image -tarball ../../bin/image.tar -arch $$($(GO) env GOARCH)
+
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
 
@@ -58,6 +73,20 @@ test-race:
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./cmd/internal/benchmark
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(MAKE) bench-cluster
+	$(MAKE) bench-webhook
+
+# quota export's initial sync of 20,000 pods (BENCH_PODS) from a real
+# kube-apiserver, as a ratio to quota ingest of the same pods, and its
+# peak RSS.
+bench-cluster: build
+	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkInitialSync$$' -benchtime 1x -timeout 60m ./export
+
+# Pod creates through a real kube-apiserver, its ResourceQuota plugin
+# enforcing against the ledger's webhook enforcing, at 1 and 32 clients
+# (testdata/kubecluster/install). BENCH_CREATES sets the creates per run.
+bench-webhook: build
+	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkPodCreates$$' -benchtime 1x -timeout 30m ./install
 
 # The scaling table of BENCHMARKS.md: the harness once per size (each in
 # its own process), printed as a Markdown table.

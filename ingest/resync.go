@@ -41,6 +41,12 @@ type ResyncOptions struct {
 	// Zero: only the (namespace, resource) groups present in the input are
 	// resynced.
 	Resource string
+	// ClusterScoped, with Resource and no Namespace, declares that the
+	// input is the complete list of the cluster-scoped Resource
+	// ("storageclasses.storage.k8s.io") even when it lists nothing: an
+	// empty list then removes every such object. A namespaced object in
+	// the input is rejected.
+	ClusterScoped bool
 }
 
 // ResyncGroup is one resync event appended (or refused).
@@ -198,7 +204,10 @@ func (in *Ingester) refuseResyncGroup(run *run, name string, k [2]string, g *res
 }
 
 func (opts ResyncOptions) validate() error {
-	if opts.Resource != "" && opts.Namespace == "" {
+	if opts.ClusterScoped && (opts.Resource == "" || opts.Namespace != "") {
+		return fmt.Errorf("%w: a cluster-scoped resync names its resource and no namespace", ErrInvalidOptions)
+	}
+	if opts.Resource != "" && opts.Namespace == "" && !opts.ClusterScoped {
 		return fmt.Errorf("%w: a resync of %s needs a namespace", ErrInvalidOptions, opts.Resource)
 	}
 	if strings.ContainsAny(opts.Resource, " /") {
@@ -267,6 +276,9 @@ func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.
 		o, reason := in.resyncObject(run, &rec, defaultNS)
 		if reason != "" {
 			return run.reject(rec, reason)
+		}
+		if opts.ClusterScoped && !o.ClusterScoped() {
+			return run.reject(rec, fmt.Sprintf("%s %s is in namespace %q, the resync covers the cluster scope", o.Resource, o.Name, o.Namespace))
 		}
 		g := groups.get(o.Namespace, o.Resource)
 		if g == nil || groups.items >= ResyncItemsMax {

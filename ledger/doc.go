@@ -48,7 +48,10 @@
 //
 // StartEmbedded runs nats-server with JetStream in this process. By default
 // it syncs every write before acknowledging it, so an acknowledged event
-// survives power loss.
+// survives power loss. It takes any client unless EmbeddedConfig.AuthFile
+// names a nats-server authorization block, whose users (each with its
+// subject permissions) it then requires; the process's own connections
+// (Embedded.InProcess) authenticate with a key made at start.
 //
 // # Answers in parts
 //

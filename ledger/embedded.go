@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // Defaults of EmbeddedConfig.
@@ -57,6 +58,13 @@ type EmbeddedConfig struct {
 	// ReadyTimeout bounds the wait for the server to accept clients. Zero:
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// AuthFile, when set, is a nats-server configuration file whose
+	// authorization block (users with passwords or NKeys, each with its
+	// subject permissions) the server requires of every client; nothing
+	// else in the file is read. Zero: no authentication, for a server on
+	// loopback. The process's own connections (InProcess) authenticate
+	// with an NKey made at start, known to no one else.
+	AuthFile string
 	// Logger receives the server's own log: its errors and warnings at
 	// those levels, its notices (start, stop, stream recovery) at Debug,
 	// each with component=nats. Nil: the server logs nothing (a fatal
@@ -113,6 +121,9 @@ func (c EmbeddedConfig) Validate() error {
 type Embedded struct {
 	srv *server.Server
 	cfg EmbeddedConfig
+	// self is the NKey of the process's own connections when the server
+	// requires authentication, else nil.
+	self nkeys.KeyPair
 }
 
 // StartEmbedded starts the server and returns once it accepts clients.
@@ -142,6 +153,13 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		// No HTTP monitoring, leaf, route or gateway listeners: the
 		// embedded server serves local clients only.
 		HTTPPort: 0,
+	}
+	var self nkeys.KeyPair
+	if cfg.AuthFile != "" {
+		var err error
+		if self, err = requireAuth(opts, cfg.AuthFile); err != nil {
+			return nil, fmt.Errorf("start embedded server: %w", err)
+		}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -179,7 +197,32 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.WaitForShutdown()
 		return nil, fmt.Errorf("start embedded server: %w: JetStream is not enabled", ErrServerNotReady)
 	}
-	return &Embedded{srv: srv, cfg: cfg}, nil
+	return &Embedded{srv: srv, cfg: cfg, self: self}, nil
+}
+
+// requireAuth sets opts to require the users of the authorization block
+// of the nats-server configuration file, and one more for this process's
+// own connections, whose key it returns.
+func requireAuth(opts *server.Options, file string) (nkeys.KeyPair, error) {
+	auth, err := server.ProcessConfigFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: auth file: %v", ErrInvalidConfig, err)
+	}
+	if len(auth.Users) == 0 && len(auth.Nkeys) == 0 {
+		return nil, fmt.Errorf("%w: auth file %s names no user: want an authorization block with users (user and password, or nkey), each with its permissions", ErrInvalidConfig, file)
+	}
+	self, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, err
+	}
+	pub, err := self.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	opts.Users = auth.Users
+	// The process's own user may do anything, as the server it embeds.
+	opts.Nkeys = append(auth.Nkeys, &server.NkeyUser{Nkey: pub})
+	return self, nil
 }
 
 // ClientURL is the URL clients connect to, with the actual port when
@@ -189,7 +232,26 @@ func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
 // InProcess is the connect option for clients in the server's own
 // process: their connection is a pipe into the server instead of a socket
 // through the loopback network.
-func (e *Embedded) InProcess() nats.Option { return nats.InProcessServer(e.srv) }
+// When the server requires authentication, the option authenticates the
+// connection as the process's own user.
+func (e *Embedded) InProcess() nats.Option {
+	pipe := nats.InProcessServer(e.srv)
+	if e.self == nil {
+		return pipe
+	}
+	pub, _ := e.self.PublicKey()
+	sign := nats.Nkey(pub, e.self.Sign)
+	return func(o *nats.Options) error {
+		if err := pipe(o); err != nil {
+			return err
+		}
+		return sign(o)
+	}
+}
+
+// Authenticated reports whether the server requires authentication of
+// its clients (EmbeddedConfig.AuthFile).
+func (e *Embedded) Authenticated() bool { return e.self != nil }
 
 // Shutdown stops the server and returns once it has stopped and flushed
 // its files.

@@ -119,6 +119,9 @@ Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
 		newExplainCommand(g),
 		newRejectsCommand(g),
 		newVersionCommand(),
+		newExportCommand(g),
+		newWebhookCommand(g),
+		newCredentialsCommand(),
 	)
 	return root
 }

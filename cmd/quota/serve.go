@@ -112,7 +112,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 			}
 			if cfg.NATSURL != "" {
 				// These configure the embedded server, which --nats replaces.
-				for _, name := range []string{"listen", "sync"} {
+				for _, name := range []string{"listen", "sync", "auth"} {
 					if cmd.Flags().Changed(name) {
 						return withCode(exitError, errorf("--%s configures the embedded NATS server; with --nats there is none (set it on that NATS server)", name))
 					}
@@ -131,6 +131,7 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data", server.DefaultDataDir, "directory for the projection and the embedded JetStream store")
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
+	f.StringVar(&cfg.AuthFile, "auth", "", "nats-server configuration file whose authorization block (users with NKeys or passwords, and each one's subject permissions) the embedded server requires of every client; only that block is read (default: no authentication, for a server on loopback)")
 	f.StringVar(&cfg.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server (--creds, --nkey and --tls-* secure the connection)")
 	f.IntVar(&cfg.Stream.Replicas, "replicas", 1, "copies of the stream (and of the snapshots) JetStream keeps: 3 on a NATS cluster (--nats), so that an acknowledged event survives the loss of a node; the embedded server keeps 1")
 	f.StringVar(&sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s (with --nats, that server's own setting applies)")

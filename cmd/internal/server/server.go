@@ -46,6 +46,10 @@ type Config struct {
 	// Listen is the host:port of the embedded NATS server. Zero:
 	// DefaultListen. Ignored with NATSURL.
 	Listen string
+	// AuthFile, when set, is a nats-server configuration file whose
+	// authorization block the embedded server requires of its clients
+	// (ledger.EmbeddedConfig.AuthFile). Ignored with NATSURL.
+	AuthFile string
 	// NATSURL, when set, is an external NATS (with JetStream) to use
 	// instead of the embedded server.
 	NATSURL string
@@ -206,6 +210,7 @@ func startEmbedded(cfg Config, storeDir string, log *slog.Logger) (*ledger.Embed
 		// The embedded server takes the largest event the stream does
 		// (zero: the default of both).
 		MaxPayload: cfg.Stream.MaxMsgSize,
+		AuthFile:   cfg.AuthFile,
 		Logger:     log,
 	})
 	if err != nil {
@@ -213,7 +218,7 @@ func startEmbedded(cfg Config, storeDir string, log *slog.Logger) (*ledger.Embed
 	}
 	log.Info("embedded JetStream started", "url", emb.ClientURL(), "store", storeDir, "sync", syncName(cfg.SyncInterval),
 		"took", time.Since(started).Round(time.Millisecond))
-	if !loopback(host) {
+	if !loopback(host) && !emb.Authenticated() {
 		log.Warn("the embedded NATS server takes connections from other machines, with no authentication: anyone who reaches it can append to the log, decide admissions and purge rejections; to expose the ledger, run it on a secured NATS (--nats)", "listen", cfg.Listen)
 	}
 	return emb, nil

@@ -1,0 +1,62 @@
+// Package export streams a live cluster into the ledger: it is what
+// `quota export` runs. It owns the list and watch of every kind the
+// ledger reads, the resync that follows every list, the per-resource
+// checkpoints, and the leader election among replicas. Everything it reads
+// goes into the log through package ingest, the one way in (trimming,
+// message IDs, dead letters).
+//
+// # What is streamed
+//
+// Discovery, every Config.DiscoveryInterval, finds what Kubernetes' quota
+// controller may count: the preferred version of every namespaced resource
+// that supports create, list, watch and delete (events and the other
+// resources quota ignores by default left out), custom resources
+// included; plus the cluster-scoped StorageClasses, PriorityClasses,
+// RuntimeClasses and DeviceClasses. A resource that appears gets a stream;
+// one the API server no longer serves loses it; an API group whose
+// discovery fails keeps its streams as they are. Pods, claims, services,
+// quotas, LimitRanges, ResourceClaims and the cluster-scoped kinds are
+// read whole; every other kind is only counted and is read as metadata
+// only (PartialObjectMetadata), so that, for one, a Secret's data never
+// leaves the cluster.
+//
+// # Invariant
+//
+// For every resource, the log holds every watch event up to the
+// resource's checkpoint: the checkpoint (a resourceVersion in the
+// JetStream key-value bucket Config.CheckpointBucket) moves only past
+// events JetStream has acknowledged. Every list, whatever set it off (the
+// first start without a checkpoint; a watch or a checkpoint the API server
+// no longer has, 410 Gone; a watch that ended with another error; a
+// takeover from another replica), is followed by a resync of the resource
+// in every namespace it lists and every namespace the log holds, so that
+// what was deleted while nothing watched is removed.
+//
+// Each resource is a client-go Reflector whose store is the stream itself:
+// it holds no object. Objects are trimmed as they are decoded, before the
+// Reflector sees them, so the largest thing held is one list while it is
+// resynced. Watch events wait in a window of Config.InFlightMax events
+// read and not yet acknowledged; a full window holds the watches back and
+// drops nothing.
+//
+// # Caveats
+//
+//   - Leader election on a Lease is time-based, not fenced: a leader that
+//     stalls past its lease may still append a few events after another
+//     replica has taken over. Both append facts of the cluster; the
+//     takeover's resync restates the current state after them, but an
+//     event of the stalled leader that lands after the resync restates an
+//     older state until the object next changes.
+//   - A namespaced resource's resync covers the namespaces listed and the
+//     namespaces of which the log holds any event: a relist appends one
+//     resync event per such namespace and resource, most of them empty.
+//   - The ledger names a custom resource by its kind's guessed plural
+//     (ledger/object); a custom resource whose plural is irregular is
+//     counted under the guessed name, and its quota's count/<resource>
+//     misses it. The exporter logs a warning when it sees one.
+//   - A restarted replica resumes from its checkpoints only when it keeps
+//     its Identity (a pod's name, by default the host name); a new
+//     identity taking over the lease from another relists everything.
+//   - Lists are read without paging from the API server's watch cache
+//     when it has one; a very large resource is one response.
+package export

@@ -1,0 +1,246 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// Accept headers of a metadata-only read: the API server sends each
+// object's metadata alone (a secret's data never leaves the cluster).
+const (
+	acceptMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+	acceptMetadata     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	acceptJSON         = "application/json"
+)
+
+// ListPageSize is the number of objects asked for per list request.
+const ListPageSize = 500
+
+// resource is one kind the exporter streams.
+type resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	// MetadataOnly says only the objects' metadata is read: the kind is
+	// only counted.
+	MetadataOnly bool
+}
+
+// Name is the resource as the ledger and quota's count/<resource> name it:
+// "pods", "jobs.batch".
+func (r resource) Name() string {
+	if r.GVR.Group == "" {
+		return r.GVR.Resource
+	}
+	return r.GVR.Resource + "." + r.GVR.Group
+}
+
+func (r resource) apiVersion() string { return r.GVR.GroupVersion().String() }
+
+func (r resource) path() string {
+	if r.GVR.Group == "" {
+		return "/api/" + r.GVR.Version + "/" + r.GVR.Resource
+	}
+	return "/apis/" + r.GVR.Group + "/" + r.GVR.Version + "/" + r.GVR.Resource
+}
+
+// listWatch lists and watches one resource in every namespace, over raw
+// JSON, and trims each object as it is decoded: a Reflector's
+// ListerWatcher whose objects are items. It implements
+// cache.ListerWatcherWithContext.
+type listWatch struct {
+	client *rest.RESTClient
+	res    resource
+	// events observes what happens to the stream: lists, watches and the
+	// errors that end them.
+	events listWatchEvents
+}
+
+type listWatchEvents interface {
+	// listing is called before each list; it returns a resourceVersion to
+	// resume from instead of listing, or "".
+	listing() (resumeRV string)
+	listFailed(err error)
+	watching()
+	watchError(status *metav1.Status)
+}
+
+// IsWatchListSemanticsUnSupported keeps the Reflector to a list followed
+// by a watch: every list is followed by a resync, which a streamed
+// watch-list would not show.
+func (lw *listWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Continue == "" {
+		if rv := lw.events.listing(); rv != "" {
+			return &itemList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}, nil
+		}
+	}
+	accept := acceptJSON
+	if lw.res.MetadataOnly {
+		accept = acceptMetadataList
+	}
+	// Pages of ListPageSize, read as the latest state (a resourceVersion
+	// of "0" would let the watch cache answer with everything at once):
+	// only one page is held untrimmed.
+	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit = "", "", ListPageSize
+	list := &itemList{}
+	for {
+		pageCtx, cancel := context.WithTimeout(ctx, RequestTimeout)
+		body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
+			VersionedParams(&opts, metav1.ParameterCodec).DoRaw(pageCtx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				lw.events.listFailed(err)
+			}
+			return nil, err
+		}
+		var page struct {
+			Metadata metav1.ListMeta   `json:"metadata"`
+			Items    []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("decode the list of %s: %w", lw.res.Name(), err)
+		}
+		body = nil
+		for i, raw := range page.Items {
+			it, err := trim(raw, lw.res.apiVersion(), lw.res.Kind)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: item %d: %w", lw.res.Name(), len(list.Items), err)
+			}
+			list.Items = append(list.Items, *it)
+			page.Items[i] = nil
+		}
+		if list.ResourceVersion == "" {
+			list.ResourceVersion = page.Metadata.ResourceVersion
+		}
+		if page.Metadata.Continue == "" {
+			return list, nil
+		}
+		opts.Continue = page.Metadata.Continue
+	}
+}
+
+func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.events.watching()
+	opts.Watch = true
+	accept := acceptJSON
+	if lw.res.MetadataOnly {
+		accept = acceptMetadata
+	}
+	body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
+		VersionedParams(&opts, metav1.ParameterCodec).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &rawWatch{lw: lw, body: body, result: make(chan watch.Event), stop: make(chan struct{})}
+	go w.run()
+	return w, nil
+}
+
+// rawWatch decodes a watch response, one JSON watch event after another,
+// into items.
+type rawWatch struct {
+	lw       *listWatch
+	body     io.ReadCloser
+	result   chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (w *rawWatch) Stop() {
+	w.stopOnce.Do(func() {
+		close(w.stop)
+		w.body.Close()
+	})
+}
+
+func (w *rawWatch) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *rawWatch) run() {
+	defer close(w.result)
+	defer w.body.Close()
+	dec := json.NewDecoder(w.body)
+	for {
+		var frame struct {
+			Type   watch.EventType `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := dec.Decode(&frame); err != nil {
+			// A closed connection or a timeout ends the watch; the
+			// Reflector watches again from the last resourceVersion.
+			return
+		}
+		ev, err := w.event(frame.Type, frame.Object)
+		if err != nil {
+			status := apierrors.NewInternalError(err).ErrStatus
+			ev = watch.Event{Type: watch.Error, Object: &status}
+		}
+		if ev.Type == watch.Error {
+			w.lw.events.watchError(ev.Object.(*metav1.Status))
+		}
+		select {
+		case w.result <- ev:
+		case <-w.stop:
+			return
+		}
+		if ev.Type == watch.Error {
+			return
+		}
+	}
+}
+
+func (w *rawWatch) event(typ watch.EventType, raw json.RawMessage) (watch.Event, error) {
+	switch typ {
+	case watch.Error:
+		var status metav1.Status
+		if err := json.Unmarshal(raw, &status); err != nil {
+			return watch.Event{}, fmt.Errorf("decode a watch error of %s: %w", w.lw.res.Name(), err)
+		}
+		return watch.Event{Type: watch.Error, Object: &status}, nil
+	case watch.Bookmark:
+		var o struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return watch.Event{}, fmt.Errorf("decode a bookmark of %s: %w", w.lw.res.Name(), err)
+		}
+		return watch.Event{Type: watch.Bookmark, Object: &item{ObjectMeta: o.Metadata}}, nil
+	case watch.Added, watch.Modified, watch.Deleted:
+		it, err := trim(raw, w.lw.res.apiVersion(), w.lw.res.Kind)
+		if err != nil {
+			return watch.Event{}, err
+		}
+		return watch.Event{Type: typ, Object: it}, nil
+	}
+	return watch.Event{}, fmt.Errorf("watch of %s: unknown event type %q", w.lw.res.Name(), typ)
+}
+
+// isGone reports whether status says the resourceVersion asked for is no
+// longer in the API server's history (410 Gone, "Expired").
+func isGone(status *metav1.Status) bool {
+	return status.Code == http.StatusGone || status.Reason == metav1.StatusReasonExpired || status.Reason == metav1.StatusReasonGone
+}
+
+var errNotItem = errors.New("not an item")
