@@ -10,8 +10,9 @@
 //   - webhook: requests on quota.admit.> and nothing else;
 //   - export: appends to the event and dead-letter streams
 //     (quota.events.>, quota.rejects.>), the JetStream API calls that
-//     attach to and append to them, quota.ingest, and its key-value
-//     bucket of resume points (quota-export);
+//     attach to and append to them, quota.ingest and quota.ingest.states
+//     (which a plain manifest's ingest asks), and its key-value bucket of
+//     resume points (quota-export);
 //   - operator: everything, for `quota describe`, `explain`, `replay` and
 //     `rejects` run by hand (through a port-forward).
 //

@@ -40,7 +40,7 @@ var Permissions = map[string]*Rights{
 	},
 	"export": {
 		Publish: []string{
-			"quota.events.>", "quota.rejects.>", "quota.ingest",
+			"quota.events.>", "quota.rejects.>", "quota.ingest", "quota.ingest.states",
 			"$JS.API.INFO",
 			"$JS.API.STREAM.INFO." + eventStream, "$JS.API.STREAM.INFO." + rejectStream,
 			"$JS.API.STREAM.MSG.GET." + eventStream, "$JS.API.DIRECT.GET." + eventStream + ".>",
