@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -332,6 +333,7 @@ func TestWebhookAnswersWithinTheTimeoutAndWithoutNATS(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	waitStopped(t, s.cmd.Process.Pid)
 	start := time.Now()
 	code, body := w.post("/validate?timeout=2s", review("b", "team", true, podObject("b", "", "")))
 	took := time.Since(start)
@@ -462,5 +464,40 @@ func TestWebhookStopsAfterItsShutdownDelay(t *testing.T) {
 	}
 	if !strings.Contains(w.logs.String(), "still taking reviews") {
 		t.Errorf("the webhook's log does not say it went on taking reviews:\n%s", w.logs)
+	}
+}
+
+// waitStopped waits until every thread of process pid is stopped: a
+// SIGSTOP is delivered to each thread as it is next scheduled, and on a
+// busy machine a thread may first run on.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("threads of process %d: %v", pid, err)
+		}
+		stopped := true
+		for _, task := range tasks {
+			b, err := os.ReadFile(task)
+			if err != nil {
+				stopped = false
+				break
+			}
+			// The state follows the command's closing parenthesis.
+			i := bytes.LastIndexByte(b, ')')
+			if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop within 10s of SIGSTOP", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
