@@ -234,7 +234,23 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	if err := f.release(old, o, reservation); err != nil {
 		return err
 	}
-	next := f.nextRecord(rec, raw, e, old, reservation)
+	next := &objectRecord{
+		Resource:    o.Resource,
+		Namespace:   o.Namespace,
+		Name:        o.Name,
+		UID:         o.UID,
+		Kind:        o.Kind,
+		Object:      raw,
+		Charge:      e.charge,
+		Seq:         rec.Seq,
+		Reservation: reservation,
+	}
+	if reservation != "" {
+		// Nothing reads a reservation's object (the log keeps it): its
+		// record holds the charge only, a fraction of the bytes every
+		// commit of a reservation writes.
+		next.Object = nil
+	}
 	if o.Resource == "pods" && reservation == "" {
 		if next.Charge, err = f.deadlineCharge(o, next.Charge); err != nil {
 			return err
@@ -284,29 +300,6 @@ func (f *fold) release(old *objectRecord, o *object.Object, reservation string) 
 		return err
 	}
 	return f.delete(ph.Namespace, ph.Resource, ph.Name, ph.Reservation)
-}
-
-// nextRecord is the record of an object after an upsert, without holds.
-func (f *fold) nextRecord(rec *ledger.Record, raw json.RawMessage, e *evaluated, old *objectRecord, reservation string) *objectRecord {
-	o := e.object
-	next := &objectRecord{
-		Resource:    o.Resource,
-		Namespace:   o.Namespace,
-		Name:        o.Name,
-		UID:         o.UID,
-		Kind:        o.Kind,
-		Object:      raw,
-		Charge:      e.charge,
-		Seq:         rec.Seq,
-		Reservation: reservation,
-	}
-	if reservation != "" {
-		// Nothing reads a reservation's object (the log keeps it): its
-		// record holds the charge only, a fraction of the bytes every
-		// commit of a reservation writes.
-		next.Object = nil
-	}
-	return next
 }
 
 // index enters a reservation or hold in the reservation and expiry
