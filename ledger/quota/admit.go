@@ -519,7 +519,7 @@ func mustSpecifyMessage(missing map[string]map[string]bool) string {
 	return "must specify " + strings.Join(parts, "; ")
 }
 
-// specifies reports whether the container's usage (computeUsage of its
+// specifies reports whether the container's usage (computeUsageInto of its
 // requests and limits) names r, one of mustSpecify: whether it requests
 // (cpu, requests.cpu) or limits (limits.cpu) the resource r names. Only
 // the names matter, so no quantity is converted.
