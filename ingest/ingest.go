@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -736,9 +735,4 @@ func watchErrorReason(raw json.RawMessage) string {
 		parts = append(parts, status.Message)
 	}
 	return strings.Join(parts, ": ")
-}
-
-// ingestBytes is IngestFile over a byte slice.
-func (in *Ingester) ingestBytes(ctx context.Context, name string, data []byte) (Report, error) {
-	return in.IngestFile(ctx, name, bytes.NewReader(data))
 }
