@@ -124,6 +124,31 @@ func (d *recordReader) uvarint() uint64 {
 	return v
 }
 
+func (d *recordReader) byte() byte {
+	if d.err == nil && len(d.b) == 0 {
+		d.err = errShortRecord
+	}
+	if d.err != nil {
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+// count reads the number of the items that follow, each at least a byte
+// long.
+func (d *recordReader) count() int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.err = errShortRecord
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
 // bytes reads a uvarint-length-prefixed field.
 func (d *recordReader) bytes() []byte {
 	n := d.uvarint()
@@ -141,12 +166,9 @@ func (d *recordReader) bytes() []byte {
 // holds reads the number of holds, then each hold's id, expiry and
 // charge.
 func (d *recordReader) holds() ([]hold, error) {
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.b)) {
-		return nil, errShortRecord
-	}
-	if n == 0 {
-		return nil, nil
+	n := d.count()
+	if d.err != nil || n == 0 {
+		return nil, d.err
 	}
 	holds := make([]hold, n)
 	for i := range holds {
@@ -219,71 +241,35 @@ func appendString(b []byte, s string) []byte {
 }
 
 func readCharge(b []byte, c *quota.Charge) error {
-	next := func() (string, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return "", errShortRecord
-		}
-		v := string(b[k : k+int(n)])
-		b = b[k+int(n):]
-		return v, nil
-	}
-	count := func() (int, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)) {
-			return 0, errShortRecord
-		}
-		b = b[k:]
-		return int(n), nil
-	}
-	var err error
-	if c.Resource, err = next(); err != nil {
-		return err
-	}
-	if len(b) == 0 {
-		return errShortRecord
-	}
-	flags := b[0]
-	b = b[1:]
+	d := recordReader{b: b}
+	c.Resource = string(d.bytes())
+	flags := d.byte()
 	c.Scope.Pod = flags&flagPod != 0
 	c.Scope.Terminating = flags&flagTerminating != 0
 	c.Scope.BestEffort = flags&flagBestEffort != 0
 	c.Scope.CrossNamespacePodAffinity = flags&flagCrossNamespacePodAffinity != 0
-	if c.Scope.PriorityClass, err = next(); err != nil {
-		return err
+	c.Scope.PriorityClass = string(d.bytes())
+	for range d.count() {
+		c.Scope.VolumeAttributesClasses = append(c.Scope.VolumeAttributesClasses, string(d.bytes()))
 	}
-	n, err := count()
-	if err != nil {
-		return err
-	}
-	for range n {
-		v, err := next()
-		if err != nil {
-			return err
-		}
-		c.Scope.VolumeAttributesClasses = append(c.Scope.VolumeAttributesClasses, v)
-	}
-	if n, err = count(); err != nil {
-		return err
+	n := d.count()
+	if d.err != nil {
+		return d.err
 	}
 	c.Usage = make(quota.ResourceList, n)
 	for range n {
-		name, err := next()
-		if err != nil {
-			return err
+		name, text := string(d.bytes()), d.bytes()
+		if d.err != nil {
+			return d.err
 		}
-		text, err := next()
-		if err != nil {
-			return err
-		}
-		q, err := quantity.ParseExact(text)
+		q, err := quantity.ParseExact(string(text))
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		c.Usage[name] = q
 	}
-	if len(b) != 0 {
-		return fmt.Errorf("%d bytes after the charge", len(b))
+	if len(d.b) != 0 {
+		return fmt.Errorf("%d bytes after the charge", len(d.b))
 	}
 	return nil
 }
