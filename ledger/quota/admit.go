@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -507,11 +508,7 @@ func mustSpecifyMessage(missing map[string]map[string]bool) string {
 	if len(missing) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(missing))
-	for r := range missing {
-		names = append(names, r)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(missing))
 	parts := make([]string, len(names))
 	for i, r := range names {
 		parts[i] = r + " for: " + containerNames(missing[r])
