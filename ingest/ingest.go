@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -586,31 +585,17 @@ func classify(rec Record) (reject string, bookmark bool) {
 	}
 }
 
-// decode reads pr's object, naming its namespace, or says why it cannot.
-// A plain object is first checked against its kind's fields, as kubectl
-// checks a manifest: a rejection then names the line of its first
-// problem, and pr keeps the warnings.
+// decode reads pr's object, naming its namespace, or says why it cannot;
+// pr keeps the warnings of a plain object's check.
 func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
-	rec := pr.rec
-	if !rec.Watched {
-		reject, warn := checkFields(rec.Raw, rec.Object).sort(rec, in.opts.Validation)
-		pr.warnings = warn
-		if len(reject) > 0 {
-			r := joinRejections(reject)
-			pr.rec.Source = r.Source
-			return nil, r.Reason
-		}
-	}
-	o, err := object.DecodeForQuota(rec.Object)
-	if err != nil {
-		return nil, err.Error()
-	}
-	if o.Name == "" {
-		return nil, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+	o, warn, reason := in.readObject(&pr.rec)
+	pr.warnings = warn
+	if reason != "" {
+		return nil, reason
 	}
 	switch {
 	case o.ClusterScoped() || o.Namespace != "":
-	case rec.Watched && o.TakeClusterScoped():
+	case pr.rec.Watched && o.TakeClusterScoped():
 		// A custom resource the API server sent without a namespace is
 		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
 		// quota.
@@ -620,6 +605,31 @@ func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
 		o.SetNamespace(in.opts.Namespace)
 	}
 	return o, ""
+}
+
+// readObject decodes rec's object, or says why it cannot. A plain object
+// is first checked against its kind's fields, as kubectl checks a
+// manifest: a rejection then names the line of its first problem in
+// rec.Source. It returns the check's warnings either way.
+func (in *Ingester) readObject(rec *Record) (*object.Object, []Rejection, string) {
+	var warn []Rejection
+	if !rec.Watched {
+		var reject []Rejection
+		reject, warn = checkFields(rec.Raw, rec.Object).sort(*rec, in.opts.Validation)
+		if len(reject) > 0 {
+			r := joinRejections(reject)
+			rec.Source = r.Source
+			return nil, warn, r.Reason
+		}
+	}
+	o, err := object.DecodeForQuota(rec.Object)
+	if err != nil {
+		return nil, warn, err.Error()
+	}
+	if o.Name == "" {
+		return nil, warn, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+	}
+	return o, warn, ""
 }
 
 // event makes the ledger event of pr's object o, setting pr's key,
@@ -725,9 +735,4 @@ func watchErrorReason(raw json.RawMessage) string {
 		parts = append(parts, status.Message)
 	}
 	return strings.Join(parts, ": ")
-}
-
-// ingestBytes is IngestFile over a byte slice.
-func (in *Ingester) ingestBytes(ctx context.Context, name string, data []byte) (Report, error) {
-	return in.IngestFile(ctx, name, bytes.NewReader(data))
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -195,7 +196,7 @@ func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 		}
 		name = h
 	}
-	report, err := r.in.ingestBytes(ctx, name, m.Data)
+	report, err := r.in.IngestFile(ctx, name, bytes.NewReader(m.Data))
 	reply := Reply{
 		Appended:   report.Appended,
 		Duplicates: report.Duplicates,

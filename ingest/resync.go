@@ -311,25 +311,14 @@ func (in *Ingester) resyncObject(run *run, rec *Record, defaultNS string) (*obje
 	if rec.Type != WatchAdded {
 		return nil, fmt.Sprintf("a resync lists objects; a %s watch event is not one", rec.Type)
 	}
-	if !rec.Watched {
-		reject, warn := checkFields(rec.Raw, rec.Object).sort(*rec, in.opts.Validation)
-		for _, w := range warn {
-			if len(run.report.Warnings) < ReportRejectionsMax {
-				run.report.Warnings = append(run.report.Warnings, w)
-			}
-		}
-		if len(reject) > 0 {
-			r := joinRejections(reject)
-			rec.Source = r.Source
-			return nil, r.Reason
+	o, warn, reason := in.readObject(rec)
+	for _, w := range warn {
+		if len(run.report.Warnings) < ReportRejectionsMax {
+			run.report.Warnings = append(run.report.Warnings, w)
 		}
 	}
-	o, err := object.DecodeForQuota(rec.Object)
-	if err != nil {
-		return nil, err.Error()
-	}
-	if o.Name == "" {
-		return nil, fmt.Sprintf("%v: %s with generateName %q", ErrNoName, o.Kind, o.GenerateName)
+	if reason != "" {
+		return nil, reason
 	}
 	if !o.ClusterScoped() && o.Namespace == "" {
 		if defaultNS == "" {

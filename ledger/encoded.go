@@ -26,7 +26,7 @@ func (e EncodedReservation) ID() string { return e.id }
 // EncodeReservation checks r by the rules Validate applies to a
 // reservation of a Reserve event and returns its encoding.
 func EncodeReservation(r Reservation) (EncodedReservation, error) {
-	if problems := reservationProblems("reservation", r); len(problems) > 0 {
+	if problems := reservationProblems("reservation", r, isJSONObject); len(problems) > 0 {
 		return EncodedReservation{}, fmt.Errorf("encode: %w: %s", ErrInvalidEvent, strings.Join(problems, "; "))
 	}
 	if b, ok := appendReservation(r); ok {
@@ -96,7 +96,7 @@ func (e Encoded) Bytes() []byte { return e.data }
 // Reservations: …, Source: source}, checked by the same rules.
 func EncodeReserve(namespace string, ttl time.Duration, source string, reservations []EncodedReservation) (Encoded, error) {
 	var problems []string
-	if err := validateNamespace(namespace); err != nil {
+	if err := ValidateNamespace(namespace); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if ttl <= 0 {

@@ -204,7 +204,7 @@ func (c *checker) common() {
 		c.add("version %d, want %d", ev.Version, EncodingVersion)
 	}
 	if ev.Namespace != "" {
-		if err := validateNamespace(ev.Namespace); err != nil {
+		if err := ValidateNamespace(ev.Namespace); err != nil {
 			c.add("%v", err)
 		}
 	}
@@ -312,7 +312,7 @@ func (c *checker) reserve() {
 			c.add("%s repeats id %q", field, r.ID)
 		}
 		ids[r.ID] = true
-		c.problems = append(c.problems, reservationProblemsWith(field, r, c.isObject)...)
+		c.problems = append(c.problems, reservationProblems(field, r, c.isObject)...)
 	}
 }
 
@@ -359,14 +359,9 @@ func clip(s string) string {
 }
 
 // reservationProblems lists what is wrong with one reservation of a
-// Reserve event, field naming it.
-func reservationProblems(field string, r Reservation) []string {
-	return reservationProblemsWith(field, r, isJSONObject)
-}
-
-// reservationProblemsWith is reservationProblems with isObject telling
-// whether a raw value is a JSON object.
-func reservationProblemsWith(field string, r Reservation, isObject func([]byte) bool) []string {
+// Reserve event, field naming it; isObject tells whether a raw value is a
+// JSON object.
+func reservationProblems(field string, r Reservation, isObject func([]byte) bool) []string {
 	var problems []string
 	switch {
 	case r.ID == "":
@@ -396,9 +391,7 @@ func reservationProblemsWith(field string, r Reservation, isObject func([]byte) 
 // requires of namespaces: the namespaces the log can hold events of. It
 // also guarantees that ns is a single NATS subject token: no dots, spaces
 // or wildcards.
-func ValidateNamespace(ns string) error { return validateNamespace(ns) }
-
-func validateNamespace(ns string) error {
+func ValidateNamespace(ns string) error {
 	if len(ns) > NamespaceLengthMax {
 		return fmt.Errorf("namespace is %d bytes, at most %d", len(ns), NamespaceLengthMax)
 	}

@@ -15,7 +15,7 @@ import (
 // by it whether the last event is its own, appended before.
 func (s *Stream) LastSubjectEvent(ctx context.Context, namespace string) (seq uint64, msgID string, err error) {
 	if namespace != "" {
-		if err := validateNamespace(namespace); err != nil {
+		if err := ValidateNamespace(namespace); err != nil {
 			return 0, "", fmt.Errorf("last subject event: %w", err)
 		}
 	}

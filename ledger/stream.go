@@ -316,7 +316,7 @@ func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 // as AppendOptions.ExpectLastSubjectSeq.
 func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, error) {
 	if namespace != "" {
-		if err := validateNamespace(namespace); err != nil {
+		if err := ValidateNamespace(namespace); err != nil {
 			return 0, fmt.Errorf("last subject seq: %w", err)
 		}
 	}

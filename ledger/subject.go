@@ -56,7 +56,7 @@ func NamespaceOf(subject string) (string, error) {
 	if token == ClusterToken {
 		return "", nil
 	}
-	if err := validateNamespace(token); err != nil {
+	if err := ValidateNamespace(token); err != nil {
 		return "", fmt.Errorf("subject %q: %w", subject, err)
 	}
 	return token, nil

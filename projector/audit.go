@@ -8,8 +8,6 @@ import (
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/quotaledger/quota/ledger"
 )
 
 // Audit query subjects, answered by AuditResponder.
@@ -68,79 +66,14 @@ func NewAuditResponder(nc *nats.Conn, p *Projector, snaps *Snapshots, log *slog.
 // Run serves until ctx ends, then drains its subscriptions and waits for
 // the queries in flight.
 func (r *AuditResponder) Run(ctx context.Context) error {
-	// Queries already received when ctx ends are answered before Run
-	// returns, each within its timeout.
-	handleCtx := context.WithoutCancel(ctx)
-	type route struct {
-		subject string
-		limit   int
-		fn      func(context.Context, []byte) (*AuditReply, error)
-	}
-	routes := []route{
-		{SubjectExplain, QueriesInFlightMax, r.explain},
-		{SubjectSnapshot, snapshotsInFlightMax, r.snapshot},
-	}
-	var subs []*nats.Subscription
-	var sems []chan struct{}
-	for _, rt := range routes {
-		sem := make(chan struct{}, rt.limit)
-		sub, err := r.nc.QueueSubscribe(rt.subject, QueueGroup, func(m *nats.Msg) {
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem }()
-				r.respond(handleCtx, m, rt.fn)
-			}()
-		})
-		if err != nil {
-			for _, s := range subs {
-				_ = s.Unsubscribe()
-			}
-			return fmt.Errorf("subscribe %s: %w", rt.subject, err)
-		}
-		subs = append(subs, sub)
-		sems = append(sems, sem)
-	}
-	<-ctx.Done()
-	var errs []error
-	for i, sub := range subs {
-		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-			errs = append(errs, fmt.Errorf("drain %s: %w", routes[i].subject, err))
-		}
-	}
-	for _, sub := range subs {
-		WaitDrained(sub, QueryTimeout)
-	}
-	for i, sem := range sems {
-		for range routes[i].limit {
-			sem <- struct{}{}
-		}
-	}
-	return errors.Join(errs...)
+	return serveQueries(ctx, r.nc, r.log, []queryRoute{
+		{SubjectExplain, QueriesInFlightMax, QueryTimeout, r.explain},
+		{SubjectSnapshot, snapshotsInFlightMax, SnapshotTimeout, r.snapshot},
+	})
 }
 
-func (r *AuditResponder) respond(ctx context.Context, m *nats.Msg, fn func(context.Context, []byte) (*AuditReply, error)) {
-	timeout := QueryTimeout
-	if m.Subject == SubjectSnapshot {
-		timeout = SnapshotTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer ledger.Survive(r.log, "answer a query", func(err error) { respondError(m, err) })
-	reply, err := fn(ctx, m.Data)
-	if err != nil {
-		r.log.Warn("query failed", "subject", m.Subject, "err", err)
-		reply = &AuditReply{Error: err.Error()}
-	}
-	b, err := json.Marshal(reply)
-	if err != nil {
-		b, _ = json.Marshal(AuditReply{Error: "encode reply: " + err.Error()})
-	}
-	if err := ledger.SendAnswer(r.nc, m, b); err != nil {
-		r.log.Warn("query reply not sent", "subject", m.Subject, "err", err)
-	}
-}
-
-func (r *AuditResponder) explain(ctx context.Context, data []byte) (*AuditReply, error) {
+// explain answers an ExplainRequest with an AuditReply.
+func (r *AuditResponder) explain(ctx context.Context, data []byte) (any, error) {
 	var req ExplainRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("bad explain request: %w", err)
@@ -158,7 +91,8 @@ func (r *AuditResponder) explain(ctx context.Context, data []byte) (*AuditReply,
 	return &AuditReply{Explanation: e}, nil
 }
 
-func (r *AuditResponder) snapshot(ctx context.Context, data []byte) (*AuditReply, error) {
+// snapshot answers a SnapshotRequest with an AuditReply.
+func (r *AuditResponder) snapshot(ctx context.Context, data []byte) (any, error) {
 	var req SnapshotRequest
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &req); err != nil {

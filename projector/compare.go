@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -243,16 +242,7 @@ func listString(l quota.ResourceList) string {
 	if len(l) == 0 {
 		return "nothing"
 	}
-	names := make([]string, 0, len(l))
-	for n := range l {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = n + "=" + l[n].String()
-	}
-	return strings.Join(parts, ",")
+	return l.String()
 }
 
 func scopeString(c quota.Charge) string {

@@ -90,58 +90,67 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
 	}
 	for _, r := range records {
-		qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
-		if r.Invalid != "" {
-			e.Quotas = append(e.Quotas, qe)
-			continue
-		}
-		q, err := decodeQuota(r)
+		qe, err := explainQuota(tx, namespace, r)
 		if err != nil {
 			return nil, err
-		}
-		byResource := map[string]*ResourceExplanation{}
-		names := make([]string, 0, len(q.Hard))
-		for res, hard := range q.Hard {
-			names = append(names, res)
-			byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
-		}
-		sort.Strings(names)
-		by := map[string]*hold{}
-		err = forEachObject(tx, namespace, func(o *objectRecord) error {
-			clear(by)
-			for res, v := range part(q, o, by) {
-				re := byResource[res]
-				if re == nil || v.IsZero() {
-					continue
-				}
-				c := ObjectCharge{
-					Object: o.Resource + "/" + o.Name, Charge: v.String(), Seq: o.Seq,
-					Reservation: o.Reservation, ExpiresAt: o.ExpiresAt, amount: v,
-				}
-				if h := by[res]; h != nil {
-					c.Reservation, c.ExpiresAt, c.Update = h.ID, h.ExpiresAt, true
-				}
-				re.Charges = append(re.Charges, c)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, res := range names {
-			re := byResource[res]
-			sort.SliceStable(re.Charges, func(i, j int) bool {
-				a, b := re.Charges[i], re.Charges[j]
-				if c := a.amount.Cmp(b.amount); c != 0 {
-					return c > 0
-				}
-				return a.Object < b.Object
-			})
-			qe.Resources = append(qe.Resources, *re)
 		}
 		e.Quotas = append(e.Quotas, qe)
 	}
 	return e, nil
+}
+
+// explainQuota lists, per resource of quota record r, the objects of
+// namespace that r charges, the largest charge first.
+func explainQuota(tx *bolt.Tx, namespace string, r *quotaRecord) (QuotaExplanation, error) {
+	qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
+	if r.Invalid != "" {
+		return qe, nil
+	}
+	q, err := decodeQuota(r)
+	if err != nil {
+		return qe, err
+	}
+	byResource := map[string]*ResourceExplanation{}
+	names := make([]string, 0, len(q.Hard))
+	for res, hard := range q.Hard {
+		names = append(names, res)
+		byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
+	}
+	sort.Strings(names)
+	by := map[string]*hold{}
+	err = forEachObject(tx, namespace, func(o *objectRecord) error {
+		clear(by)
+		for res, v := range part(q, o, by) {
+			re := byResource[res]
+			if re == nil || v.IsZero() {
+				continue
+			}
+			c := ObjectCharge{
+				Object: o.Resource + "/" + o.Name, Charge: v.String(), Seq: o.Seq,
+				Reservation: o.Reservation, ExpiresAt: o.ExpiresAt, amount: v,
+			}
+			if h := by[res]; h != nil {
+				c.Reservation, c.ExpiresAt, c.Update = h.ID, h.ExpiresAt, true
+			}
+			re.Charges = append(re.Charges, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return qe, err
+	}
+	for _, res := range names {
+		re := byResource[res]
+		sort.SliceStable(re.Charges, func(i, j int) bool {
+			a, b := re.Charges[i], re.Charges[j]
+			if c := a.amount.Cmp(b.amount); c != 0 {
+				return c > 0
+			}
+			return a.Object < b.Object
+		})
+		qe.Resources = append(qe.Resources, *re)
+	}
+	return qe, nil
 }
 
 // WriteExplain prints an explanation as text: per quota a header as

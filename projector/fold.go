@@ -234,7 +234,23 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	if err := f.release(old, o, reservation); err != nil {
 		return err
 	}
-	next := f.nextRecord(rec, raw, e, old, reservation)
+	next := &objectRecord{
+		Resource:    o.Resource,
+		Namespace:   o.Namespace,
+		Name:        o.Name,
+		UID:         o.UID,
+		Kind:        o.Kind,
+		Object:      raw,
+		Charge:      e.charge,
+		Seq:         rec.Seq,
+		Reservation: reservation,
+	}
+	if reservation != "" {
+		// Nothing reads a reservation's object (the log keeps it): its
+		// record holds the charge only, a fraction of the bytes every
+		// commit of a reservation writes.
+		next.Object = nil
+	}
 	if o.Resource == "pods" && reservation == "" {
 		if next.Charge, err = f.deadlineCharge(o, next.Charge); err != nil {
 			return err
@@ -246,7 +262,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		for _, h := range old.Holds {
 			if !covers(next.Charge, h.Charge) {
 				next.Holds = append(next.Holds, h)
-			} else if err := f.unhold(&h); err != nil {
+			} else if err := f.unindex(h.ID, h.ExpiresAt); err != nil {
 				return err
 			}
 		}
@@ -274,7 +290,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 // placeholder of its generateName.
 func (f *fold) release(old *objectRecord, o *object.Object, reservation string) error {
 	if old != nil && old.Reservation != "" {
-		return f.unreserve(old)
+		return f.unindex(old.Reservation, old.ExpiresAt)
 	}
 	if old != nil || reservation != "" {
 		return nil
@@ -284,29 +300,6 @@ func (f *fold) release(old *objectRecord, o *object.Object, reservation string) 
 		return err
 	}
 	return f.delete(ph.Namespace, ph.Resource, ph.Name, ph.Reservation)
-}
-
-// nextRecord is the record of an object after an upsert, without holds.
-func (f *fold) nextRecord(rec *ledger.Record, raw json.RawMessage, e *evaluated, old *objectRecord, reservation string) *objectRecord {
-	o := e.object
-	next := &objectRecord{
-		Resource:    o.Resource,
-		Namespace:   o.Namespace,
-		Name:        o.Name,
-		UID:         o.UID,
-		Kind:        o.Kind,
-		Object:      raw,
-		Charge:      e.charge,
-		Seq:         rec.Seq,
-		Reservation: reservation,
-	}
-	if reservation != "" {
-		// Nothing reads a reservation's object (the log keeps it): its
-		// record holds the charge only, a fraction of the bytes every
-		// commit of a reservation writes.
-		next.Object = nil
-	}
-	return next
 }
 
 // index enters a reservation or hold in the reservation and expiry
@@ -388,12 +381,12 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 		return nil
 	}
 	if old.Reservation != "" {
-		if err := f.unreserve(old); err != nil {
+		if err := f.unindex(old.Reservation, old.ExpiresAt); err != nil {
 			return err
 		}
 	}
 	for _, h := range old.Holds {
-		if err := f.unhold(&h); err != nil {
+		if err := f.unindex(h.ID, h.ExpiresAt); err != nil {
 			return err
 		}
 	}
@@ -414,22 +407,13 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 	return nil
 }
 
-// unreserve removes the reservation an object record holds from the
-// reservation and expiry buckets.
-func (f *fold) unreserve(r *objectRecord) error {
-	if err := f.tx.Bucket(bucketReserved).Delete([]byte(r.Reservation)); err != nil {
+// unindex removes a reservation or hold from the reservation and expiry
+// buckets, as index entered it.
+func (f *fold) unindex(id string, expiresAt time.Time) error {
+	if err := f.tx.Bucket(bucketReserved).Delete([]byte(id)); err != nil {
 		return err
 	}
-	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, r.Reservation))
-}
-
-// unhold removes an update's hold from the reservation and expiry
-// buckets.
-func (f *fold) unhold(h *hold) error {
-	if err := f.tx.Bucket(bucketReserved).Delete([]byte(h.ID)); err != nil {
-		return err
-	}
-	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(h.ExpiresAt, h.ID))
+	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(expiresAt, id))
 }
 
 // expire releases a create's reservation or an update's hold not
@@ -455,7 +439,7 @@ func (f *fold) expire(id string) error {
 	}
 	// An update's hold not covered in time: the object is charged as
 	// without it.
-	if err := f.unhold(&old.Holds[i]); err != nil {
+	if err := f.unindex(old.Holds[i].ID, old.Holds[i].ExpiresAt); err != nil {
 		return err
 	}
 	next := *old

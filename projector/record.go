@@ -23,7 +23,7 @@ var errShortRecord = errors.New("truncated object record")
 // namespace, name, uid, kind, reservation, object, charge) and
 // uvarints (seq, expiry in Unix nanoseconds, 0 for none), then the number
 // of holds and per hold its id, expiry and charge.
-func encodeObjectRecord(r *objectRecord) ([]byte, error) {
+func encodeObjectRecord(r *objectRecord) []byte {
 	// The recorded samples' charges take 32 to 270 bytes (about 205 for a
 	// pod with requests and limits): room for one at once.
 	charge := appendCharge(make([]byte, 0, 320), &r.Charge)
@@ -54,7 +54,7 @@ func encodeObjectRecord(r *objectRecord) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(charge)))
 		b = append(b, charge...)
 	}
-	return b, nil
+	return b
 }
 
 func decodeObjectRecord(b []byte) (*objectRecord, error) {
@@ -72,87 +72,118 @@ func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
 	if len(b) == 0 || b[0] != objectRecordVersion {
 		return nil, fmt.Errorf("object record version %v, want %d", b[:min(1, len(b))], objectRecordVersion)
 	}
-	b = b[1:]
-	next := func() ([]byte, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return nil, errShortRecord
-		}
-		v := b[k : k+int(n)]
-		b = b[k+int(n):]
-		return v, nil
-	}
+	d := recordReader{b: b[1:]}
 	var r objectRecord
 	for _, dst := range []*string{&r.Resource, &r.Namespace, &r.Name, &r.UID, &r.Kind, &r.Reservation} {
-		v, err := next()
-		if err != nil {
-			return nil, err
-		}
-		*dst = string(v)
+		*dst = string(d.bytes())
 	}
-	obj, err := next()
-	if err != nil {
-		return nil, err
-	}
+	obj := d.bytes()
 	// The value belongs to bbolt's page, valid only in the transaction:
 	// copy what outlives it.
-	if withObject {
+	if withObject && d.err == nil {
 		r.Object = append(json.RawMessage(nil), obj...)
 	}
-	charge, err := next()
-	if err != nil {
-		return nil, err
+	charge := d.bytes()
+	if d.err != nil {
+		return nil, d.err
 	}
 	if err := readCharge(charge, &r.Charge); err != nil {
 		return nil, fmt.Errorf("charge: %w", err)
 	}
-	seq, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, errShortRecord
-	}
-	r.Seq = seq
-	b = b[k:]
-	expiry, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, errShortRecord
-	}
-	if expiry != 0 {
+	r.Seq = d.uvarint()
+	if expiry := d.uvarint(); expiry != 0 {
 		r.ExpiresAt = time.Unix(0, int64(expiry)).UTC()
 	}
-	b = b[k:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return nil, errShortRecord
+	var err error
+	if r.Holds, err = d.holds(); err != nil {
+		return nil, err
 	}
-	b = b[k:]
-	if n > 0 {
-		r.Holds = make([]hold, n)
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%d bytes after the holds", len(d.b))
 	}
-	for i := range r.Holds {
-		h := &r.Holds[i]
-		id, err := next()
-		if err != nil {
-			return nil, err
-		}
-		h.ID = string(id)
-		at, k := binary.Uvarint(b)
-		if k <= 0 {
-			return nil, errShortRecord
-		}
-		h.ExpiresAt = time.Unix(0, int64(at)).UTC()
-		b = b[k:]
-		charge, err := next()
-		if err != nil {
-			return nil, err
+	return &r, nil
+}
+
+// recordReader reads an encoded objectRecord's fields in order. Its
+// first failure sticks, so that a phase of the decode checks err once.
+type recordReader struct {
+	b   []byte
+	err error
+}
+
+func (d *recordReader) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.err = errShortRecord
+		return 0
+	}
+	d.b = d.b[k:]
+	return v
+}
+
+func (d *recordReader) byte() byte {
+	if d.err == nil && len(d.b) == 0 {
+		d.err = errShortRecord
+	}
+	if d.err != nil {
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+// count reads the number of the items that follow, each at least a byte
+// long.
+func (d *recordReader) count() int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.err = errShortRecord
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+// bytes reads a uvarint-length-prefixed field.
+func (d *recordReader) bytes() []byte {
+	n := d.uvarint()
+	if d.err == nil && uint64(len(d.b)) < n {
+		d.err = errShortRecord
+	}
+	if d.err != nil {
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// holds reads the number of holds, then each hold's id, expiry and
+// charge.
+func (d *recordReader) holds() ([]hold, error) {
+	n := d.count()
+	if d.err != nil || n == 0 {
+		return nil, d.err
+	}
+	holds := make([]hold, n)
+	for i := range holds {
+		h := &holds[i]
+		h.ID = string(d.bytes())
+		h.ExpiresAt = time.Unix(0, int64(d.uvarint())).UTC()
+		charge := d.bytes()
+		if d.err != nil {
+			return nil, d.err
 		}
 		if err := readCharge(charge, &h.Charge); err != nil {
 			return nil, fmt.Errorf("hold %s charge: %w", h.ID, err)
 		}
 	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%d bytes after the holds", len(b))
-	}
-	return &r, nil
+	return holds, nil
 }
 
 // Charge flags.
@@ -210,71 +241,35 @@ func appendString(b []byte, s string) []byte {
 }
 
 func readCharge(b []byte, c *quota.Charge) error {
-	next := func() (string, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return "", errShortRecord
-		}
-		v := string(b[k : k+int(n)])
-		b = b[k+int(n):]
-		return v, nil
-	}
-	count := func() (int, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)) {
-			return 0, errShortRecord
-		}
-		b = b[k:]
-		return int(n), nil
-	}
-	var err error
-	if c.Resource, err = next(); err != nil {
-		return err
-	}
-	if len(b) == 0 {
-		return errShortRecord
-	}
-	flags := b[0]
-	b = b[1:]
+	d := recordReader{b: b}
+	c.Resource = string(d.bytes())
+	flags := d.byte()
 	c.Scope.Pod = flags&flagPod != 0
 	c.Scope.Terminating = flags&flagTerminating != 0
 	c.Scope.BestEffort = flags&flagBestEffort != 0
 	c.Scope.CrossNamespacePodAffinity = flags&flagCrossNamespacePodAffinity != 0
-	if c.Scope.PriorityClass, err = next(); err != nil {
-		return err
+	c.Scope.PriorityClass = string(d.bytes())
+	for range d.count() {
+		c.Scope.VolumeAttributesClasses = append(c.Scope.VolumeAttributesClasses, string(d.bytes()))
 	}
-	n, err := count()
-	if err != nil {
-		return err
-	}
-	for range n {
-		v, err := next()
-		if err != nil {
-			return err
-		}
-		c.Scope.VolumeAttributesClasses = append(c.Scope.VolumeAttributesClasses, v)
-	}
-	if n, err = count(); err != nil {
-		return err
+	n := d.count()
+	if d.err != nil {
+		return d.err
 	}
 	c.Usage = make(quota.ResourceList, n)
 	for range n {
-		name, err := next()
-		if err != nil {
-			return err
+		name, text := string(d.bytes()), d.bytes()
+		if d.err != nil {
+			return d.err
 		}
-		text, err := next()
-		if err != nil {
-			return err
-		}
-		q, err := quantity.ParseExact(text)
+		q, err := quantity.ParseExact(string(text))
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		c.Usage[name] = q
 	}
-	if len(b) != 0 {
-		return fmt.Errorf("%d bytes after the charge", len(b))
+	if len(d.b) != 0 {
+		return fmt.Errorf("%d bytes after the charge", len(d.b))
 	}
 	return nil
 }

@@ -64,28 +64,63 @@ func NewResponder(nc *nats.Conn, p *Projector, log *slog.Logger) *Responder {
 // already received are answered (each within QueryTimeout) before it
 // returns.
 func (r *Responder) Run(ctx context.Context) error {
-	handleCtx := context.WithoutCancel(ctx)
-	sem := make(chan struct{}, QueriesInFlightMax)
-	sub, err := r.nc.QueueSubscribe(SubjectDescribe, QueueGroup, func(m *nats.Msg) {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			r.respond(handleCtx, m, r.describe)
-		}()
+	return serveQueries(ctx, r.nc, r.log, []queryRoute{
+		{SubjectDescribe, QueriesInFlightMax, QueryTimeout, r.describe},
 	})
-	if err != nil {
-		return fmt.Errorf("subscribe %s: %w", SubjectDescribe, err)
+}
+
+// queryRoute is one query subject: at most limit queries of it are
+// answered at once, each within timeout; answer returns the reply to
+// send.
+type queryRoute struct {
+	subject string
+	limit   int
+	timeout time.Duration
+	answer  func(context.Context, []byte) (any, error)
+}
+
+// serveQueries answers routes on nc until ctx ends, then drains the
+// subscriptions and waits for the queries in flight.
+func serveQueries(ctx context.Context, nc *nats.Conn, log *slog.Logger, routes []queryRoute) error {
+	// Queries already received when ctx ends are answered before it
+	// returns, each within its timeout.
+	handleCtx := context.WithoutCancel(ctx)
+	var subs []*nats.Subscription
+	var sems []chan struct{}
+	for _, rt := range routes {
+		sem := make(chan struct{}, rt.limit)
+		sub, err := nc.QueueSubscribe(rt.subject, QueueGroup, func(m *nats.Msg) {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				respond(handleCtx, nc, log, m, rt)
+			}()
+		})
+		if err != nil {
+			for _, s := range subs {
+				_ = s.Unsubscribe()
+			}
+			return fmt.Errorf("subscribe %s: %w", rt.subject, err)
+		}
+		subs = append(subs, sub)
+		sems = append(sems, sem)
 	}
 	<-ctx.Done()
-	err = sub.Drain()
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("drain %s: %w", SubjectDescribe, err)
+	var errs []error
+	for i, sub := range subs {
+		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, fmt.Errorf("drain %s: %w", routes[i].subject, err))
+		}
 	}
-	WaitDrained(sub, QueryTimeout)
-	for range QueriesInFlightMax {
-		sem <- struct{}{}
+	for _, sub := range subs {
+		WaitDrained(sub, QueryTimeout)
 	}
-	return nil
+	for i, sem := range sems {
+		for range routes[i].limit {
+			sem <- struct{}{}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // WaitDrained waits, at most limit, until a draining subscription has
@@ -97,21 +132,23 @@ func WaitDrained(sub *nats.Subscription, limit time.Duration) {
 	}
 }
 
-func (r *Responder) respond(ctx context.Context, m *nats.Msg, fn func(context.Context, []byte) (*QueryReply, error)) {
-	ctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+// respond answers m with rt's reply, or with the error that stopped it
+// in the replies' shared error field.
+func respond(ctx context.Context, nc *nats.Conn, log *slog.Logger, m *nats.Msg, rt queryRoute) {
+	ctx, cancel := context.WithTimeout(ctx, rt.timeout)
 	defer cancel()
-	defer ledger.Survive(r.log, "answer a query", func(err error) { respondError(m, err) })
-	reply, err := fn(ctx, m.Data)
+	defer ledger.Survive(log, "answer a query", func(err error) { respondError(m, err) })
+	reply, err := rt.answer(ctx, m.Data)
 	if err != nil {
-		r.log.Warn("query failed", "subject", m.Subject, "err", err)
+		log.Warn("query failed", "subject", m.Subject, "err", err)
 		reply = &QueryReply{Error: err.Error()}
 	}
 	b, err := json.Marshal(reply)
 	if err != nil {
 		b, _ = json.Marshal(QueryReply{Error: "encode reply: " + err.Error()})
 	}
-	if err := ledger.SendAnswer(r.nc, m, b); err != nil {
-		r.log.Warn("query reply not sent", "subject", m.Subject, "err", err)
+	if err := ledger.SendAnswer(nc, m, b); err != nil {
+		log.Warn("query reply not sent", "subject", m.Subject, "err", err)
 	}
 }
 
@@ -122,7 +159,8 @@ func respondError(m *nats.Msg, err error) {
 	_ = m.Respond(b)
 }
 
-func (r *Responder) describe(ctx context.Context, data []byte) (*QueryReply, error) {
+// describe answers a DescribeRequest with a QueryReply.
+func (r *Responder) describe(ctx context.Context, data []byte) (any, error) {
 	var req DescribeRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("bad describe request: %w", err)

@@ -219,11 +219,7 @@ func getObject(tx *bolt.Tx, key []byte) (*objectRecord, error) {
 }
 
 func putObject(tx *bolt.Tx, r *objectRecord) error {
-	b, err := encodeObjectRecord(r)
-	if err != nil {
-		return fmt.Errorf("encode object %s/%s/%s: %w", r.Namespace, r.Resource, r.Name, err)
-	}
-	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), b)
+	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), encodeObjectRecord(r))
 }
 
 func putQuota(tx *bolt.Tx, r *quotaRecord) error {

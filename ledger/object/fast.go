@@ -524,9 +524,13 @@ func (d *fastDecoder) metadata(h *header, m *metav1.ObjectMeta) {
 		}
 		return -1
 	})
-	if m == nil || !d.ok {
-		return
+	if m != nil && d.ok {
+		podMeta(m, h)
 	}
+}
+
+// podMeta sets a pod's metadata from the header read into h.
+func podMeta(m *metav1.ObjectMeta, h *header) {
 	m.Name = h.Metadata.Name
 	m.GenerateName = h.Metadata.GenerateName
 	m.Namespace = h.Metadata.Namespace
@@ -547,27 +551,9 @@ func (d *fastDecoder) metadata(h *header, m *metav1.ObjectMeta) {
 // for a pod, spec and status.
 func (d *fastDecoder) object() *Object {
 	d.ok = true
-	var h header
-	d.expect('{')
-	if !d.ok || !d.key("apiVersion") {
-		d.fail()
+	h, pod := d.typeMeta()
+	if !d.ok {
 		return nil
-	}
-	h.APIVersion = d.str()
-	d.expect(',')
-	if !d.ok || !d.key("kind") {
-		d.fail()
-		return nil
-	}
-	h.Kind = d.str()
-	var pod *corev1.Pod
-	switch h.Kind {
-	case "Pod":
-		if h.APIVersion != "v1" {
-			d.fail()
-			return nil
-		}
-		pod = &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: h.APIVersion, Kind: h.Kind}}
 	}
 	var m *metav1.ObjectMeta
 	if pod != nil {
@@ -616,6 +602,31 @@ func (d *fastDecoder) object() *Object {
 	o.Value = pod
 	o.syncMeta()
 	return o
+}
+
+// typeMeta reads the object's opening, apiVersion then kind, and returns
+// them with the pod to fill when the kind is a core v1 pod.
+func (d *fastDecoder) typeMeta() (h header, pod *corev1.Pod) {
+	d.expect('{')
+	if !d.ok || !d.key("apiVersion") {
+		d.fail()
+		return h, nil
+	}
+	h.APIVersion = d.str()
+	d.expect(',')
+	if !d.ok || !d.key("kind") {
+		d.fail()
+		return h, nil
+	}
+	h.Kind = d.str()
+	if h.Kind != "Pod" {
+		return h, nil
+	}
+	if h.APIVersion != "v1" {
+		d.fail()
+		return h, nil
+	}
+	return h, &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: h.APIVersion, Kind: h.Kind}}
 }
 
 // key reads a JSON string equal to want and the colon after it.

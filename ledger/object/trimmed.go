@@ -231,14 +231,7 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	case *resourcev1.ResourceClaim:
 		t.APIVersion = claimAPIVersion
 		t.Spec = trimClaim(v)
-		if value, ok := v.Annotations[resourcev1.ExtendedResourceClaimAnnotation]; ok {
-			t.Metadata.Annotations = map[string]string{resourcev1.ExtendedResourceClaimAnnotation: value}
-			if ref := metav1.GetControllerOfNoCopy(v); ref != nil {
-				t.Metadata.OwnerReferences = []metav1.OwnerReference{{
-					APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ref.Controller,
-				}}
-			}
-		}
+		trimClaimMeta(v, &t.Metadata)
 	case *corev1.ResourceQuota:
 		// The status is the cluster's own count, rewritten on every
 		// admission; usage is computed from the objects, so keeping it
@@ -258,22 +251,43 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		t.GlobalDefault = v.GlobalDefault
 	case *storagev1.StorageClass:
 		t.Provisioner = v.Provisioner
-		for _, key := range DefaultStorageClassAnnotations {
-			if value, ok := v.Annotations[key]; ok {
-				if t.Metadata.Annotations == nil {
-					t.Metadata.Annotations = map[string]string{}
-				}
-				t.Metadata.Annotations[key] = value
-			}
-		}
-		if !v.CreationTimestamp.IsZero() {
-			ts := v.CreationTimestamp.Rfc3339Copy()
-			t.Metadata.CreationTimestamp = &ts
-		}
+		trimStorageClassMeta(v, &t.Metadata)
 	default:
 		return nil, fmt.Errorf("trim %s: unexpected value type %T", o.Kind, o.Value)
 	}
 	return &t, nil
+}
+
+// trimClaimMeta keeps of an extended resource's claim the annotation
+// that marks it and the controller that made it.
+func trimClaimMeta(v *resourcev1.ResourceClaim, m *trimmedMeta) {
+	value, ok := v.Annotations[resourcev1.ExtendedResourceClaimAnnotation]
+	if !ok {
+		return
+	}
+	m.Annotations = map[string]string{resourcev1.ExtendedResourceClaimAnnotation: value}
+	if ref := metav1.GetControllerOfNoCopy(v); ref != nil {
+		m.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ref.Controller,
+		}}
+	}
+}
+
+// trimStorageClassMeta keeps of a storage class what picks the default
+// class: its default annotations and its creation time.
+func trimStorageClassMeta(v *storagev1.StorageClass, m *trimmedMeta) {
+	for _, key := range DefaultStorageClassAnnotations {
+		if value, ok := v.Annotations[key]; ok {
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations[key] = value
+		}
+	}
+	if !v.CreationTimestamp.IsZero() {
+		ts := v.CreationTimestamp.Rfc3339Copy()
+		m.CreationTimestamp = &ts
+	}
 }
 
 func trimResources(r corev1.ResourceRequirements) *trimmedResources {

@@ -27,8 +27,21 @@ func appendTrimmedPod(b []byte, t *trimmedObject) ([]byte, bool) {
 	w.str(t.APIVersion)
 	w.raw(`,"kind":`)
 	w.str(t.Kind)
+	w.podMeta(&t.Metadata)
+	w.podSpec(spec)
+	switch status := t.Status.(type) {
+	case nil:
+	case *trimmedPodStatus:
+		w.podStatus(status)
+	default:
+		return nil, false
+	}
+	w.raw("}")
+	return w.b, w.ok
+}
+
+func (w *jsonWriter) podMeta(m *trimmedMeta) {
 	w.raw(`,"metadata":{`)
-	m := &t.Metadata
 	w.field("name", m.Name)
 	w.field("generateName", m.GenerateName)
 	w.field("namespace", m.Namespace)
@@ -36,13 +49,17 @@ func appendTrimmedPod(b []byte, t *trimmedObject) ([]byte, bool) {
 	if m.DeletionTimestamp != nil {
 		v, err := m.DeletionTimestamp.MarshalJSON()
 		if err != nil {
-			return nil, false
+			w.ok = false
+			return
 		}
 		w.key("deletionTimestamp")
 		w.raw(string(v))
 	}
 	w.int64Field("deletionGracePeriodSeconds", m.DeletionGracePeriodSeconds)
 	w.close('}')
+}
+
+func (w *jsonWriter) podSpec(spec *trimmedPodSpec) {
 	w.raw(`,"spec":{`)
 	if len(spec.InitContainers) > 0 {
 		w.key("initContainers")
@@ -63,34 +80,29 @@ func appendTrimmedPod(b []byte, t *trimmedObject) ([]byte, bool) {
 	w.list("overhead", spec.Overhead)
 	w.resources("resources", spec.Resources)
 	w.close('}')
-	switch status := t.Status.(type) {
-	case nil:
-	case *trimmedPodStatus:
-		if status == nil {
-			w.raw(`,"status":null`)
-			break
-		}
-		w.raw(`,"status":{`)
-		w.field("phase", string(status.Phase))
-		w.field("qosClass", string(status.QOSClass))
-		if len(status.Conditions) > 0 {
-			w.key("conditions")
-			writeArray(&w, status.Conditions, func(c *trimmedCondition) {
-				w.raw(`{"type":`)
-				w.str(string(c.Type))
-				w.field("status", string(c.Status))
-				w.field("reason", c.Reason)
-				w.raw("}")
-			})
-		}
-		w.containerStatuses("initContainerStatuses", status.InitContainerStatuses)
-		w.containerStatuses("containerStatuses", status.ContainerStatuses)
-		w.close('}')
-	default:
-		return nil, false
+}
+
+func (w *jsonWriter) podStatus(status *trimmedPodStatus) {
+	if status == nil {
+		w.raw(`,"status":null`)
+		return
 	}
-	w.raw("}")
-	return w.b, w.ok
+	w.raw(`,"status":{`)
+	w.field("phase", string(status.Phase))
+	w.field("qosClass", string(status.QOSClass))
+	if len(status.Conditions) > 0 {
+		w.key("conditions")
+		writeArray(w, status.Conditions, func(c *trimmedCondition) {
+			w.raw(`{"type":`)
+			w.str(string(c.Type))
+			w.field("status", string(c.Status))
+			w.field("reason", c.Reason)
+			w.raw("}")
+		})
+	}
+	w.containerStatuses("initContainerStatuses", status.InitContainerStatuses)
+	w.containerStatuses("containerStatuses", status.ContainerStatuses)
+	w.close('}')
 }
 
 // jsonWriter appends JSON to b; ok turns false at the first value it cannot

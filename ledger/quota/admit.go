@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -507,11 +508,7 @@ func mustSpecifyMessage(missing map[string]map[string]bool) string {
 	if len(missing) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(missing))
-	for r := range missing {
-		names = append(names, r)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(missing))
 	parts := make([]string, len(names))
 	for i, r := range names {
 		parts[i] = r + " for: " + containerNames(missing[r])
@@ -519,7 +516,7 @@ func mustSpecifyMessage(missing map[string]map[string]bool) string {
 	return "must specify " + strings.Join(parts, "; ")
 }
 
-// specifies reports whether the container's usage (computeUsage of its
+// specifies reports whether the container's usage (computeUsageInto of its
 // requests and limits) names r, one of mustSpecify: whether it requests
 // (cpu, requests.cpu) or limits (limits.cpu) the resource r names. Only
 // the names matter, so no quantity is converted.

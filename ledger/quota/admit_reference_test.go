@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -328,4 +329,17 @@ func TestAdmitMatchesTheReference(t *testing.T) {
 			t.Errorf("no request had the verdict %q; verdicts %v", kind, verdicts)
 		}
 	}
+}
+
+// lessThanOrEqual reports whether every resource of a that b bounds is
+// within b, and the sorted names that are not.
+func lessThanOrEqual(a, b ResourceList) (bool, []string) {
+	var exceeded []string
+	for k, v := range a {
+		if limit, ok := b[k]; ok && v.Cmp(limit) > 0 {
+			exceeded = append(exceeded, k)
+		}
+	}
+	sort.Strings(exceeded)
+	return len(exceeded) == 0, exceeded
 }

@@ -3,6 +3,8 @@ package quota
 // The usage of claims (of storage and of devices) and services.
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -120,12 +122,7 @@ func serviceUsage(svc *corev1.Service) ResourceList {
 
 // containerNames joins sorted, distinct names with commas.
 func containerNames(set map[string]bool) string {
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
+	return strings.Join(slices.Sorted(maps.Keys(set)), ",")
 }
 
 // claimUsage is what a ResourceClaim charges: itself, and per DeviceClass

@@ -114,3 +114,10 @@ func TestConstraintsMatchesTheReference(t *testing.T) {
 		t.Fatalf("%d of 5000 pods denied; the comparison covers too little of one side", denied)
 	}
 }
+
+// computeUsage is computeUsageInto of a new list.
+func computeUsage(requests, limits ResourceList) ResourceList {
+	result := ResourceList{}
+	computeUsageInto(result, requests, limits)
+	return result
+}

@@ -292,3 +292,12 @@ func TestEvaluatePodMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// clone returns a copy of l that can be changed independently.
+func clone(l ResourceList) ResourceList {
+	out := make(ResourceList, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}

@@ -21,23 +21,16 @@ func podUsage(cv *converter, pod *corev1.Pod, now time.Time) ResourceList {
 	requests, limits := pc.requests(), pc.limits()
 	result := make(ResourceList, podUsageNamesMax)
 	result[countPrefix+"pods"] = quantity.NewInt(1)
-	// computeUsage never names count/pods, so writing into result is the
+	// computeUsageInto never names count/pods, so writing into result is the
 	// union Add would build.
 	computeUsageInto(result, requests, limits)
 	return result
 }
 
-// computeUsage names a pod's (or a container's) requests and limits as
-// quota does: requests under both the bare and requests. names, limits
-// under limits., extended resources (a DeviceClass's included) as
-// requests.<name> only.
-func computeUsage(requests, limits ResourceList) ResourceList {
-	result := ResourceList{}
-	computeUsageInto(result, requests, limits)
-	return result
-}
-
-// computeUsageInto is computeUsage writing into result.
+// computeUsageInto names a pod's (or a container's) requests and limits
+// in result as quota does: requests under both the bare and requests.
+// names, limits under limits., extended resources (a DeviceClass's
+// included) as requests.<name> only.
 func computeUsageInto(result, requests, limits ResourceList) {
 	result[ResourcePods] = quantity.NewInt(1)
 	for _, p := range computePairs {

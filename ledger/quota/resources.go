@@ -86,24 +86,6 @@ func Add(a, b ResourceList) ResourceList {
 	return out
 }
 
-// Subtract returns a-b for every resource in either list; a resource only
-// in b comes out negated.
-func Subtract(a, b ResourceList) ResourceList {
-	out := make(ResourceList, len(a)+len(b))
-	for k, v := range a {
-		if w, ok := b[k]; ok {
-			v = v.Sub(w)
-		}
-		out[k] = v
-	}
-	for k, w := range b {
-		if _, ok := out[k]; !ok {
-			out[k] = w.Neg()
-		}
-	}
-	return out
-}
-
 // SubtractNonNegative returns a-b clamped at zero for every resource in
 // either list, as an update is charged only for what grows.
 func SubtractNonNegative(a, b ResourceList) ResourceList {
@@ -183,27 +165,5 @@ func negativeNames(l ResourceList) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// lessThanOrEqual reports whether every resource of a that b bounds is
-// within b, and the sorted names that are not.
-func lessThanOrEqual(a, b ResourceList) (bool, []string) {
-	var exceeded []string
-	for k, v := range a {
-		if limit, ok := b[k]; ok && v.Cmp(limit) > 0 {
-			exceeded = append(exceeded, k)
-		}
-	}
-	sort.Strings(exceeded)
-	return len(exceeded) == 0, exceeded
-}
-
-// clone returns a copy of l that can be changed independently.
-func clone(l ResourceList) ResourceList {
-	out := make(ResourceList, len(l))
-	for k, v := range l {
-		out[k] = v
-	}
 	return out
 }
