@@ -50,6 +50,11 @@ const (
 	// watch is bounded by the API server (5 to 10 minutes, as client-go's
 	// Reflector asks).
 	RequestTimeout = 60 * time.Second
+	// CheckpointInterval is how often, at most, a resource's checkpoint is
+	// written while its watch events flow (and at least, while it has
+	// moved): a restart may send again what came in the last interval,
+	// which ingest's message IDs make duplicates.
+	CheckpointInterval = time.Second
 	// StopFlushTimeout bounds how long a stopping stream still tries to
 	// append what it has read.
 	StopFlushTimeout = 10 * time.Second

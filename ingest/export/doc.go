@@ -57,6 +57,14 @@
 //   - A restarted replica resumes from its checkpoints only when it keeps
 //     its Identity (a pod's name, by default the host name); a new
 //     identity taking over the lease from another relists everything.
-//   - Lists are read without paging from the API server's watch cache
-//     when it has one; a very large resource is one response.
+//   - Lists are read in pages of ListPageSize at the latest
+//     resourceVersion, from etcd or the API server's consistent cache,
+//     rather than all at once from the watch cache.
+//   - Every countable kind is watched, leases.coordination.k8s.io
+//     included (nodes renew theirs every 10 seconds): their MODIFIED
+//     events cost watch traffic and reach ingest, which skips them as
+//     unchanged (a count-only kind's trimmed form is its identity).
+//   - A checkpoint is written at most every CheckpointInterval while
+//     events flow: a restart may send again up to that much, which
+//     ingest's message IDs make duplicates in the log.
 package export

@@ -212,7 +212,7 @@ func (x *Exporter) lead(ctx context.Context, takeover bool, prior string) {
 	if takeover {
 		x.log.Info("leading: took the lease over; every resource is listed and resynced", "from", prior, "identity", x.cfg.Identity)
 	} else {
-		x.log.Info("leading: each resource resumes from its checkpoint", "identity", x.cfg.Identity)
+		x.log.Info("leading: each resource resumes from its checkpoint, or lists and resyncs without one", "identity", x.cfg.Identity)
 	}
 	defer func() {
 		x.stopAll()
@@ -331,6 +331,9 @@ func (x *Exporter) stopAll() {
 	x.metrics.streams.Set(0)
 	x.metrics.synced.Set(0)
 }
+
+// Identity is this replica's name in the leader election.
+func (x *Exporter) Identity() string { return x.cfg.Identity }
 
 // Ready reports whether the exporter is ready, and why not: a standby is
 // ready (to take over); a leader once every stream has listed (or resumed)

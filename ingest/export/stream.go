@@ -60,9 +60,12 @@ type stream struct {
 	// latestRV is the newest resourceVersion the Reflector has seen;
 	// ackedRV the newest up to which everything is in the log.
 	latestRV, ackedRV string
-	// checkpointed is the last resourceVersion written to the bucket.
-	checkpointed string
-	wake         chan struct{}
+	// checkpointed is the last resourceVersion written to the bucket,
+	// at checkpointedAt.
+	ckMu           sync.Mutex
+	checkpointed   string
+	checkpointedAt time.Time
+	wake           chan struct{}
 
 	// Set between a list and the Replace that follows it, in the
 	// Reflector's goroutine.
@@ -209,8 +212,13 @@ func (s *stream) signal() {
 // the checkpoint after them. It returns when ctx ends and what was
 // pending is appended (or StopFlushTimeout has passed).
 func (s *stream) appendLoop(ctx context.Context) {
+	tick := time.NewTicker(CheckpointInterval)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			s.writeCheckpoint(ctx)
+			continue
 		case <-s.wake:
 		case <-ctx.Done():
 			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopFlushTimeout)
@@ -222,7 +230,12 @@ func (s *stream) appendLoop(ctx context.Context) {
 		}
 		for s.appendPending(ctx) {
 		}
-		s.writeCheckpoint(ctx)
+		s.ckMu.Lock()
+		due := time.Since(s.checkpointedAt) >= CheckpointInterval
+		s.ckMu.Unlock()
+		if due {
+			s.writeCheckpoint(ctx)
+		}
 	}
 }
 
@@ -284,6 +297,9 @@ func (s *stream) appendPending(ctx context.Context) bool {
 
 // writeCheckpoint stores ackedRV when it changed.
 func (s *stream) writeCheckpoint(ctx context.Context) {
+	// The appender and the Reflector (after a list) both write.
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
 	s.mu.Lock()
 	rv := s.ackedRV
 	s.mu.Unlock()
@@ -294,7 +310,7 @@ func (s *stream) writeCheckpoint(ctx context.Context) {
 		s.log.Warn("cannot write the checkpoint; a restart would resume from an older one", "err", err)
 		return
 	}
-	s.checkpointed = rv
+	s.checkpointed, s.checkpointedAt = rv, time.Now()
 	s.x.metrics.checkpointed(s.res.Name())
 }
 
