@@ -18,7 +18,9 @@
 // quotas, LimitRanges, ResourceClaims and the cluster-scoped kinds are
 // read whole; every other kind is only counted and is read as metadata
 // only (PartialObjectMetadata), so that, for one, a Secret's data never
-// leaves the cluster.
+// leaves the cluster. Metadata still holds annotations (a Secret applied
+// with kubectl keeps its data in last-applied-configuration): they reach
+// the exporter, and trimming drops them before anything is appended.
 //
 // # Invariant
 //
