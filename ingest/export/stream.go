@@ -76,8 +76,11 @@ type stream struct {
 	resumeRV string
 	lists    int
 	watches  int
-	synced   chan struct{}
-	newest   time.Time // the newest appended event's write time
+	// listed is set once a list (or a resume) has been handed over: a
+	// list after it is a relist.
+	listed bool
+	synced chan struct{}
+	newest time.Time // the newest appended event's write time
 	// split counts the namespaces of the resync in hand whose list was
 	// too large for one event.
 	split int
@@ -133,7 +136,8 @@ func (s *stream) listing() string {
 		s.resumed = true
 		return s.resumeRV
 	}
-	if s.lists > 1 && s.reason == "" {
+	if s.listed && s.reason == "" {
+		// A relist after a list that reached the log: the watch ended.
 		s.reason = ReasonGap
 	}
 	return ""
@@ -325,6 +329,7 @@ func (s *stream) Replace(list []any, rv string) error {
 	}
 	resumed := s.resumed
 	s.resumed = false
+	s.listed = true
 	reason := s.reason
 	if reason == "" {
 		reason = ReasonInitial
