@@ -181,3 +181,36 @@ func TestExportSplitResync(t *testing.T) {
 		t.Errorf("no split resync of the 63 pods logged\n%s", x.Logs)
 	}
 }
+
+// TestExportAPIOutage takes the API server away from the exporter for
+// longer than its lease lasts, changes objects meanwhile, and gives it
+// back: the exporter says the API server is unreachable, loses and takes
+// back its lease (its own, so it resumes from its checkpoints), and the
+// ledger equals the cluster again.
+func TestExportAPIOutage(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
+	l := kubecluster.Serve(t)
+	n := &counter{}
+	clusterObjects(t, c)
+	namespaceObjects(t, c, "team-a", n)
+	x := startExporter(t, c, l, "exporter-0")
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+
+	c.StopAPI()
+	mutate(t, c, "team-a", n)
+	deadline := time.Now().Add(convergeTimeout)
+	for !strings.Contains(x.Logs.String(), "lost the lease") {
+		if time.Now().After(deadline) || x.Exited() {
+			t.Fatalf("the exporter did not give up its lease while the API server was away\n%s", x.Logs)
+		}
+		time.Sleep(pollInterval)
+	}
+	mutate(t, c, "team-a", n)
+	c.StartAPI(t)
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+	if os.Getenv("EXPORT_SHOW_LOGS") != "" {
+		t.Logf("exporter log:\n%s", x.Logs)
+	}
+}
