@@ -225,6 +225,9 @@ func (x *Exporter) lead(ctx context.Context, takeover bool, prior string) {
 	defer tick.Stop()
 	for {
 		x.reconcile(ctx, takeover)
+		// Resources found later have no stream of this leader's to
+		// take over: they list, or resume, as at any start.
+		takeover = false
 		select {
 		case <-ctx.Done():
 			return

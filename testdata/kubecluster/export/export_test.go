@@ -39,6 +39,14 @@ func TestExport(t *testing.T) {
 		mutate(t, c, "team-a", n)
 		mutate(t, c, "team-b", n)
 		converge(t, c, l, x.Logs)
+		// The pods' watch events carry their write time: the lag is
+		// measured, and small.
+		if lag := x.metric(t, "quota_export_lag_seconds", `resource="pods"`); lag <= 0 || lag > 60 {
+			t.Errorf("quota_export_lag_seconds of pods = %v, want a few seconds", lag)
+		}
+		if got := x.metric(t, "quota_export_events_total", `resource="pods"`, `type="DELETED"`); got == 0 {
+			t.Errorf("no pod DELETED event counted")
+		}
 	})
 
 	t.Run("a custom resource created after the exporter started", func(t *testing.T) {
