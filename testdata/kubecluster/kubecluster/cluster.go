@@ -87,7 +87,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 	dir := t.TempDir()
 	etcdURL := startEtcd(t, filepath.Join(dir, "etcd"))
 
-	storage := storagebackend.NewDefaultConfig("/registry-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nil)
+	prefix := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	storage := storagebackend.NewDefaultConfig("/registry-"+prefix, nil)
 	storage.Transport.ServerList = []string{etcdURL}
 	server, err := apiservertesting.StartTestServer(t, apiservertesting.NewDefaultTestServerOptions(), opts.APIServerFlags, storage)
 	if err != nil {
