@@ -71,6 +71,10 @@ func TestExport(t *testing.T) {
 		if !strings.Contains(x.Logs.String(), "resuming from the checkpoint") {
 			t.Errorf("no resource resumed from its checkpoint\n%s", x.Logs)
 		}
+		// Every resource had a checkpoint: none was listed again.
+		if got := x.metric(t, "quota_export_resyncs_total"); got != 0 {
+			t.Errorf("%v resyncs after a restart from checkpoints, want none\n%s", got, x.Logs)
+		}
 	})
 
 	t.Run("a checkpoint etcd compacted away is a relist and a resync", func(t *testing.T) {
