@@ -60,6 +60,8 @@ type stream struct {
 	// latestRV is the newest resourceVersion the Reflector has seen;
 	// ackedRV the newest up to which everything is in the log.
 	latestRV, ackedRV string
+	// failed is set once events were abandoned: ackedRV moves no more.
+	failed bool
 	// checkpointed is the last resourceVersion written to the bucket,
 	// at checkpointedAt.
 	ckMu           sync.Mutex
@@ -118,6 +120,26 @@ func (s *stream) run(ctx context.Context) {
 	}()
 	r.RunWithContext(ctx)
 	<-done
+	// What the Reflector handed over after the appender stopped is not
+	// in the log, and the checkpoint is before it.
+	s.abandon()
+}
+
+// abandon drops the events not appended, once the stream stops: the
+// checkpoint stays before them (failed), so that the next start sends
+// them again, in order.
+func (s *stream) abandon() {
+	s.mu.Lock()
+	n := len(s.pending)
+	s.pending = nil
+	s.outstanding -= n
+	s.failed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if n > 0 {
+		s.log.Warn("stopped with watch events not appended; the next start sends them again", "events", n)
+		s.x.window.release(n)
+	}
 }
 
 // listFailed is called when a list fails: it says what the operator can
@@ -174,7 +196,7 @@ func (s *stream) Resync() error        { return nil }
 func (s *stream) UpdateResourceVersion(rv string) {
 	s.mu.Lock()
 	s.latestRV = rv
-	if s.outstanding == 0 {
+	if s.outstanding == 0 && !s.failed {
 		s.ackedRV = rv
 	}
 	s.mu.Unlock()
@@ -226,13 +248,14 @@ func (s *stream) appendLoop(ctx context.Context) {
 		case <-s.wake:
 		case <-ctx.Done():
 			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopFlushTimeout)
-			for s.appendPending(flush) {
+			for s.appendPending(flush) == nil {
 			}
+			s.abandon()
 			s.writeCheckpoint(flush)
 			cancel()
 			return
 		}
-		for s.appendPending(ctx) {
+		for s.appendPending(ctx) == nil {
 		}
 		s.ckMu.Lock()
 		due := time.Since(s.checkpointedAt) >= CheckpointInterval
@@ -243,16 +266,19 @@ func (s *stream) appendLoop(ctx context.Context) {
 	}
 }
 
-// appendPending appends one batch of pending events, retrying while NATS
-// is unreachable, and reports whether it appended one.
-func (s *stream) appendPending(ctx context.Context) bool {
+// errNothingPending ends a run of appendPending.
+var errNothingPending = errors.New("nothing pending")
+
+// appendPending appends the oldest batch of pending events, retrying
+// while NATS is unreachable, until ctx ends: then the batch stays first
+// in pending, and no later event is appended before it.
+func (s *stream) appendPending(ctx context.Context) error {
 	s.mu.Lock()
 	n := min(len(s.pending), s.x.cfg.BatchSizeMax)
 	batch := slices.Clone(s.pending[:n])
-	s.pending = slices.Delete(s.pending, 0, n)
 	s.mu.Unlock()
 	if n == 0 {
-		return false
+		return errNothingPending
 	}
 	var lines bytes.Buffer
 	for _, ev := range batch {
@@ -267,15 +293,8 @@ func (s *stream) appendPending(ctx context.Context) bool {
 		return s.ing.IngestFile(ctx, name, bytes.NewReader(lines.Bytes()))
 	})
 	if err != nil {
-		// Stopped before they were appended: they stay unacknowledged,
-		// and the checkpoint before them makes the next leader send them.
-		s.log.Warn("stopped with watch events not appended; the next start sends them again", "events", n)
-		s.mu.Lock()
-		s.outstanding -= n
-		s.cond.Broadcast()
-		s.mu.Unlock()
-		s.x.window.release(n)
-		return false
+		// Stopped before they were appended: they stay first in pending.
+		return err
 	}
 	for _, rej := range report.Rejections {
 		s.log.Warn("watch event rejected into the dead-letter stream", "source", rej.Source, "reason", rej.Reason)
@@ -288,15 +307,18 @@ func (s *stream) appendPending(ctx context.Context) bool {
 	}
 	s.x.metrics.setNewest(s.res.Name(), s.newest)
 	s.mu.Lock()
+	s.pending = slices.Delete(s.pending, 0, n)
 	s.outstanding -= n
-	s.ackedRV = batch[n-1].it.ResourceVersion
-	if s.outstanding == 0 {
-		s.ackedRV = s.latestRV
+	if !s.failed {
+		s.ackedRV = batch[n-1].it.ResourceVersion
+		if s.outstanding == 0 {
+			s.ackedRV = s.latestRV
+		}
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	s.x.window.release(n)
-	return true
+	return nil
 }
 
 // writeCheckpoint stores ackedRV when it changed.
@@ -387,7 +409,10 @@ func (s *stream) gone(ctx context.Context) {
 
 func (s *stream) markSynced(rv string) {
 	s.mu.Lock()
-	s.latestRV, s.ackedRV = rv, rv
+	s.latestRV = rv
+	if !s.failed {
+		s.ackedRV = rv
+	}
 	s.mu.Unlock()
 	s.writeCheckpoint(s.ctx)
 	select {
