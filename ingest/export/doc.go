@@ -43,12 +43,15 @@
 //
 // # Caveats
 //
-//   - Leader election on a Lease is time-based, not fenced: a leader that
-//     stalls past its lease may still append a few events after another
-//     replica has taken over. Both append facts of the cluster; the
-//     takeover's resync restates the current state after them, but an
-//     event of the stalled leader that lands after the resync restates an
-//     older state until the object next changes.
+//   - Leader election on a Lease is time-based, not fenced. A leader that
+//     loses its lease stops appending within half the margin between
+//     LeaseDuration and RenewDeadline, before another replica may take
+//     it; a stop does not release the lease, for the same reason, so a
+//     standby takes over LeaseDuration after the leader's last renewal.
+//     A leader whose process stalls (no timers run) past its lease may
+//     still append a few events after another replica has taken over:
+//     one that lands after the takeover's resync restates an older state
+//     until the object next changes.
 //   - A namespaced resource's resync covers the namespaces listed and the
 //     namespaces of which the log holds any event: a relist appends one
 //     resync event per such namespace and resource, most of them empty.

@@ -127,11 +127,13 @@ func (x *Exporter) elect(ctx context.Context) {
 	}}
 	led := make(chan struct{})
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   x.cfg.LeaseDuration,
-		RenewDeadline:   x.cfg.RenewDeadline,
-		RetryPeriod:     x.cfg.RetryPeriod,
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		LeaseDuration: x.cfg.LeaseDuration,
+		RenewDeadline: x.cfg.RenewDeadline,
+		RetryPeriod:   x.cfg.RetryPeriod,
+		// Not released at a stop: a standby takes over once the lease
+		// has run out, when this replica's last append is behind it.
+		ReleaseOnCancel: false,
 		Name:            x.cfg.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {

@@ -106,7 +106,7 @@ func newStream(ctx context.Context, x *Exporter, res resource, resumeRV, firstRe
 }
 
 // run lists and watches until ctx ends, then appends what it has read,
-// within StopFlushTimeout.
+// within the flush timeout (Config.flushTimeout).
 func (s *stream) run(ctx context.Context) {
 	lw := &listWatch{client: s.x.rest, res: s.res, events: s}
 	r := cache.NewReflectorWithOptions(lw, nil, s, cache.ReflectorOptions{
@@ -236,7 +236,7 @@ func (s *stream) signal() {
 
 // appendLoop appends pending events in batches, acknowledged, and writes
 // the checkpoint after them. It returns when ctx ends and what was
-// pending is appended (or StopFlushTimeout has passed).
+// pending is appended (or the flush timeout has passed).
 func (s *stream) appendLoop(ctx context.Context) {
 	tick := time.NewTicker(CheckpointInterval)
 	defer tick.Stop()
@@ -247,7 +247,7 @@ func (s *stream) appendLoop(ctx context.Context) {
 			continue
 		case <-s.wake:
 		case <-ctx.Done():
-			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopFlushTimeout)
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.x.cfg.flushTimeout())
 			for s.appendPending(flush) == nil {
 			}
 			s.abandon()
