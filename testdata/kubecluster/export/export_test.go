@@ -134,6 +134,19 @@ func TestExportHandover(t *testing.T) {
 	}
 	mutate(t, c, "team-a", n)
 	converge(t, c, l, b.Logs)
+
+	// A leader stopped cleanly appends what it read and keeps its lease
+	// until it runs out; then the standby takes over.
+	d := startExporter(t, c, l, "exporter-d")
+	if err := b.Stop(); err != nil {
+		t.Fatalf("exporter-b did not stop cleanly: %v\n%s", err, b.Logs)
+	}
+	mutate(t, c, "team-a", n)
+	d.waitReady(t)
+	converge(t, c, l, d.Logs)
+	if got := d.metric(t, "quota_export_resyncs_total", `reason="takeover"`); got == 0 {
+		t.Errorf("the standby took over without a takeover resync\n%s", d.Logs)
+	}
 }
 
 // TestExportNATSOutage stops the ledger while the exporter streams, with
