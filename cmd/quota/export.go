@@ -102,7 +102,7 @@ SIGTERM, appending what it has read.`,
 				return withCode(exitError, err)
 			}
 			ctx := cmd.Context()
-			log.Info("quota export starting", "version", version(), "cluster", kc.Host, "kubeconfig", where, "nats", g.server, "identity", cfg.Identity)
+			log.Info("quota export starting", "version", version(), "cluster", kc.Host, "kubeconfig", where, "nats", g.server)
 			stream, err := export.Attach(ctx, js, log)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -118,6 +118,7 @@ SIGTERM, appending what it has read.`,
 			if err != nil {
 				return withCode(exitError, err)
 			}
+			log.Info("quota export standing for election", "identity", x.Identity(), "lease", cfg.LeaseName)
 			group, gctx := errgroup.WithContext(ctx)
 			if metricsListen != "" {
 				l, err := net.Listen("tcp", metricsListen)

@@ -50,9 +50,17 @@ const (
 	// watch is bounded by the API server (5 to 10 minutes, as client-go's
 	// Reflector asks).
 	RequestTimeout = 60 * time.Second
-	// StopFlushTimeout bounds how long a stopping stream still tries to
-	// append what it has read.
-	StopFlushTimeout = 10 * time.Second
+	// CheckpointInterval is how often, at most, a resource's checkpoint is
+	// written while its watch events flow (and at least, while it has
+	// moved): a restart may send again what came in the last interval,
+	// which ingest's message IDs make duplicates.
+	CheckpointInterval = time.Second
+	// StopFlushTimeoutMax bounds how long a stopping stream still tries
+	// to append what it has read. The bound used is smaller still: half
+	// the margin between LeaseDuration and RenewDeadline (see
+	// Config.flushTimeout), so that a leader that lost its lease has
+	// stopped appending before another can take it.
+	StopFlushTimeoutMax = 10 * time.Second
 )
 
 // Config configures an Exporter.
@@ -132,6 +140,14 @@ func (c Config) withDefaults() Config {
 		c.CheckpointBucket = DefaultCheckpointBucket
 	}
 	return c
+}
+
+// flushTimeout is how long a stopping stream still appends: a leader
+// stops renewing at most RenewDeadline after its last renewal, and another
+// replica takes the lease no sooner than LeaseDuration after it; the
+// flush ends halfway between.
+func (c Config) flushTimeout() time.Duration {
+	return min(StopFlushTimeoutMax, (c.LeaseDuration-c.RenewDeadline)/2)
 }
 
 // Validate reports every problem of c in one error wrapping

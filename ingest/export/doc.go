@@ -18,7 +18,9 @@
 // quotas, LimitRanges, ResourceClaims and the cluster-scoped kinds are
 // read whole; every other kind is only counted and is read as metadata
 // only (PartialObjectMetadata), so that, for one, a Secret's data never
-// leaves the cluster.
+// leaves the cluster. Metadata still holds annotations (a Secret applied
+// with kubectl keeps its data in last-applied-configuration): they reach
+// the exporter, and trimming drops them before anything is appended.
 //
 // # Invariant
 //
@@ -41,12 +43,15 @@
 //
 // # Caveats
 //
-//   - Leader election on a Lease is time-based, not fenced: a leader that
-//     stalls past its lease may still append a few events after another
-//     replica has taken over. Both append facts of the cluster; the
-//     takeover's resync restates the current state after them, but an
-//     event of the stalled leader that lands after the resync restates an
-//     older state until the object next changes.
+//   - Leader election on a Lease is time-based, not fenced. A leader that
+//     loses its lease stops appending within half the margin between
+//     LeaseDuration and RenewDeadline, before another replica may take
+//     it; a stop does not release the lease, for the same reason, so a
+//     standby takes over LeaseDuration after the leader's last renewal.
+//     A leader whose process stalls (no timers run) past its lease may
+//     still append a few events after another replica has taken over:
+//     one that lands after the takeover's resync restates an older state
+//     until the object next changes.
 //   - A namespaced resource's resync covers the namespaces listed and the
 //     namespaces of which the log holds any event: a relist appends one
 //     resync event per such namespace and resource, most of them empty.
@@ -57,6 +62,14 @@
 //   - A restarted replica resumes from its checkpoints only when it keeps
 //     its Identity (a pod's name, by default the host name); a new
 //     identity taking over the lease from another relists everything.
-//   - Lists are read without paging from the API server's watch cache
-//     when it has one; a very large resource is one response.
+//   - Lists are read in pages of ListPageSize at the latest
+//     resourceVersion, from etcd or the API server's consistent cache,
+//     rather than all at once from the watch cache.
+//   - Every countable kind is watched, leases.coordination.k8s.io
+//     included (nodes renew theirs every 10 seconds): their MODIFIED
+//     events cost watch traffic and reach ingest, which skips them as
+//     unchanged (a count-only kind's trimmed form is its identity).
+//   - A checkpoint is written at most every CheckpointInterval while
+//     events flow: a restart may send again up to that much, which
+//     ingest's message IDs make duplicates in the log.
 package export

@@ -9,4 +9,7 @@ var (
 	// ErrStopped is returned by a wait for a free in-flight slot or for an
 	// append when the exporter, or the stream of the resource, stops.
 	ErrStopped = errors.New("export stopped")
+	// errNotItem is returned by the Reflector's store when handed an
+	// object its ListerWatcher did not make: a bug.
+	errNotItem = errors.New("not an item")
 )

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/quotaledger/quota/ledger/ledgertest"
@@ -111,10 +113,10 @@ func TestTrim(t *testing.T) {
 		},
 		{
 			name:       "a secret read as metadata only",
-			raw:        `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"s","namespace":"a","uid":"u2","resourceVersion":"7"}}`,
+			raw:        `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"s","namespace":"a","uid":"u2","resourceVersion":"7","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"password\":\"aHVudGVyMg==\"}}"}}}`,
 			apiVersion: "v1", kind: "Secret",
 			want:   []string{`"kind":"Secret"`, `"apiVersion":"v1"`, `"resourceVersion":"7"`},
-			absent: []string{"PartialObjectMetadata"},
+			absent: []string{"PartialObjectMetadata", "last-applied", "aHVudGVyMg"},
 		},
 		{
 			name:       "a custom resource",
@@ -181,5 +183,80 @@ func TestConfigValidate(t *testing.T) {
 	ok := Config{Kubernetes: &rest.Config{Host: "https://127.0.0.1:1"}, Stream: ledgertest.OpenStream(t, js), JetStream: js, Identity: "x"}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a complete config: %v", err)
+	}
+}
+
+// TestStreamStore drives a resource's store as the Reflector would, on an
+// embedded JetStream: a list becomes a resync of every namespace, watch
+// events are appended in order, and the checkpoint moves to a bookmark's
+// resourceVersion only once every event before it is in the log.
+func TestStreamStore(t *testing.T) {
+	_, _, js := ledgertest.StartServer(t)
+	ledgerStream := ledgertest.OpenStream(t, js)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cp, err := openCheckpoints(ctx, js, DefaultCheckpointBucket, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{JetStream: js, Stream: ledgerStream, InFlightMax: 2}.withDefaults()
+	m := newMetrics()
+	x := &Exporter{cfg: cfg, log: cfg.Log, stream: ledgerStream, metrics: m, window: newWindow(cfg.InFlightMax, m), checkpoints: cp, streams: map[string]*running{}}
+	res := resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true, MetadataOnly: true}
+	s, err := newStream(ctx, x, res, "", ReasonInitial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.appendLoop(ctx)
+	cm := func(ns, name, rv string) *item {
+		it, err := trim([]byte(`{"metadata":{"name":"`+name+`","namespace":"`+ns+`","uid":"u-`+name+`","resourceVersion":"`+rv+`"}}`), "v1", "ConfigMap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	if err := s.Replace([]any{cm("a", "one", "3"), cm("b", "two", "4")}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	waitCheckpoint(t, cp, "configmaps", "5")
+	// More events than the window holds: enqueue waits for appends.
+	for i, name := range []string{"three", "four", "five"} {
+		if err := s.Add(cm("a", name, fmt.Sprint(6+i))); err != nil {
+			t.Fatal(err)
+		}
+		s.UpdateResourceVersion(fmt.Sprint(6 + i))
+	}
+	if err := s.Delete(cm("a", "one", "9")); err != nil {
+		t.Fatal(err)
+	}
+	s.UpdateResourceVersion("9")
+	if err := s.Bookmark("20"); err != nil {
+		t.Fatal(err)
+	}
+	waitCheckpoint(t, cp, "configmaps", "20")
+
+	var got []string
+	for _, r := range ledgertest.ReadAll(t, ledgerStream, 1) {
+		got = append(got, fmt.Sprintf("%s %s/%s", r.Event.Type, r.Event.Namespace, r.Event.Name))
+	}
+	want := []string{"resync a/", "resync b/", "upsert a/three", "upsert a/four", "upsert a/five", "delete a/one"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("log = %v, want %v", got, want)
+	}
+}
+
+// waitCheckpoint polls until resource's checkpoint is rv.
+func waitCheckpoint(t *testing.T, cp *checkpoints, resource, rv string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _, err := cp.get(context.Background(), resource)
+		if err == nil && got.ResourceVersion == rv {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoint of %s = %q (%v), want %s", resource, got.ResourceVersion, err, rv)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

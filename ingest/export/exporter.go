@@ -127,11 +127,13 @@ func (x *Exporter) elect(ctx context.Context) {
 	}}
 	led := make(chan struct{})
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   x.cfg.LeaseDuration,
-		RenewDeadline:   x.cfg.RenewDeadline,
-		RetryPeriod:     x.cfg.RetryPeriod,
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		LeaseDuration: x.cfg.LeaseDuration,
+		RenewDeadline: x.cfg.RenewDeadline,
+		RetryPeriod:   x.cfg.RetryPeriod,
+		// Not released at a stop: a standby takes over once the lease
+		// has run out, when this replica's last append is behind it.
+		ReleaseOnCancel: false,
 		Name:            x.cfg.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
@@ -212,7 +214,7 @@ func (x *Exporter) lead(ctx context.Context, takeover bool, prior string) {
 	if takeover {
 		x.log.Info("leading: took the lease over; every resource is listed and resynced", "from", prior, "identity", x.cfg.Identity)
 	} else {
-		x.log.Info("leading: each resource resumes from its checkpoint", "identity", x.cfg.Identity)
+		x.log.Info("leading: each resource resumes from its checkpoint, or lists and resyncs without one", "identity", x.cfg.Identity)
 	}
 	defer func() {
 		x.stopAll()
@@ -225,6 +227,9 @@ func (x *Exporter) lead(ctx context.Context, takeover bool, prior string) {
 	defer tick.Stop()
 	for {
 		x.reconcile(ctx, takeover)
+		// Resources found later have no stream of this leader's to
+		// take over: they list, or resume, as at any start.
+		takeover = false
 		select {
 		case <-ctx.Done():
 			return
@@ -331,6 +336,9 @@ func (x *Exporter) stopAll() {
 	x.metrics.streams.Set(0)
 	x.metrics.synced.Set(0)
 }
+
+// Identity is this replica's name in the leader election.
+func (x *Exporter) Identity() string { return x.cfg.Identity }
 
 // Ready reports whether the exporter is ready, and why not: a standby is
 // ready (to take over); a leader once every stream has listed (or resumed)

@@ -3,7 +3,6 @@ package export
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -242,5 +241,3 @@ func (w *rawWatch) event(typ watch.EventType, raw json.RawMessage) (watch.Event,
 func isGone(status *metav1.Status) bool {
 	return status.Code == http.StatusGone || status.Reason == metav1.StatusReasonExpired || status.Reason == metav1.StatusReasonGone
 }
-
-var errNotItem = errors.New("not an item")

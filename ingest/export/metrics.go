@@ -29,7 +29,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_events_total",
-			Help: "Events appended to the log, by resource and watch type (ADDED, MODIFIED, DELETED; RESYNC for each resync event)."}, []string{"resource", "type"}),
+			Help: "Events sent to the log through ingest and acknowledged, by resource and watch type (ADDED, MODIFIED, DELETED; RESYNC for each resync event); ingest skips an upsert whose trimmed object is unchanged."}, []string{"resource", "type"}),
 		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_resyncs_total",
 			Help: "Lists followed by a resync, by resource and reason (initial, 410, gap, takeover)."}, []string{"resource", "reason"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_watch_restarts_total",
@@ -51,7 +51,7 @@ func newMetrics() *metrics {
 		ageDesc: prometheus.NewDesc("quota_export_checkpoint_age_seconds",
 			"Seconds since the resource's checkpoint was last written.", []string{"resource"}, nil),
 		lagDesc: prometheus.NewDesc("quota_export_lag_seconds",
-			"Now minus the write time of the newest event appended of the resource (to the second, as the API server records it).", []string{"resource"}, nil),
+			"Now minus the write time of the newest watch event appended of the resource (to the second, as the API server records it in managedFields; pods and quotas only, whose trimmed form keeps that time).", []string{"resource"}, nil),
 	}
 }
 

@@ -59,9 +59,14 @@ type stream struct {
 	// latestRV is the newest resourceVersion the Reflector has seen;
 	// ackedRV the newest up to which everything is in the log.
 	latestRV, ackedRV string
-	// checkpointed is the last resourceVersion written to the bucket.
-	checkpointed string
-	wake         chan struct{}
+	// failed is set once events were abandoned: ackedRV moves no more.
+	failed bool
+	// checkpointed is the last resourceVersion written to the bucket,
+	// at checkpointedAt.
+	ckMu           sync.Mutex
+	checkpointed   string
+	checkpointedAt time.Time
+	wake           chan struct{}
 
 	// Set between a list and the Replace that follows it, in the
 	// Reflector's goroutine.
@@ -72,8 +77,11 @@ type stream struct {
 	resumeRV string
 	lists    int
 	watches  int
-	synced   chan struct{}
-	newest   time.Time // the newest appended event's write time
+	// listed is set once a list (or a resume) has been handed over: a
+	// list after it is a relist.
+	listed bool
+	synced chan struct{}
+	newest time.Time // the newest appended event's write time
 	// split counts the namespaces of the resync in hand whose list was
 	// too large for one event.
 	split int
@@ -97,7 +105,7 @@ func newStream(ctx context.Context, x *Exporter, res resource, resumeRV, firstRe
 }
 
 // run lists and watches until ctx ends, then appends what it has read,
-// within StopFlushTimeout.
+// within the flush timeout (Config.flushTimeout).
 func (s *stream) run(ctx context.Context) {
 	lw := &listWatch{client: s.x.rest, res: s.res, events: s}
 	r := cache.NewReflectorWithOptions(lw, nil, s, cache.ReflectorOptions{
@@ -111,6 +119,26 @@ func (s *stream) run(ctx context.Context) {
 	}()
 	r.RunWithContext(ctx)
 	<-done
+	// What the Reflector handed over after the appender stopped is not
+	// in the log, and the checkpoint is before it.
+	s.abandon()
+}
+
+// abandon drops the events not appended, once the stream stops: the
+// checkpoint stays before them (failed), so that the next start sends
+// them again, in order.
+func (s *stream) abandon() {
+	s.mu.Lock()
+	n := len(s.pending)
+	s.pending = nil
+	s.outstanding -= n
+	s.failed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if n > 0 {
+		s.log.Warn("stopped with watch events not appended; the next start sends them again", "events", n)
+		s.x.window.release(n)
+	}
 }
 
 // listFailed is called when a list fails: it says what the operator can
@@ -129,7 +157,8 @@ func (s *stream) listing() string {
 		s.resumed = true
 		return s.resumeRV
 	}
-	if s.lists > 1 && s.reason == "" {
+	if s.listed && s.reason == "" {
+		// A relist after a list that reached the log: the watch ended.
 		s.reason = ReasonGap
 	}
 	return ""
@@ -166,7 +195,7 @@ func (s *stream) Resync() error        { return nil }
 func (s *stream) UpdateResourceVersion(rv string) {
 	s.mu.Lock()
 	s.latestRV = rv
-	if s.outstanding == 0 {
+	if s.outstanding == 0 && !s.failed {
 		s.ackedRV = rv
 	}
 	s.mu.Unlock()
@@ -206,35 +235,49 @@ func (s *stream) signal() {
 
 // appendLoop appends pending events in batches, acknowledged, and writes
 // the checkpoint after them. It returns when ctx ends and what was
-// pending is appended (or StopFlushTimeout has passed).
+// pending is appended (or the flush timeout has passed).
 func (s *stream) appendLoop(ctx context.Context) {
+	tick := time.NewTicker(CheckpointInterval)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			s.writeCheckpoint(ctx)
+			continue
 		case <-s.wake:
 		case <-ctx.Done():
-			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopFlushTimeout)
-			for s.appendPending(flush) {
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.x.cfg.flushTimeout())
+			for s.appendPending(flush) == nil {
 			}
+			s.abandon()
 			s.writeCheckpoint(flush)
 			cancel()
 			return
 		}
-		for s.appendPending(ctx) {
+		for s.appendPending(ctx) == nil {
 		}
-		s.writeCheckpoint(ctx)
+		s.ckMu.Lock()
+		due := time.Since(s.checkpointedAt) >= CheckpointInterval
+		s.ckMu.Unlock()
+		if due {
+			s.writeCheckpoint(ctx)
+		}
 	}
 }
 
-// appendPending appends one batch of pending events, retrying while NATS
-// is unreachable, and reports whether it appended one.
-func (s *stream) appendPending(ctx context.Context) bool {
+// errNothingPending ends a run of appendPending.
+var errNothingPending = errors.New("nothing pending")
+
+// appendPending appends the oldest batch of pending events, retrying
+// while NATS is unreachable, until ctx ends: then the batch stays first
+// in pending, and no later event is appended before it.
+func (s *stream) appendPending(ctx context.Context) error {
 	s.mu.Lock()
 	n := min(len(s.pending), s.x.cfg.BatchSizeMax)
 	batch := slices.Clone(s.pending[:n])
-	s.pending = slices.Delete(s.pending, 0, n)
 	s.mu.Unlock()
 	if n == 0 {
-		return false
+		return errNothingPending
 	}
 	var lines bytes.Buffer
 	for _, ev := range batch {
@@ -249,15 +292,8 @@ func (s *stream) appendPending(ctx context.Context) bool {
 		return s.ing.IngestFile(ctx, name, bytes.NewReader(lines.Bytes()))
 	})
 	if err != nil {
-		// Stopped before they were appended: they stay unacknowledged,
-		// and the checkpoint before them makes the next leader send them.
-		s.log.Warn("stopped with watch events not appended; the next start sends them again", "events", n)
-		s.mu.Lock()
-		s.outstanding -= n
-		s.cond.Broadcast()
-		s.mu.Unlock()
-		s.x.window.release(n)
-		return false
+		// Stopped before they were appended: they stay first in pending.
+		return err
 	}
 	for _, rej := range report.Rejections {
 		s.log.Warn("watch event rejected into the dead-letter stream", "source", rej.Source, "reason", rej.Reason)
@@ -270,19 +306,25 @@ func (s *stream) appendPending(ctx context.Context) bool {
 	}
 	s.x.metrics.setNewest(s.res.Name(), s.newest)
 	s.mu.Lock()
+	s.pending = slices.Delete(s.pending, 0, n)
 	s.outstanding -= n
-	s.ackedRV = batch[n-1].it.ResourceVersion
-	if s.outstanding == 0 {
-		s.ackedRV = s.latestRV
+	if !s.failed {
+		s.ackedRV = batch[n-1].it.ResourceVersion
+		if s.outstanding == 0 {
+			s.ackedRV = s.latestRV
+		}
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	s.x.window.release(n)
-	return true
+	return nil
 }
 
 // writeCheckpoint stores ackedRV when it changed.
 func (s *stream) writeCheckpoint(ctx context.Context) {
+	// The appender and the Reflector (after a list) both write.
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
 	s.mu.Lock()
 	rv := s.ackedRV
 	s.mu.Unlock()
@@ -293,7 +335,7 @@ func (s *stream) writeCheckpoint(ctx context.Context) {
 		s.log.Warn("cannot write the checkpoint; a restart would resume from an older one", "err", err)
 		return
 	}
-	s.checkpointed = rv
+	s.checkpointed, s.checkpointedAt = rv, time.Now()
 	s.x.metrics.checkpointed(s.res.Name())
 }
 
@@ -308,6 +350,7 @@ func (s *stream) Replace(list []any, rv string) error {
 	}
 	resumed := s.resumed
 	s.resumed = false
+	s.listed = true
 	reason := s.reason
 	if reason == "" {
 		reason = ReasonInitial
@@ -365,7 +408,10 @@ func (s *stream) gone(ctx context.Context) {
 
 func (s *stream) markSynced(rv string) {
 	s.mu.Lock()
-	s.latestRV, s.ackedRV = rv, rv
+	s.latestRV = rv
+	if !s.failed {
+		s.ackedRV = rv
+	}
 	s.mu.Unlock()
 	s.writeCheckpoint(s.ctx)
 	select {

@@ -1,9 +1,6 @@
 package export
 
-import (
-	"context"
-	"sync"
-)
+import "context"
 
 // window bounds the watch events read and not yet acknowledged, over all
 // resources: acquire waits while it is full, which holds the watch that
@@ -11,7 +8,6 @@ import (
 type window struct {
 	slots   chan struct{}
 	metrics *metrics
-	mu      sync.Mutex
 }
 
 func newWindow(size int, m *metrics) *window {

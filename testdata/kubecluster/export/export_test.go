@@ -39,6 +39,14 @@ func TestExport(t *testing.T) {
 		mutate(t, c, "team-a", n)
 		mutate(t, c, "team-b", n)
 		converge(t, c, l, x.Logs)
+		// The pods' watch events carry their write time: the lag is
+		// measured, and small.
+		if lag := x.metric(t, "quota_export_lag_seconds", `resource="pods"`); lag <= 0 || lag > 60 {
+			t.Errorf("quota_export_lag_seconds of pods = %v, want a few seconds", lag)
+		}
+		if got := x.metric(t, "quota_export_events_total", `resource="pods"`, `type="DELETED"`); got == 0 {
+			t.Errorf("no pod DELETED event counted")
+		}
 	})
 
 	t.Run("a custom resource created after the exporter started", func(t *testing.T) {
@@ -62,6 +70,10 @@ func TestExport(t *testing.T) {
 		converge(t, c, l, x.Logs)
 		if !strings.Contains(x.Logs.String(), "resuming from the checkpoint") {
 			t.Errorf("no resource resumed from its checkpoint\n%s", x.Logs)
+		}
+		// Every resource had a checkpoint: none was listed again.
+		if got := x.metric(t, "quota_export_resyncs_total"); got != 0 {
+			t.Errorf("%v resyncs after a restart from checkpoints, want none\n%s", got, x.Logs)
 		}
 	})
 
@@ -122,6 +134,19 @@ func TestExportHandover(t *testing.T) {
 	}
 	mutate(t, c, "team-a", n)
 	converge(t, c, l, b.Logs)
+
+	// A leader stopped cleanly appends what it read and keeps its lease
+	// until it runs out; then the standby takes over.
+	d := startExporter(t, c, l, "exporter-d")
+	if err := b.Stop(); err != nil {
+		t.Fatalf("exporter-b did not stop cleanly: %v\n%s", err, b.Logs)
+	}
+	mutate(t, c, "team-a", n)
+	d.waitReady(t)
+	converge(t, c, l, d.Logs)
+	if got := d.metric(t, "quota_export_resyncs_total", `reason="takeover"`); got == 0 {
+		t.Errorf("the standby took over without a takeover resync\n%s", d.Logs)
+	}
 }
 
 // TestExportNATSOutage stops the ledger while the exporter streams, with
@@ -179,5 +204,38 @@ func TestExportSplitResync(t *testing.T) {
 	converge(t, c, l, x.Logs)
 	if !strings.Contains(x.Logs.String(), "resource=pods reason=initial objects=63") || !strings.Contains(x.Logs.String(), "split=1") {
 		t.Errorf("no split resync of the 63 pods logged\n%s", x.Logs)
+	}
+}
+
+// TestExportAPIOutage takes the API server away from the exporter for
+// longer than its lease lasts, changes objects meanwhile, and gives it
+// back: the exporter says the API server is unreachable, loses and takes
+// back its lease (its own, so it resumes from its checkpoints), and the
+// ledger equals the cluster again.
+func TestExportAPIOutage(t *testing.T) {
+	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
+	l := kubecluster.Serve(t)
+	n := &counter{}
+	clusterObjects(t, c)
+	namespaceObjects(t, c, "team-a", n)
+	x := startExporter(t, c, l, "exporter-0")
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+
+	c.StopAPI()
+	mutate(t, c, "team-a", n)
+	deadline := time.Now().Add(convergeTimeout)
+	for !strings.Contains(x.Logs.String(), "lost the lease") {
+		if time.Now().After(deadline) || x.Exited() {
+			t.Fatalf("the exporter did not give up its lease while the API server was away\n%s", x.Logs)
+		}
+		time.Sleep(pollInterval)
+	}
+	mutate(t, c, "team-a", n)
+	c.StartAPI(t)
+	x.waitReady(t)
+	converge(t, c, l, x.Logs)
+	if os.Getenv("EXPORT_SHOW_LOGS") != "" {
+		t.Logf("exporter log:\n%s", x.Logs)
 	}
 }

@@ -60,6 +60,14 @@ func TestExportRBAC(t *testing.T) {
 	apply(t, c, binding)
 	x.waitReady(t)
 	converge(t, c, l, x.Logs)
+	// Lists that failed were never in the log: the first that succeeds
+	// is the initial one, not a relist after a gap.
+	if got := x.metric(t, "quota_export_resyncs_total", `reason="initial"`, `resource="pods"`); got != 1 {
+		t.Errorf("initial resyncs of pods = %v, want 1", got)
+	}
+	if got := x.metric(t, "quota_export_resyncs_total", `reason="gap"`); got != 0 {
+		t.Errorf("%v resyncs after a gap, want none", got)
+	}
 }
 
 // docRBAC reads the RBAC objects of docs/export.md's YAML block.

@@ -50,8 +50,9 @@ type Cluster struct {
 	// Config reaches the apiserver with its loopback credentials, which
 	// are allowed everything.
 	Config *rest.Config
-	// Kubeconfig is a kubeconfig file with the same server and
-	// credentials, for subprocesses (--kubeconfig).
+	// Kubeconfig is a kubeconfig file with the same credentials, for
+	// subprocesses (--kubeconfig). It reaches the apiserver through a
+	// relay that StopAPI and StartAPI take away and give back.
 	Kubeconfig string
 	// Client is a clientset of Config.
 	Client kubernetes.Interface
@@ -61,7 +62,18 @@ type Cluster struct {
 	EtcdPrefix string
 	// Dir is a directory of the cluster's own (the kubeconfig, etcd's data).
 	Dir string
+
+	proxy *proxy
 }
+
+// StopAPI takes the apiserver away from the clients of Kubeconfig: their
+// connections are closed and new ones refused, as in an outage. Config and
+// Client still reach it.
+func (c *Cluster) StopAPI() { c.proxy.stop() }
+
+// StartAPI gives the apiserver back to the clients of Kubeconfig, on the
+// same address.
+func (c *Cluster) StartAPI(t testing.TB) { c.proxy.restart(t) }
 
 // Start starts etcd and kube-apiserver, waits until the apiserver is healthy
 // and its default namespace exists, and stops both when t ends.
@@ -75,7 +87,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 	dir := t.TempDir()
 	etcdURL := startEtcd(t, filepath.Join(dir, "etcd"))
 
-	storage := storagebackend.NewDefaultConfig("/registry-"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), nil)
+	prefix := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	storage := storagebackend.NewDefaultConfig("/registry-"+prefix, nil)
 	storage.Transport.ServerList = []string{etcdURL}
 	server, err := apiservertesting.StartTestServer(t, apiservertesting.NewDefaultTestServerOptions(), opts.APIServerFlags, storage)
 	if err != nil {
@@ -88,8 +106,15 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("clientset: %v", err)
 	}
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.proxy = startProxy(t, u.Host)
+	relayed := rest.CopyConfig(c.Config)
+	relayed.Host = "https://" + c.proxy.addr
 	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, c.Config); err != nil {
+	if err := writeKubeconfig(c.Kubeconfig, relayed); err != nil {
 		t.Fatalf("write kubeconfig: %v", err)
 	}
 	return c

@@ -19,9 +19,20 @@
 // "--disable-admission-plugins=ResourceQuota" (the plugin refuses creates
 // while a quota's status is unknown).
 //
+// The kubeconfig reaches the apiserver through a TCP relay of the
+// harness: StopAPI takes the apiserver away from its clients (their
+// connections closed, new ones refused), as an outage would, and StartAPI
+// gives it back on the same address; Config and Client reach the
+// apiserver directly, so a test can change the cluster meanwhile. Compact
+// compacts etcd, so that a watch from an older resourceVersion gets 410
+// Gone (with "--watch-cache=false"; the watch cache keeps its own window).
+//
 // Quota builds the project's `quota` binary once per test process (or
-// takes $QUOTA_BIN), and Serve starts `quota serve` on a free port with its
-// data in a TempDir.
+// takes $QUOTA_BIN, which make cluster sets; a binary built with -race
+// makes a data race it reports fail the test), StartQuota runs it, and
+// Serve starts `quota serve` on a free port with its data in a TempDir;
+// Ledger.Restart stops it and starts it again on the same address and
+// data, as an outage of the ledger's NATS would look to its clients.
 //
 // # Caveats
 //

@@ -136,7 +136,13 @@ func startProc(t testing.TB, lines func(string), args ...string) *Proc {
 		<-copied
 		close(p.done)
 	}()
-	t.Cleanup(func() { p.Kill() })
+	t.Cleanup(func() {
+		p.Kill()
+		// A binary built with -race (QUOTA_BIN) reports here.
+		if strings.Contains(p.Logs.String(), "WARNING: DATA RACE") {
+			t.Errorf("quota %s: the race detector found a data race\n%s", strings.Join(args, " "), p.Logs)
+		}
+	})
 	return p
 }
 
