@@ -51,7 +51,7 @@ func newMetrics() *metrics {
 		ageDesc: prometheus.NewDesc("quota_export_checkpoint_age_seconds",
 			"Seconds since the resource's checkpoint was last written.", []string{"resource"}, nil),
 		lagDesc: prometheus.NewDesc("quota_export_lag_seconds",
-			"Now minus the write time of the newest watch event appended of the resource (to the second, as the API server records it in managedFields; pods and quotas only, whose trimmed form keeps that time).", []string{"resource"}, nil),
+			"Now minus the write time of the newest watch event appended of the resource (to the second, as the API server records it in managedFields, or its creation time).", []string{"resource"}, nil),
 	}
 }
 
