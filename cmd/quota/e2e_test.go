@@ -26,6 +26,7 @@ import (
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector/projectortest"
+	"github.com/quotaledger/quota/projector/usedtest"
 )
 
 // binary is the quota binary built once for the end-to-end tests.
@@ -108,8 +109,28 @@ func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
 		cmd.Process.Kill()
 		t.Fatalf("quota serve did not start in 30s\n%s", s.logs)
 	}
-	t.Cleanup(func() { s.stop() })
+	t.Cleanup(func() {
+		s.stop()
+		checkProjection(t, dir)
+	})
 	return s
+}
+
+// checkProjection runs the whole-state check (usedtest.CheckUsed) on the
+// projection a stopped server left in dir, if it left one.
+func checkProjection(t testing.TB, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "projection.db")
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Errorf("open the projection for the whole-state check: %v", err)
+		return
+	}
+	defer db.Close()
+	usedtest.CheckUsed(t, db)
 }
 
 // stop ends the server with SIGTERM and waits for a clean exit.
