@@ -135,7 +135,8 @@ type Report struct {
 	// duplicate window): a re-sent backlog.
 	Duplicates int
 	// Unchanged upserts were skipped because the object's trimmed form
-	// equals the one last appended in this session (status-only churn).
+	// equals the one this Ingester last appended (status-only churn) or,
+	// for a plain manifest, the object's current state in the log.
 	Unchanged int
 	// Bookmarks are watch BOOKMARK events, which carry no fact.
 	Bookmarks int
