@@ -92,8 +92,10 @@ func newRootCommand() *cobra.Command {
 appended to a NATS JetStream stream, folded into per-namespace usage in a
 bbolt projection, and queried over NATS request-reply.
 
-Start the ledger with 'quota serve'; feed it with 'quota ingest'; read it with
-'quota describe', 'quota admit' and 'quota replay'.`,
+Start the ledger with 'quota serve'; feed it from a cluster with 'quota export'
+or from files and pipes with 'quota ingest'; read it with 'quota describe',
+'quota admit' and 'quota replay'; let kube-apiserver ask it through
+'quota webhook'.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
