@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,18 +58,10 @@ once every stream has synced; a standby is ready). It stops on SIGINT or
 SIGTERM, appending what it has read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelInfo
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return withCode(exitError, err)
+			log, err := newLogger(logLevel, logJSON)
+			if err != nil {
+				return err
 			}
-			opts := &slog.HandlerOptions{Level: level}
-			var log *slog.Logger
-			if logJSON {
-				log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
-			} else {
-				log = slog.New(slog.NewTextHandler(os.Stderr, opts))
-			}
-			slog.SetDefault(log)
 			klog.SetSlogLogger(log.With("from", "client-go"))
 			cfg.Log = log
 

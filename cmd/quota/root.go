@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -273,4 +274,24 @@ func version() string {
 		v = "commit " + rev + modified
 	}
 	return v + ", " + bi.GoVersion
+}
+
+// newLogger makes the slog logger of a long-running command (--log-level,
+// --log-json) on standard error, and makes it the default: what logs to
+// the default logger (a panic recovered where no logger is at hand) goes
+// to the command's log too.
+func newLogger(level string, json bool) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, withCode(exitError, err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	var log *slog.Logger
+	if json {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	} else {
+		log = slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	slog.SetDefault(log)
+	return log, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,19 +57,10 @@ projection catches up at start, /healthz is 200 while the server runs.
 It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelInfo
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return withCode(exitError, err)
+			var err error
+			if cfg.Logger, err = newLogger(logLevel, logJSON); err != nil {
+				return err
 			}
-			opts := &slog.HandlerOptions{Level: level}
-			if logJSON {
-				cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
-			} else {
-				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
-			}
-			// What logs to the default logger (a panic recovered where no
-			// logger is at hand) goes to serve's log too.
-			slog.SetDefault(cfg.Logger)
 			cfg.Logger.Info("quota serve starting", "version", version())
 			if admissionConfig != "" {
 				limited, err := admission.LoadLimitedResources(admissionConfig)

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"log/slog"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/quotaledger/quota/cmd/internal/webhook"
@@ -39,17 +36,10 @@ turns not ready, goes on taking reviews for --shutdown-delay, then stops
 once the reviews in hand are answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelInfo
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return withCode(exitError, err)
+			var err error
+			if cfg.Logger, err = newLogger(logLevel, logJSON); err != nil {
+				return err
 			}
-			opts := &slog.HandlerOptions{Level: level}
-			if logJSON {
-				cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
-			} else {
-				cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
-			}
-			slog.SetDefault(cfg.Logger)
 			cfg.Logger.Info("quota webhook starting", "version", version())
 			// The serving pair took the names of the client pair.
 			g.tlsCert, g.tlsKey = natsTLSCert, natsTLSKey
