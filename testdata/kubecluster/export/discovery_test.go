@@ -8,8 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
-
-	"github.com/quotaledger/quota/testdata/kubecluster/kubecluster"
 )
 
 // TestExportPartialDiscovery registers an aggregated API whose server does
@@ -17,11 +15,7 @@ import (
 // the other streams go on, and a custom resource created afterwards is
 // still found and streamed.
 func TestExportPartialDiscovery(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
-	l := kubecluster.Serve(t)
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, n := populated(t, nil)
 	x := startExporter(t, c, l, "exporter-0")
 	x.waitReady(t)
 	converge(t, c, l, x.Logs)

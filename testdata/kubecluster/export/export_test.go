@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/quotaledger/quota/testdata/kubecluster/kubecluster"
 )
 
 // clusterFlags: no quota admission (no quota controller recounts the
@@ -21,11 +19,7 @@ var clusterFlags = []string{"--disable-admission-plugins=ResourceQuota", "--watc
 // resumes from checkpoints, with changes meanwhile; a restart from a
 // checkpoint etcd has compacted away (410 Gone, a relist and a resync).
 func TestExport(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
-	l := kubecluster.Serve(t)
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, n := populated(t, nil)
 	namespaceObjects(t, c, "team-b", n)
 
 	x := startExporter(t, c, l, "exporter-0")
@@ -109,11 +103,7 @@ func TestExport(t *testing.T) {
 // and resyncs, and the ledger equals the cluster again with the changes
 // made while nobody streamed.
 func TestExportHandover(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
-	l := kubecluster.Serve(t)
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, n := populated(t, nil)
 
 	a := startExporter(t, c, l, "exporter-a")
 	a.waitReady(t)
@@ -153,11 +143,7 @@ func TestExportHandover(t *testing.T) {
 // an in-flight window of 4 events: the watches are held back, nothing is
 // dropped, and once the ledger is back the exporter catches up.
 func TestExportNATSOutage(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
-	l := kubecluster.Serve(t)
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, n := populated(t, nil)
 	x := startExporter(t, c, l, "exporter-0", "--in-flight-max", "4")
 	x.waitReady(t)
 	converge(t, c, l, x.Logs)
@@ -191,11 +177,7 @@ func TestExportNATSOutage(t *testing.T) {
 // is split, its objects appended one by one then the list of their names,
 // and the ledger equals the cluster.
 func TestExportSplitResync(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
-	l := kubecluster.Serve(t, "--max-event-size", "16Ki")
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, n := populated(t, nil, "--max-event-size", "16Ki")
 	for range 60 {
 		createPod(t, c, "team-a", n, "")
 	}
@@ -213,11 +195,7 @@ func TestExportSplitResync(t *testing.T) {
 // back its lease (its own, so it resumes from its checkpoints), and the
 // ledger equals the cluster again.
 func TestExportAPIOutage(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: clusterFlags})
-	l := kubecluster.Serve(t)
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, n := populated(t, nil)
 	x := startExporter(t, c, l, "exporter-0")
 	x.waitReady(t)
 	converge(t, c, l, x.Logs)

@@ -373,3 +373,16 @@ func resourceString(l corev1.ResourceList) string {
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
 }
+
+// populated starts a cluster (clusterFlags and extraFlags) and a ledger
+// (serveArgs), then creates the cluster-scoped objects and team-a's,
+// counted in the returned counter.
+func populated(t *testing.T, extraFlags []string, serveArgs ...string) (*kubecluster.Cluster, *kubecluster.Ledger, *counter) {
+	t.Helper()
+	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: append(extraFlags, clusterFlags...)})
+	l := kubecluster.Serve(t, serveArgs...)
+	n := &counter{}
+	clusterObjects(t, c)
+	namespaceObjects(t, c, "team-a", n)
+	return c, l, n
+}

@@ -23,11 +23,7 @@ import (
 // permission it lacks; once the RBAC of docs/export.md is applied, it
 // streams, and the ledger equals the cluster.
 func TestExportRBAC(t *testing.T) {
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: append([]string{"--authorization-mode=RBAC"}, clusterFlags...)})
-	l := kubecluster.Serve(t)
-	n := &counter{}
-	clusterObjects(t, c)
-	namespaceObjects(t, c, "team-a", n)
+	c, l, _ := populated(t, []string{"--authorization-mode=RBAC"})
 	c.CreateNamespace(t, "quota-system")
 	_, err := c.Client.CoreV1().ServiceAccounts("quota-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "quota-export"}}, metav1.CreateOptions{})
 	must(t, err)
