@@ -115,16 +115,20 @@ func (r *Reader) pump() {
 }
 
 func recordOf(msg jetstream.Msg) Record {
-	rec := Record{Subject: msg.Subject(), Raw: msg.Data()}
 	meta, err := msg.Metadata()
 	if err != nil {
 		// Without metadata there is no sequence; the ordered consumer
 		// always provides it, so this is a broken invariant of the client.
 		panic(fmt.Sprintf("ledger: message on %s without JetStream metadata: %v", msg.Subject(), err))
 	}
-	rec.Seq = meta.Sequence.Stream
-	rec.Time = meta.Timestamp
+	rec := recordFrom(msg.Subject(), msg.Data(), meta.Sequence.Stream, meta.Timestamp)
 	rec.Pending = meta.NumPending
+	return rec
+}
+
+// recordFrom decodes the event of a stored message into a record.
+func recordFrom(subject string, data []byte, seq uint64, at time.Time) Record {
+	rec := Record{Subject: subject, Raw: data, Seq: seq, Time: at}
 	ns, err := NamespaceOf(rec.Subject)
 	if err != nil {
 		rec.Err = err

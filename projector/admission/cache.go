@@ -52,7 +52,37 @@ func (v *view) reservedAt(key string) (uint64, bool) {
 	if v.pending == nil {
 		return 0, false
 	}
-	return v.pending.lookup(key, v.SubjectSeq)
+	m, ok := v.pending.lookup(key, v.SubjectSeq)
+	return m.last, ok
+}
+
+// charge returns the charge the view holds the object key at, reading
+// the projection through l for an object the view did not reserve
+// itself; ok is false when the view holds no such object, holds a hold
+// on it, or the projection has it from an event the view does not
+// account for.
+func (v *view) charge(l *lookup, resource, name string) (c quota.Charge, ok bool, err error) {
+	if v.pending != nil {
+		if m, in := v.pending.lookup(objectKey(resource, name), v.SubjectSeq); in {
+			if m.charge == nil {
+				return quota.Charge{}, false, nil
+			}
+			return *m.charge, true, nil
+		}
+	}
+	if err := l.open(); err != nil {
+		return quota.Charge{}, false, err
+	}
+	return l.read.Charge(v.Namespace, resource, name, v.SubjectSeq)
+}
+
+// advancedTo returns the view accounting for the namespace's events up
+// to seq, which changed nothing it holds (see
+// projector.UnchangingUpsert).
+func (v *view) advancedTo(seq uint64) *view {
+	state := *v.NamespaceState
+	state.SubjectSeq = seq
+	return &view{NamespaceState: &state, env: v.env, pending: v.pending}
 }
 
 // reservations returns how many object keys the view's chain holds on
@@ -125,7 +155,7 @@ func (l *lookup) close() {
 // state. Keys reserved at or before applied, the namespace's last
 // sequence the projection has applied, are in the projection and are
 // dropped.
-func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq, applied uint64) *view {
+func (v *view) withReservations(st *projector.NamespaceState, keys []string, charges []*quota.Charge, seq, applied uint64) *view {
 	// st may be v's own state (when no reservation charged): the copy
 	// keeps v unchanged for the decisions still reading it.
 	state := *st
@@ -134,7 +164,7 @@ func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq
 	if p == nil {
 		p = &pending{marks: map[string]mark{}}
 	}
-	p.add(keys, seq, applied)
+	p.add(keys, charges, seq, applied)
 	return &view{NamespaceState: &state, env: v.env, pending: p}
 }
 
@@ -156,17 +186,23 @@ type pending struct {
 	head  int
 }
 
-// mark is an object key's first and last reservation in a chain.
-type mark struct{ first, last uint64 }
+// mark is an object key's first and last reservation in a chain, and
+// the charge the chain holds the object at: its create's reservation's,
+// or nil when not known (an update's hold).
+type mark struct {
+	first, last uint64
+	charge      *quota.Charge
+}
 
 type reservedKey struct {
 	key string
 	seq uint64
 }
 
-// add notes keys reserved at seq, after dropping the keys whose last
+// add notes keys reserved at seq, with charges the charge each create's
+// reservation holds (nil for a hold), after dropping the keys whose last
 // reservation is at or before applied.
-func (p *pending) add(keys []string, seq, applied uint64) {
+func (p *pending) add(keys []string, charges []*quota.Charge, seq, applied uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for p.head < len(p.order) && p.order[p.head].seq <= applied {
@@ -182,10 +218,12 @@ func (p *pending) add(keys []string, seq, applied uint64) {
 		n := copy(p.order, p.order[p.head:])
 		p.order, p.head = p.order[:n], 0
 	}
-	for _, k := range keys {
+	for i, k := range keys {
 		m, ok := p.marks[k]
-		if !ok {
-			m.first = seq
+		if ok {
+			m.charge = nil
+		} else {
+			m.first, m.charge = seq, charges[i]
 		}
 		m.last = seq
 		p.marks[k] = m
@@ -194,15 +232,15 @@ func (p *pending) add(keys []string, seq, applied uint64) {
 }
 
 // lookup reports whether key was reserved at or before upTo, and the
-// sequence of its last reservation.
-func (p *pending) lookup(key string, upTo uint64) (uint64, bool) {
+// key's mark.
+func (p *pending) lookup(key string, upTo uint64) (mark, bool) {
 	p.mu.Lock()
 	m, ok := p.marks[key]
 	p.mu.Unlock()
 	if !ok || m.first > upTo {
-		return 0, false
+		return mark{}, false
 	}
-	return m.last, true
+	return m, true
 }
 
 func (p *pending) len() int {

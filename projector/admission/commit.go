@@ -30,8 +30,9 @@ const (
 // one compare-and-swap and one write to disk for the whole group. While a
 // round's append is on its way, the creates arriving meanwhile queue for
 // the next one, so the more clients admit into a namespace at once, the
-// more each write carries. On a conflict the round catches up with the
-// subject and decides the whole group again.
+// more each write carries. On a conflict the round appends again at once
+// when the events in between changed nothing (unchangedSince), and
+// otherwise catches up with the subject and decides the whole group again.
 //
 // There is at most one round in flight per namespace: the first by the
 // request that found none running, the next ones by a goroutine that
@@ -228,9 +229,12 @@ type draft struct {
 	st *projector.NamespaceState
 	// owned says st is the round's own copy, charged in place.
 	owned bool
-	// reservations are to be appended, for the objects keys.
+	// reservations are to be appended, for the objects keys; charges
+	// holds what each key's reservation charges when it is a create's,
+	// nil for a hold.
 	reservations []ledger.EncodedReservation
 	keys         []string
+	charges      []*quota.Charge
 	// ids are the reservations' IDs.
 	ids map[string]bool
 	// look is the round's read of the projection, for holds.
@@ -289,6 +293,7 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 		d.updated[key], _ = d.st.Hold(d.updated[key], out.charge)
 		d.ids[res.ID()] = true
 		d.keys = append(d.keys, key)
+		d.charges = append(d.charges, nil)
 		d.reservations = append(d.reservations, res)
 	}
 	return nil
@@ -351,7 +356,9 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 		// the round charges a copy of its own.
 		d.own()
 		d.st.Reserve(p.charge)
+		charge := p.charge
 		d.keys = append(d.keys, key)
+		d.charges = append(d.charges, &charge)
 	}
 	d.reservations = append(d.reservations, res)
 	return nil
@@ -359,31 +366,88 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 
 // commitRound appends the reservations of d, expecting the namespace's
 // subject where the view saw it. again says another writer came first and
-// the projection has caught up with it: the round decides again.
+// the projection has caught up with it: the round decides again. When
+// every event the other writers appended changed nothing the round's
+// decisions read (unchangedSince), the decisions stand and are appended
+// again at once.
 func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft) (again bool, err error) {
-	seq, err := r.reserve(ctx, namespace, d.reservations, d.v.SubjectSeq)
-	if errors.Is(err, ledger.ErrConflict) {
-		r.cfg.Metrics.conflict()
-		// Another writer appended to the namespace after the view:
-		// catch up with the subject and decide the group again.
-		last, err := r.stream.LastSubjectSeq(ctx, namespace)
+	for range ReserveAttemptsMax {
+		seq, err := r.reserve(ctx, namespace, d.reservations, d.v.SubjectSeq)
+		if errors.Is(err, ledger.ErrConflict) {
+			r.cfg.Metrics.conflict()
+			last, err := r.stream.LastSubjectSeq(ctx, namespace)
+			if err != nil {
+				return false, err
+			}
+			if v := r.unchangedSince(ctx, d, last); v != nil {
+				r.cfg.Metrics.conflictUnchanged()
+				d.v = v
+				continue
+			}
+			// Catch up with the subject and decide the group again.
+			if err := r.proj.WaitApplied(ctx, last); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
 		if err != nil {
 			return false, err
 		}
-		if err := r.proj.WaitApplied(ctx, last); err != nil {
-			return false, err
+		r.cfg.Metrics.appended(len(d.reservations))
+		// The reservations are durable in the log: answer now. The next
+		// decisions in the namespace see them through the view, until the
+		// projection has applied them.
+		r.states.put(d.v.withReservations(d.st, d.keys, d.charges, seq, d.applied))
+		return false, nil
+	}
+	return false, ErrContention
+}
+
+// UnchangedEventsMax bounds the events a round whose append was refused
+// reads from the log to tell whether they changed anything; past it the
+// round waits for the projection instead.
+const UnchangedEventsMax = 32
+
+// unchangedSince returns d's view advanced to last when every event of
+// the namespace after the view, up to last, reports an object at the
+// charge the view holds it at (projector.UnchangingUpsert): the exporter's
+// ADDED event of a create reserved a moment ago, a pod's status. Such
+// events leave every figure a decision reads as it was, so the round's
+// decisions stand. It returns nil when any event may have changed
+// something, or the events cannot be read: the round then catches up
+// with the projection, the way that always holds.
+func (r *Responder) unchangedSince(ctx context.Context, d *draft, last uint64) *view {
+	records, complete, err := r.stream.SubjectRecords(ctx, d.v.Namespace, d.v.SubjectSeq, last, UnchangedEventsMax)
+	if err != nil || !complete || len(records) == 0 || records[len(records)-1].Seq != last {
+		return nil
+	}
+	look := &lookup{proj: r.proj}
+	defer look.close()
+	// seen holds the objects the events reported, at the view's charges.
+	seen := map[string]quota.Charge{}
+	for i := range records {
+		resource, name, charge, ok := projector.UnchangingUpsert(&records[i])
+		if !ok {
+			return nil
 		}
-		return true, nil
+		key := objectKey(resource, name)
+		if contains(d.keys, key) {
+			// The round reserves the object as new.
+			return nil
+		}
+		held, ok := seen[key]
+		if !ok {
+			var err error
+			if held, ok, err = d.v.charge(look, resource, name); err != nil || !ok {
+				return nil
+			}
+		}
+		if !projector.SameCharge(held, charge) {
+			return nil
+		}
+		seen[key] = held
 	}
-	if err != nil {
-		return false, err
-	}
-	r.cfg.Metrics.appended(len(d.reservations))
-	// The reservations are durable in the log: answer now. The next
-	// decisions in the namespace see them through the view, until the
-	// projection has applied them.
-	r.states.put(d.v.withReservations(d.st, d.keys, seq, d.applied))
-	return false, nil
+	return d.v.advancedTo(last)
 }
 
 // decideUpdate decides an update job of a round against st, with updated

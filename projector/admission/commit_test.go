@@ -12,6 +12,7 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
+	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -208,17 +209,17 @@ func TestWithReservationsLeavesTheOldViewsAlone(t *testing.T) {
 		}
 	}
 	read := &view{NamespaceState: &projector.NamespaceState{Namespace: "team", SubjectSeq: 3}, read: true}
-	v4 := read.withReservations(read.NamespaceState, []string{"pods/a"}, 4, 3)
+	v4 := read.withReservations(read.NamespaceState, []string{"pods/a"}, []*quota.Charge{nil}, 4, 3)
 	check("a reserved at 4", "the read", read, "pods/a", want{})
 	check("a reserved at 4", "the view after", v4, "pods/a", want{4, true})
 
-	v6 := v4.withReservations(v4.NamespaceState, []string{"pods/b"}, 6, 3)
+	v6 := v4.withReservations(v4.NamespaceState, []string{"pods/b"}, []*quota.Charge{nil}, 6, 3)
 	check("b reserved at 6", "the view before", v4, "pods/b", want{})
 	check("b reserved at 6", "the view after", v6, "pods/a", want{4, true})
 	check("b reserved at 6", "the view after", v6, "pods/b", want{6, true})
 
 	// A round that charged nothing, once the projection applied seq 5.
-	v9 := v6.withReservations(v6.NamespaceState, nil, 9, 5)
+	v9 := v6.withReservations(v6.NamespaceState, nil, nil, 9, 5)
 	if read.SubjectSeq != 3 || v4.SubjectSeq != 4 || v6.SubjectSeq != 6 || v9.SubjectSeq != 9 {
 		t.Errorf("SubjectSeqs %d, %d, %d, %d, want 3, 4, 6, 9", read.SubjectSeq, v4.SubjectSeq, v6.SubjectSeq, v9.SubjectSeq)
 	}
@@ -226,14 +227,14 @@ func TestWithReservationsLeavesTheOldViewsAlone(t *testing.T) {
 	check("seq 5 applied", "the view after", v9, "pods/b", want{6, true})
 
 	// b again at 11 before seq 6 is applied: kept past it.
-	v11 := v9.withReservations(v9.NamespaceState, []string{"pods/b"}, 11, 5)
-	v12 := v11.withReservations(v11.NamespaceState, nil, 12, 6)
+	v11 := v9.withReservations(v9.NamespaceState, []string{"pods/b"}, []*quota.Charge{nil}, 11, 5)
+	v12 := v11.withReservations(v11.NamespaceState, nil, nil, 12, 6)
 	check("b reserved again, seq 6 applied", "the view after", v12, "pods/b", want{11, true})
 	check("b reserved again, seq 6 applied", "an earlier view", v9, "pods/b", want{11, true})
 	if n := v12.reservations(); n != 1 {
 		t.Errorf("%d keys held after the projection applied seq 6, want 1 (pods/b)", n)
 	}
-	v13 := v12.withReservations(v12.NamespaceState, nil, 13, 11)
+	v13 := v12.withReservations(v12.NamespaceState, nil, nil, 13, 11)
 	check("seq 11 applied", "the view after", v13, "pods/b", want{})
 	if n := v13.reservations(); n != 0 {
 		t.Errorf("%d keys held after the projection applied seq 11, want none", n)

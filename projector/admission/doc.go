@@ -17,6 +17,14 @@
 // the last unit of a quota cannot both be allowed, whatever the number of
 // clients and replicas.
 //
+// Most appends that lose the race lose it to events that change nothing:
+// the exporter's ADDED event of a pod created a moment ago, whose
+// reservation it confirms at the same charge, or a pod's status. The
+// responder reads the events in between from the log; when each reports
+// an object at the charge the view holds it at
+// (projector.UnchangingUpsert), the decisions stand and the append is
+// made again at once, without waiting for the projection.
+//
 // Creates and updates in one namespace are decided in rounds (group
 // commit): those that queue while a round's append is on its way are decided
 // together in the next, one after the other, and their reservations go to
