@@ -82,9 +82,11 @@ bench: build
 bench-cluster: build
 	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkInitialSync$$' -benchtime 1x -timeout 60m ./export
 
-# Pod creates through a real kube-apiserver, its ResourceQuota plugin
-# enforcing against the ledger's webhook enforcing, at 1 and 32 clients
-# (testdata/kubecluster/install). BENCH_CREATES sets the creates per run.
+# Pod creates through a real kube-apiserver at 1 and 32 clients, three
+# ways: no quota enforcement (the ceiling), its ResourceQuota plugin, the
+# ledger's webhook (testdata/kubecluster/install). BENCH_CREATES sets the
+# creates per run; BENCH_SPLIT_CPUS=1 runs the ledger on half the CPUs and
+# kube-apiserver on the other half, as on separate nodes.
 bench-webhook: build
 	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkPodCreates$$' -benchtime 1x -timeout 30m ./install
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,18 +27,38 @@ import (
 // of benchClients.
 var benchClients = []int{1, 32}
 
+// The ways the benchmark creates pods, each on a kube-apiserver of its
+// own: none enforces quota at all (the API server's own ceiling), plugin
+// is kube-apiserver's ResourceQuota admission plugin, ledger is `quota
+// webhook` with the plugin off.
+var benchWays = []string{"none", "plugin", "ledger"}
+
+// The ledger's processes, as benchRun.cpu names them, after the test's
+// own ("apiserver": kube-apiserver, etcd and the clients, in this
+// process).
+var ledgerProcs = []string{"serve", "export", "webhook"}
+
 // benchRun is one measured run: creates by a number of clients.
 type benchRun struct {
 	clients                   int
 	creates, conflicts, other int
 	elapsed                   time.Duration
 	latencies                 []time.Duration
-	// webhookMean is the mean time the webhook took over an allowed
-	// review (the ledger's decision and the hop to it), when it enforced.
-	webhookMean time.Duration
-	// appends and conflicts are the ledger's reservation appends and
-	// those the namespace's compare-and-swap refused, when it enforced.
-	appends, casConflicts float64
+	// cpu is each process's CPU time over the run, divided by the
+	// creates: "apiserver" (this process), and the ledger's.
+	cpu map[string]time.Duration
+	// admission is the API server's mean time over an allowed create in
+	// the enforcer: the ResourceQuota plugin's validation, or its call
+	// of the webhook (from its own metrics).
+	admission time.Duration
+	// webhook is the webhook's mean time over an allowed review, and
+	// reserve the ledger's over a reserving create (from their metrics).
+	webhook, reserve time.Duration
+	// appends, casConflicts and unchanged are the ledger's reservation
+	// appends, those the namespace's compare-and-swap refused, and those
+	// of them appended again at once, the events in between having
+	// changed nothing.
+	appends, casConflicts, unchanged float64
 }
 
 func (r benchRun) perSecond() float64 { return float64(r.creates) / r.elapsed.Seconds() }
@@ -51,20 +74,24 @@ func (r benchRun) quantile(q float64) time.Duration {
 
 // BenchmarkPodCreates creates pods through a real kube-apiserver, in a
 // namespace with a quota on pods and CPU that they never reach, by 1 and
-// by 32 concurrent clients, two ways in the same run:
+// by 32 concurrent clients, three ways in the same run (benchWays):
 //
+//   - none: no quota enforcement at all, the API server's ceiling.
 //   - plugin: kube-apiserver's built-in ResourceQuota admission plugin
 //     enforces. No quota controller runs here: the benchmark sets the
 //     quota's status (hard, and zero used) itself, as the controller's
 //     first sync would, and the plugin then keeps used up to date on every
 //     create through its compare-and-swap on the quota's status.
 //   - ledger: the plugin is off, and the ledger enforces through `quota
-//     webhook`, registered as deploy/ registers it, fed by the cluster's
-//     watch streams (or `quota export`).
+//     webhook`, registered as deploy/ registers it, fed by `quota export`.
 //
 // It reports creates per second and the p50 and p99 of a create's latency
-// as the client sees it, the 409 Conflicts each way, and the ledger's
-// figures as ratios to the plugin's. Run it with make bench.
+// as the client sees it, the 409 Conflicts, the CPU each process spent
+// per create and the API server's time in the enforcer, and the ratios of
+// the ways. With BENCH_SPLIT_CPUS=1 the test process (kube-apiserver,
+// etcd, the clients) runs on the first half of the CPUs and the ledger's
+// processes on the other half, as on a cluster where they run on other
+// nodes than the control plane. Run it with make bench-webhook.
 func BenchmarkPodCreates(b *testing.B) {
 	creates := 1000
 	if v := os.Getenv("BENCH_CREATES"); v != "" {
@@ -74,87 +101,221 @@ func BenchmarkPodCreates(b *testing.B) {
 		}
 		creates = n
 	}
+	cpus := "shared by every process"
+	if os.Getenv("BENCH_SPLIT_CPUS") != "" {
+		cpus = splitCPUs(b)
+	}
 	results := map[string][]benchRun{}
-	for _, way := range []string{"plugin", "ledger"} {
+	for _, way := range benchWays {
 		b.Run(way, func(b *testing.B) {
 			var (
 				c *kubecluster.Cluster
 				e *enforcer
 			)
-			if way == "plugin" {
+			switch way {
+			case "none":
+				c = kubecluster.Start(b, kubecluster.Options{APIServerFlags: []string{"--disable-admission-plugins=ResourceQuota"}})
+			case "plugin":
 				c = kubecluster.Start(b, kubecluster.Options{})
-			} else {
+			default:
 				e = startEnforcer(b, time.Minute, "--disable-admission-plugins=ResourceQuota")
 				c = e.cluster
 			}
 			for _, clients := range benchClients {
 				ns := fmt.Sprintf("bench-%s-%d", way, clients)
 				c.CreateNamespace(b, ns)
-				benchQuota(b, c, ns, way == "plugin")
-				var count0, seconds0, appends0, cas0 float64
-				if e != nil {
-					count0, seconds0 = e.webhookAllowed(b)
-					appends0 = e.ledgerMetric(b, "quota_admission_reserve_appends_total")
-					cas0 = e.ledgerMetric(b, "quota_admission_reserve_conflicts_total")
+				if way != "none" {
+					benchQuota(b, c, ns, way == "plugin")
 				}
+				before := measure(b, c, e)
 				r := createPods(b, c.Config, ns, clients, creates)
-				if e != nil {
-					count, seconds := e.webhookAllowed(b)
-					if count > count0 {
-						r.webhookMean = time.Duration((seconds - seconds0) / (count - count0) * float64(time.Second))
-					}
-					r.appends = e.ledgerMetric(b, "quota_admission_reserve_appends_total") - appends0
-					r.casConflicts = e.ledgerMetric(b, "quota_admission_reserve_conflicts_total") - cas0
-				}
+				measure(b, c, e).since(before, &r)
 				results[way] = append(results[way], r)
-				// Each way's enforcer counted every pod created.
-				counted := ""
-				if e != nil {
-					e.settled(b, ns, r.creates)
-					used := resource.MustParse(e.used(b, ns, "pods"))
-					counted = strconv.FormatInt(used.Value(), 10)
-				} else {
-					q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(context.Background(), "quota", metav1.GetOptions{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					counted = strconv.FormatInt(q.Status.Used.Pods().Value(), 10)
-				}
-				switch {
-				case counted == strconv.Itoa(r.creates):
-				case e != nil:
-					b.Errorf("%s: %d pods created, the ledger's used pods says %s", ns, r.creates, counted)
-				default:
-					// The built-in plugin's figure is Kubernetes' own: a
-					// miscount there is reported, not the benchmark's failure.
-					b.Logf("%s: %d pods created, the built-in plugin's used pods says %s", ns, r.creates, counted)
-				}
+				checkCounted(b, c, e, ns, r.creates)
 				b.ReportMetric(r.perSecond(), fmt.Sprintf("creates/s@%d", clients))
 				b.ReportMetric(float64(r.quantile(0.99).Microseconds())/1000, fmt.Sprintf("p99-ms@%d", clients))
 				b.ReportMetric(float64(r.conflicts), fmt.Sprintf("409s@%d", clients))
 			}
 		})
 	}
-	plugin, ledger := results["plugin"], results["ledger"]
-	if len(plugin) != len(benchClients) || len(ledger) != len(benchClients) {
-		return
-	}
-	fmt.Printf("\npod creates through kube-apiserver, %d per run (BENCH_CREATES)\n", creates)
-	fmt.Printf("%-8s %-7s %10s %9s %9s %6s %6s\n", "clients", "way", "creates/s", "p50", "p99", "409s", "other")
-	for i, clients := range benchClients {
-		for _, r := range []struct {
-			way string
-			run benchRun
-		}{{"plugin", plugin[i]}, {"ledger", ledger[i]}} {
-			fmt.Printf("%-8d %-7s %10.1f %9s %9s %6d %6d\n", clients, r.way, r.run.perSecond(),
-				r.run.quantile(0.5).Round(10*time.Microsecond), r.run.quantile(0.99).Round(10*time.Microsecond), r.run.conflicts, r.run.other)
+	for _, way := range benchWays {
+		if len(results[way]) != len(benchClients) {
+			return
 		}
-		fmt.Printf("%-8d ledger/plugin: creates/s %.2fx, p99 %.2fx; the webhook took %s a review on average\n", clients,
-			ledger[i].perSecond()/plugin[i].perSecond(), float64(ledger[i].quantile(0.99))/float64(plugin[i].quantile(0.99)),
-			ledger[i].webhookMean.Round(10*time.Microsecond))
-		fmt.Printf("%-8d the ledger appended %.0f Reserve events for %d creates; %.0f of its appends lost the namespace's compare-and-swap\n",
-			clients, ledger[i].appends, ledger[i].creates, ledger[i].casConflicts)
 	}
+	printBench(creates, cpus, results)
+}
+
+// checkCounted checks that the ledger counted every pod created. The
+// built-in plugin's figure is logged, not checked: it is Kubernetes' own.
+func checkCounted(b *testing.B, c *kubecluster.Cluster, e *enforcer, ns string, created int) {
+	b.Helper()
+	switch {
+	case e != nil:
+		e.settled(b, ns, created)
+		used := resource.MustParse(e.used(b, ns, "pods"))
+		if used.Value() != int64(created) {
+			b.Errorf("%s: %d pods created, the ledger's used pods says %d", ns, created, used.Value())
+		}
+	case strings.HasPrefix(ns, "bench-plugin"):
+		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(context.Background(), "quota", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := q.Status.Used.Pods().Value(); got != int64(created) {
+			b.Logf("%s: %d pods created, the built-in plugin's used pods says %d", ns, created, got)
+		}
+	}
+}
+
+// printBench prints the table of the runs and the ratios of the ways.
+func printBench(creates int, cpus string, results map[string][]benchRun) {
+	ms := func(d time.Duration) string {
+		if d == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	fmt.Printf("\npod creates through kube-apiserver, %d per run (BENCH_CREATES); CPUs %s\n", creates, cpus)
+	fmt.Printf("%-7s %-6s %9s %8s %8s %4s %5s %9s | %-22s\n", "clients", "way", "creates/s", "p50", "p99", "409s", "other", "enforcer", "CPU per create")
+	for i, clients := range benchClients {
+		for _, way := range benchWays {
+			r := results[way][i]
+			cpu := "apiserver " + ms(r.cpu["apiserver"])
+			if way == "ledger" {
+				for _, p := range ledgerProcs {
+					cpu += ", " + p + " " + ms(r.cpu[p])
+				}
+			}
+			fmt.Printf("%-7d %-6s %9.1f %8s %8s %4d %5d %9s | %s\n", clients, way, r.perSecond(), ms(r.quantile(0.5)), ms(r.quantile(0.99)),
+				r.conflicts, r.other, ms(r.admission), cpu)
+		}
+		none, plugin, ledger := results["none"][i], results["plugin"][i], results["ledger"][i]
+		fmt.Printf("%-7d creates/s: ledger/plugin %.2fx; to the ceiling (none): plugin %.2fx, ledger %.2fx. p99 ledger/plugin %.2fx\n", clients,
+			ledger.perSecond()/plugin.perSecond(), plugin.perSecond()/none.perSecond(), ledger.perSecond()/none.perSecond(),
+			float64(ledger.quantile(0.99))/float64(plugin.quantile(0.99)))
+		fmt.Printf("%-7d ledger: the webhook took %s a review, the ledger %s a reserving create; %.0f Reserve events for %d creates, %.0f refused by the compare-and-swap, %.0f of them appended again at once\n",
+			clients, ms(ledger.webhook), ms(ledger.reserve), ledger.appends, ledger.creates, ledger.casConflicts, ledger.unchanged)
+	}
+	fmt.Println("enforcer: the API server's mean time in the ResourceQuota plugin, or in its call of the webhook, over an allowed create")
+}
+
+// splitCPUs runs this process on the first half of the CPUs and every
+// quota subprocess on the other half, and says so.
+func splitCPUs(b *testing.B) string {
+	b.Helper()
+	n := runtime.NumCPU()
+	if n < 2 {
+		b.Fatalf("BENCH_SPLIT_CPUS needs at least 2 CPUs, this machine has %d", n)
+	}
+	mine, theirs := fmt.Sprintf("0-%d", n/2-1), fmt.Sprintf("%d-%d", n/2, n-1)
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", mine, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		b.Fatalf("taskset this process to CPUs %s: %v\n%s", mine, err, out)
+	}
+	kubecluster.QuotaCPUs = theirs
+	b.Cleanup(func() { kubecluster.QuotaCPUs = "" })
+	return fmt.Sprintf("split: kube-apiserver, etcd and the clients on %s, the ledger on %s", mine, theirs)
+}
+
+// sample is what measure reads before and after a run.
+type sample struct {
+	cpu                              map[string]time.Duration
+	admissionSum, admissionCount     float64
+	webhookSum, webhookCount         float64
+	reserveSum, reserveCount         float64
+	appends, casConflicts, unchanged float64
+}
+
+// measure reads the processes' CPU time and the metrics of the API server
+// and, with e, of the ledger.
+func measure(b *testing.B, c *kubecluster.Cluster, e *enforcer) sample {
+	b.Helper()
+	s := sample{cpu: map[string]time.Duration{"apiserver": cpuTime(b, os.Getpid())}}
+	apiserver := apiserverMetrics(b, c)
+	if e == nil {
+		s.admissionSum = apiserver[`apiserver_admission_controller_admission_duration_seconds_sum{name="ResourceQuota",operation="CREATE",rejected="false",type="validate"}`]
+		s.admissionCount = apiserver[`apiserver_admission_controller_admission_duration_seconds_count{name="ResourceQuota",operation="CREATE",rejected="false",type="validate"}`]
+		return s
+	}
+	s.admissionSum = apiserver[`apiserver_admission_webhook_admission_duration_seconds_sum{name="`+webhookName+`",operation="CREATE",rejected="false",type="validating"}`]
+	s.admissionCount = apiserver[`apiserver_admission_webhook_admission_duration_seconds_count{name="`+webhookName+`",operation="CREATE",rejected="false",type="validating"}`]
+	for name, p := range map[string]*kubecluster.Proc{"serve": e.ledger.Proc, "export": e.export, "webhook": e.webhook} {
+		s.cpu[name] = cpuTime(b, p.Cmd.Process.Pid)
+	}
+	s.webhookCount, s.webhookSum = e.webhookAllowed(b)
+	s.reserveSum = e.ledgerMetric(b, `quota_admission_duration_seconds_sum{mode="reserving"}`)
+	s.reserveCount = e.ledgerMetric(b, `quota_admission_duration_seconds_count{mode="reserving"}`)
+	s.appends = e.ledgerMetric(b, "quota_admission_reserve_appends_total")
+	s.casConflicts = e.ledgerMetric(b, "quota_admission_reserve_conflicts_total")
+	s.unchanged = e.ledgerMetric(b, "quota_admission_reserve_conflicts_unchanged_total")
+	return s
+}
+
+// since sets r's figures from the change between before and s.
+func (s sample) since(before sample, r *benchRun) {
+	mean := func(sum, count float64) time.Duration {
+		if count <= 0 {
+			return 0
+		}
+		return time.Duration(sum / count * float64(time.Second))
+	}
+	r.cpu = map[string]time.Duration{}
+	for name, t := range s.cpu {
+		r.cpu[name] = (t - before.cpu[name]) / time.Duration(max(r.creates, 1))
+	}
+	r.admission = mean(s.admissionSum-before.admissionSum, s.admissionCount-before.admissionCount)
+	r.webhook = mean(s.webhookSum-before.webhookSum, s.webhookCount-before.webhookCount)
+	r.reserve = mean(s.reserveSum-before.reserveSum, s.reserveCount-before.reserveCount)
+	r.appends = s.appends - before.appends
+	r.casConflicts = s.casConflicts - before.casConflicts
+	r.unchanged = s.unchanged - before.unchanged
+}
+
+// cpuTime is the user and system CPU time process pid has spent, from
+// /proc (in clock ticks of 1/100 s, Linux's fixed USER_HZ).
+func cpuTime(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("CPU time of process %d: %v", pid, err)
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is the first, utime the 12th and stime the 13th.
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		b.Fatalf("/proc/%d/stat: %d fields after the command", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %q: %v", pid, f, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// apiserverMetrics reads the API server's metrics: each sample line's
+// value by its name and labels.
+func apiserverMetrics(b *testing.B, c *kubecluster.Cluster) map[string]float64 {
+	b.Helper()
+	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("the API server's metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }
 
 // benchQuota creates a quota in ns that the benchmark never reaches, with
