@@ -414,9 +414,15 @@ const UnchangedEventsMax = 32
 // ADDED event of a create reserved a moment ago, a pod's status. Such
 // events leave every figure a decision reads as it was, so the round's
 // decisions stand. It returns nil when any event may have changed
-// something, or the events cannot be read: the round then catches up
-// with the projection, the way that always holds.
+// something, or the events cannot be read, or the projection has applied
+// them already: the round then catches up with the projection, the way
+// that always holds.
 func (r *Responder) unchangedSince(ctx context.Context, d *draft, last uint64) *view {
+	if applied, _, err := r.proj.SubjectSeqs(d.v.Namespace); err != nil || applied >= last {
+		// The projection has those events already: deciding again on it
+		// costs no wait, and no reads of the log.
+		return nil
+	}
 	records, complete, err := r.stream.SubjectRecords(ctx, d.v.Namespace, d.v.SubjectSeq, last, UnchangedEventsMax)
 	if err != nil || !complete || len(records) == 0 || records[len(records)-1].Seq != last {
 		return nil
