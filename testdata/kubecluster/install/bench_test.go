@@ -198,6 +198,7 @@ func printBench(creates int, cpus string, results map[string][]benchRun) {
 			clients, ms(ledger.webhook), ms(ledger.reserve), ledger.appends, ledger.creates, ledger.casConflicts, ledger.unchanged)
 	}
 	fmt.Println("enforcer: the API server's mean time in the ResourceQuota plugin, or in its call of the webhook, over an allowed create")
+	fmt.Println("CPU per create: apiserver is the test process (kube-apiserver, etcd and the clients); serve, export and webhook the ledger's processes")
 }
 
 // splitCPUs runs this process on the first half of the CPUs and every
