@@ -315,20 +315,8 @@ func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 // for cluster-scoped objects), 0 if there is none. It is the value to pass
 // as AppendOptions.ExpectLastSubjectSeq.
 func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, error) {
-	if namespace != "" {
-		if err := ValidateNamespace(namespace); err != nil {
-			return 0, fmt.Errorf("last subject seq: %w", err)
-		}
-	}
-	subject := Subject(namespace)
-	msg, err := s.events.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("last subject seq of %s: %w", subject, err)
-	}
-	return msg.Sequence, nil
+	seq, _, err := s.LastSubjectEvent(ctx, namespace)
+	return seq, err
 }
 
 // message encodes ev into a NATS message on its subject, checking its size
