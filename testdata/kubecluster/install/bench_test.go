@@ -243,12 +243,15 @@ func measure(b *testing.B, c *kubecluster.Cluster, e *enforcer) sample {
 	for name, p := range map[string]*kubecluster.Proc{"serve": e.ledger.Proc, "export": e.export, "webhook": e.webhook} {
 		s.cpu[name] = cpuTime(b, p.Cmd.Process.Pid)
 	}
-	s.webhookCount, s.webhookSum = e.webhookAllowed(b)
-	s.reserveSum = e.ledgerMetric(b, `quota_admission_duration_seconds_sum{mode="reserving"}`)
-	s.reserveCount = e.ledgerMetric(b, `quota_admission_duration_seconds_count{mode="reserving"}`)
-	s.appends = e.ledgerMetric(b, "quota_admission_reserve_appends_total")
-	s.casConflicts = e.ledgerMetric(b, "quota_admission_reserve_conflicts_total")
-	s.unchanged = e.ledgerMetric(b, "quota_admission_reserve_conflicts_unchanged_total")
+	hook := e.webhookMetrics(b)
+	s.webhookCount = metric(b, hook, `quota_webhook_request_duration_seconds_count{verdict="allowed"}`)
+	s.webhookSum = metric(b, hook, `quota_webhook_request_duration_seconds_sum{verdict="allowed"}`)
+	ledger := e.ledgerMetrics(b)
+	s.reserveSum = metric(b, ledger, `quota_admission_duration_seconds_sum{mode="reserving"}`)
+	s.reserveCount = metric(b, ledger, `quota_admission_duration_seconds_count{mode="reserving"}`)
+	s.appends = metric(b, ledger, "quota_admission_reserve_appends_total")
+	s.casConflicts = metric(b, ledger, "quota_admission_reserve_conflicts_total")
+	s.unchanged = metric(b, ledger, "quota_admission_reserve_conflicts_unchanged_total")
 	return s
 }
 
@@ -298,25 +301,14 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
-// apiserverMetrics reads the API server's metrics: each sample line's
-// value by its name and labels.
+// apiserverMetrics reads the API server's metrics (see parseMetrics).
 func apiserverMetrics(b *testing.B, c *kubecluster.Cluster) map[string]float64 {
 	b.Helper()
 	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatalf("the API server's metrics: %v", err)
 	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
+	return parseMetrics(raw)
 }
 
 // benchQuota creates a quota in ns that the benchmark never reaches, with

@@ -326,45 +326,27 @@ func (e *enforcer) settled(t testing.TB, ns string, n int) {
 	}
 }
 
-// webhookAllowed is the count and the summed seconds of the reviews the
-// webhook allowed, from its metrics.
-func (e *enforcer) webhookAllowed(t testing.TB) (count, seconds float64) {
+// webhookMetrics reads the webhook's metrics (see parseMetrics).
+func (e *enforcer) webhookMetrics(t testing.TB) map[string]float64 {
 	t.Helper()
-	resp, err := e.webhookClient.Get(e.webhookURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		for name, v := range map[string]*float64{
-			`quota_webhook_request_duration_seconds_count{verdict="allowed"} `: &count,
-			`quota_webhook_request_duration_seconds_sum{verdict="allowed"} `:   &seconds,
-		} {
-			if rest, ok := strings.CutPrefix(line, name); ok {
-				if *v, err = strconv.ParseFloat(rest, 64); err != nil {
-					t.Fatalf("%s%s: %v", name, rest, err)
-				}
-			}
-		}
-	}
-	return count, seconds
+	return scrape(t, e.webhookClient, e.webhookURL+"/metrics")
 }
 
 var serveMetrics = regexp.MustCompile(`quota ledger serving.* metrics=(\S+)`)
 
-// ledgerMetric is the value of the ledger's metric line that starts with
-// name (and a space).
-func (e *enforcer) ledgerMetric(t testing.TB, name string) float64 {
+// ledgerMetrics reads quota serve's metrics (see parseMetrics).
+func (e *enforcer) ledgerMetrics(t testing.TB) map[string]float64 {
 	t.Helper()
 	m := serveMetrics.FindStringSubmatch(e.ledger.Logs.String())
 	if m == nil {
 		t.Fatalf("no metrics URL in quota serve's log:\n%s", e.ledger.Logs)
 	}
-	resp, err := http.Get(m[1])
+	return scrape(t, http.DefaultClient, m[1])
+}
+
+func scrape(t testing.TB, client *http.Client, url string) map[string]float64 {
+	t.Helper()
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,15 +355,31 @@ func (e *enforcer) ledgerMetric(t testing.TB, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseMetrics(body)
+}
+
+// parseMetrics reads a Prometheus text exposition: each sample's value by
+// its name and labels as written (`name{label="v"}`).
+func parseMetrics(body []byte) map[string]float64 {
+	out := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return v
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
 		}
 	}
-	t.Fatalf("quota serve's metrics lack %s", name)
-	return 0
+	return out
+}
+
+// metric is the value of a sample of m, failing when there is none.
+func metric(t testing.TB, m map[string]float64, sample string) float64 {
+	t.Helper()
+	v, ok := m[sample]
+	if !ok {
+		t.Fatalf("the metrics lack %s", sample)
+	}
+	return v
 }

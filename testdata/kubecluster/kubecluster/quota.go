@@ -111,10 +111,11 @@ var QuotaCPUs string
 
 func startProc(t testing.TB, lines func(string), args ...string) *Proc {
 	t.Helper()
-	cmd := exec.Command(Quota(t), args...)
+	name := Quota(t)
 	if QuotaCPUs != "" {
-		cmd = exec.Command("taskset", append([]string{"-c", QuotaCPUs, Quota(t)}, args...)...)
+		name, args = "taskset", append([]string{"-c", QuotaCPUs, name}, args...)
 	}
+	cmd := exec.Command(name, args...)
 	p := &Proc{t: t, Cmd: cmd, Logs: &LogBuffer{}, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
