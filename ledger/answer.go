@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -51,8 +52,14 @@ func SendAnswer(nc *nats.Conn, m *nats.Msg, data []byte) error {
 // RequestAnswer sends data on subject and waits, at most timeout in all, for
 // the whole answer: one message, or every part of one that SendAnswer split.
 // The message returned holds the answer's bytes and the first message's
-// headers. A subject no one subscribes to gives nats.ErrNoResponders.
-func RequestAnswer(nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+// headers. A subject no one subscribes to gives nats.ErrNoResponders, no
+// answer within timeout nats.ErrTimeout, and ctx ending first its cause: a
+// NATS server reports a publish or subscription it refuses apart from the
+// request (to the connection's error handler), so a caller that hears of
+// one cancels ctx with it rather than wait for the timeout.
+func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, nats.ErrTimeout)
+	defer cancel()
 	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
@@ -66,8 +73,14 @@ func RequestAnswer(nc *nats.Conn, subject string, data []byte, timeout time.Dura
 	if err := nc.PublishRequest(subject, inbox, data); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(timeout)
-	first, err := sub.NextMsg(timeout)
+	next := func() (*nats.Msg, error) {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil && ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return m, err
+	}
+	first, err := next()
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +96,7 @@ func RequestAnswer(nc *nats.Conn, subject string, data []byte, timeout time.Dura
 	for i := 1; ; i++ {
 		m := first
 		if i > 1 {
-			if m, err = sub.NextMsg(time.Until(deadline)); err != nil {
+			if m, err = next(); err != nil {
 				return nil, fmt.Errorf("%w: part %d of %d: %w", ErrAnswerParts, i, n, err)
 			}
 		}

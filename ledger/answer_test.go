@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestRequestGetsTheWholeAnswer(t *testing.T) {
 	serve(t, nc, "q.small", func(m *nats.Msg) error { return ledger.SendAnswer(nc, m, small) })
 	serve(t, nc, "q.edge", func(m *nats.Msg) error { return ledger.SendAnswer(nc, m, big[:4096]) })
 
-	got, err := ledger.RequestAnswer(nc, "q.big", []byte("?"), 5*time.Second)
+	got, err := ledger.RequestAnswer(context.Background(), nc, "q.big", []byte("?"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestRequestGetsTheWholeAnswer(t *testing.T) {
 		if !bytes.Equal(plain.Data, want) || plain.Header.Get(ledger.AnswerPartsHeader) != "" {
 			t.Errorf("%s: %d bytes, headers %v; want the %d bytes sent, plain", subject, len(plain.Data), plain.Header, len(want))
 		}
-		got, err := ledger.RequestAnswer(nc, subject, []byte("?"), 5*time.Second)
+		got, err := ledger.RequestAnswer(context.Background(), nc, subject, []byte("?"), 5*time.Second)
 		if err != nil || !bytes.Equal(got.Data, want) {
 			t.Errorf("%s through Request: %d bytes, %v", subject, len(got.Data), err)
 		}
@@ -100,7 +101,7 @@ func TestRequestRefusesPartsThatDoNotFit(t *testing.T) {
 		"q.bad":   `Quota-Parts "lots"`,
 		"q.short": "part 2 of 2: nats: timeout",
 	} {
-		_, err := ledger.RequestAnswer(nc, subject, nil, 300*time.Millisecond)
+		_, err := ledger.RequestAnswer(context.Background(), nc, subject, nil, 300*time.Millisecond)
 		if !errors.Is(err, ledger.ErrAnswerParts) || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("%s: %v, want ledger.ErrAnswerParts saying %q", subject, err, want)
 		}
@@ -109,7 +110,25 @@ func TestRequestRefusesPartsThatDoNotFit(t *testing.T) {
 
 func TestRequestWithoutResponders(t *testing.T) {
 	nc := connect(t, 4096)
-	if _, err := ledger.RequestAnswer(nc, "q.nobody", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
+	if _, err := ledger.RequestAnswer(context.Background(), nc, "q.nobody", nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("no subscriber: %v, want nats.ErrNoResponders", err)
+	}
+}
+
+// TestRequestEndsWithItsContext cancels a request no one answers: it ends
+// at once with the context's cause, not at its timeout.
+func TestRequestEndsWithItsContext(t *testing.T) {
+	nc := connect(t, 4096)
+	serve(t, nc, "q.silent", func(*nats.Msg) error { return nil })
+	refused := errors.New("refused by the server")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(refused) })
+	start := time.Now()
+	_, err := ledger.RequestAnswer(ctx, nc, "q.silent", nil, time.Minute)
+	if !errors.Is(err, refused) || time.Since(start) > 10*time.Second {
+		t.Errorf("after %s: %v, want the context's cause at once", time.Since(start), err)
+	}
+	if _, err := ledger.RequestAnswer(context.Background(), nc, "q.silent", nil, 100*time.Millisecond); !errors.Is(err, nats.ErrTimeout) {
+		t.Errorf("no answer: %v, want nats.ErrTimeout", err)
 	}
 }

@@ -48,6 +48,10 @@ type globalFlags struct {
 	// Credentials and TLS of the connection to a secured NATS: the
 	// clients' to --server, serve's to --nats.
 	creds, nkey, tlsCA, tlsCert, tlsKey string
+	// denied is cancelled, with the violation as its cause, when the
+	// server refuses the client's connection a subject (watchDenials);
+	// nil before connect.
+	denied context.Context
 }
 
 // natsOptions are the connection options the credential and TLS flags
@@ -157,6 +161,7 @@ func (g *globalFlags) connect(name string) (*nats.Conn, error) {
 		}
 		return nil, fmt.Errorf("connect to the ledger at %s: %w (%s)", g.server, err, hint)
 	}
+	g.denied = watchDenials(nc)
 	return nc, nil
 }
 
@@ -172,12 +177,19 @@ func (g *globalFlags) attach(ctx context.Context, name string) (*nats.Conn, jets
 		nc.Close()
 		return nil, nil, nil, err
 	}
-	stream, err := ledger.Attach(ctx, js, ledger.Config{})
+	// JetStream's API is requests too: a key without the permission for
+	// them fails here at once.
+	attachCtx, stop := g.untilDenied(ctx)
+	defer stop()
+	stream, err := ledger.Attach(attachCtx, js, ledger.Config{})
 	for errors.Is(err, ledger.ErrNoStream) && g.stillStarting() {
-		stream, err = ledger.Attach(ctx, js, ledger.Config{})
+		stream, err = ledger.Attach(attachCtx, js, ledger.Config{})
 	}
 	if err != nil {
 		nc.Close()
+		if denied := deniedError(context.Cause(attachCtx)); denied != nil {
+			return nil, nil, nil, fmt.Errorf("attach the ledger's streams: %w", denied)
+		}
 		return nil, nil, nil, err
 	}
 	return nc, js, stream, nil
@@ -199,11 +211,19 @@ func (g *globalFlags) stillStarting() bool {
 // request sends one request on subject, sent again while no responder
 // listens there and the ledger may still be starting (its responders
 // subscribe once its stream is open, admission's once its projection has
-// caught up with the log).
+// caught up with the log). A subject the server refuses this client ends
+// the request at once, with the violation as its error.
 func (g *globalFlags) request(nc *nats.Conn, subject string, body []byte) (*nats.Msg, error) {
-	msg, err := ledger.RequestAnswer(nc, subject, body, requestTimeout)
+	ctx := g.denied
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	msg, err := ledger.RequestAnswer(ctx, nc, subject, body, requestTimeout)
 	for errors.Is(err, nats.ErrNoResponders) && g.stillStarting() {
-		msg, err = ledger.RequestAnswer(nc, subject, body, requestTimeout)
+		msg, err = ledger.RequestAnswer(ctx, nc, subject, body, requestTimeout)
+	}
+	if denied := deniedError(err); denied != nil {
+		return nil, denied
 	}
 	return msg, err
 }
