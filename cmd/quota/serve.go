@@ -91,13 +91,8 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 				}
 				cfg.SyncInterval = d
 			}
-			if g.secured() {
-				if cfg.NATSURL == "" {
-					return withCode(exitError, errorf("--creds, --nkey and --tls-* secure the connection to --nats; the embedded server listens on loopback without them"))
-				}
-				if cfg.NATSOptions, err = g.natsOptions(); err != nil {
-					return withCode(exitError, err)
-				}
+			if cfg.NATSOptions, err = g.serveNATSOptions(cmd.Flags(), cfg.NATSURL != "", cfg.Logger); err != nil {
+				return withCode(exitError, err)
 			}
 			if cfg.NATSURL != "" {
 				// These configure the embedded server, which --nats replaces.
