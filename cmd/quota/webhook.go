@@ -14,7 +14,7 @@ func newWebhookCommand(g *globalFlags) *cobra.Command {
 		logJSON                 bool
 	)
 	cmd := &cobra.Command{
-		Use:   "webhook --tls-cert FILE --tls-key FILE [--listen ADDR] [--server URL]",
+		Use:   "webhook --tls-cert FILE --tls-key FILE [--client-ca FILE] [--listen ADDR] [--server URL]",
 		Short: "Serve kube-apiserver's validating admission webhook, decided by the ledger",
 		Long: `webhook serves admission.k8s.io/v1 AdmissionReviews POSTed over HTTPS to
 /validate: it relays each to the ledger on quota.admit.<namespace> and
@@ -26,12 +26,20 @@ not connected, no ledger answering, no answer within the API server's
 configuration's failurePolicy applies.
 
 --tls-cert and --tls-key are the HTTPS serving certificate and key, read
-again when the files change. The connection to the ledger's NATS takes
+again when the files change. Their expiry is exported as a metric, and
+logged as a warning, at start and daily, once within 30 days of it.
+
+--client-ca FILE takes reviews only from callers presenting a client
+certificate that CA signed (kube-apiserver, as its admission configuration
+names one: see 'quota credentials'); others get 401 (no certificate) or 403
+(one not accepted). Without it, anyone who reaches the port may post
+reviews and have the ledger reserve quota. The connection to the ledger's NATS takes
 --server, --creds, --nkey and --tls-ca as the other commands do; a NATS
 client certificate is --nats-tls-cert and --nats-tls-key here.
 
 The same listener serves /healthz, /readyz (200 only while NATS is
-connected) and Prometheus metrics at /metrics. On SIGINT or SIGTERM it
+connected) and Prometheus metrics at /metrics, which need no client
+certificate. On SIGINT or SIGTERM it
 turns not ready, goes on taking reviews for --shutdown-delay, then stops
 once the reviews in hand are answered.`,
 		Args: cobra.NoArgs,
@@ -55,6 +63,7 @@ once the reviews in hand are answered.`,
 	f.StringVar(&cfg.Listen, "listen", webhook.DefaultListen, "HOST:PORT of the HTTPS listener")
 	f.StringVar(&cfg.CertFile, "tls-cert", "", "PEM file of the HTTPS serving certificate (its chain after it); read again when it changes")
 	f.StringVar(&cfg.KeyFile, "tls-key", "", "PEM file of the serving certificate's key")
+	f.StringVar(&cfg.ClientCAFile, "client-ca", "", "PEM file of the CA whose client certificates alone may post reviews (kube-apiserver's); read at start")
 	f.StringVar(&natsTLSCert, "nats-tls-cert", "", "PEM file of a client certificate, for a NATS server that asks for one (with --nats-tls-key)")
 	f.StringVar(&natsTLSKey, "nats-tls-key", "", "PEM file of the NATS client certificate's key")
 	f.DurationVar(&cfg.DefaultTimeout, "default-timeout", webhook.DefaultTimeout, "how long a review waits for the ledger when the API server names no ?timeout=")

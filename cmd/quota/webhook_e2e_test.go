@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -499,5 +501,169 @@ func waitStopped(t *testing.T, pid int) {
 			t.Fatalf("process %d did not stop within 10s of SIGSTOP", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// as is w with client as its HTTPS client.
+func (w *webhookProc) as(client *http.Client) *webhookProc {
+	c := *w
+	c.client = client
+	return &c
+}
+
+// clientWith is an HTTPS client that trusts roots and presents the pair
+// in certFile and keyFile.
+func clientWith(t *testing.T, roots *x509.CertPool, serverName, certFile, keyFile string) *http.Client {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, ServerName: serverName, Certificates: []tls.Certificate{pair}}}}
+}
+
+// gauge is the value of the metric sample named in the text of /metrics.
+func gauge(t *testing.T, metrics, sample string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(sample) + ` (\S+)$`).FindStringSubmatch(metrics)
+	if m == nil {
+		t.Fatalf("no %s in the metrics", sample)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatalf("%s: %v", sample, err)
+	}
+	return v
+}
+
+// TestWebhookTakesReviewsOnlyFromItsClientCA runs the webhook with the
+// client CA `quota credentials` writes: a review forged by a caller
+// without a certificate gets 401 and one with a certificate of another CA
+// 403, each with a Status saying why, a log line and a count, and neither
+// reserves anything; the certificate made for kube-apiserver is taken and
+// its create reserved. The probes and /metrics need no certificate.
+func TestWebhookTakesReviewsOnlyFromItsClientCA(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, filepath.Join(dir, "data"))
+	s.mustRun("ingest", fileWriter(t, dir)("quota.yaml", podsQuota))
+	creds := filepath.Join(dir, "credentials")
+	s.mustRun("credentials", creds)
+	pki := newWebhookPKI(t, t.TempDir())
+	w := startWebhook(t, pki, s.url, "--client-ca", filepath.Join(creds, "client-ca.crt"))
+
+	ghost := review("ghost", "team", false, podObject("ghost", "", "6f00"))
+	intruderCA, intruderKey := newCertificate(t, "intruder CA", nil, nil, true)
+	cert, key := newCertificate(t, "kube-apiserver", intruderCA, intruderKey, false)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder := clientWith(t, pki.pool, "", writePEM(t, dir, "intruder.crt", "CERTIFICATE", cert.Raw), writePEM(t, dir, "intruder.key", "EC PRIVATE KEY", keyDER))
+	for _, tc := range []struct {
+		name   string
+		caller *webhookProc
+		code   int
+		says   string
+	}{
+		{"no certificate", w, http.StatusUnauthorized, "no client certificate"},
+		{"a certificate of another CA", w.as(intruder), http.StatusForbidden, "not accepted by the client CA"},
+	} {
+		code, body := tc.caller.post("/validate", ghost)
+		var st struct {
+			Kind    string `json:"kind"`
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil || code != tc.code || st.Kind != "Status" || st.Code != tc.code || !strings.Contains(st.Message, tc.says) {
+			t.Errorf("a forged review with %s: HTTP %d %s; want %d with a Status saying %q", tc.name, code, body, tc.code, tc.says)
+		}
+	}
+	if got := describedUsed(t, s, "team", "pods", "pods"); got != "0" {
+		t.Errorf("after the forged reviews: used pods %s, want 0\n%s", got, s.mustRun("explain", "pods", "-n", "team"))
+	}
+
+	apiserver := w.as(clientWith(t, pki.pool, "", filepath.Join(creds, "apiserver-client.crt"), filepath.Join(creds, "apiserver-client.key")))
+	if r := apiserver.admit("c1", "/validate", review("c1", "team", false, podObject("real", "", "6f01"))); !r.Allowed {
+		t.Fatalf("kube-apiserver's create: denied: %v", r.Result)
+	}
+	if got := describedUsed(t, s, "team", "pods", "pods"); got != "1" {
+		t.Errorf("after kube-apiserver's create: used pods %s, want 1", got)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := w.get(path); code != http.StatusOK {
+			t.Errorf("%s without a certificate: %d %s", path, code, body)
+		}
+	}
+	code, text := w.get("/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics without a certificate: %d", code)
+	}
+	for _, want := range []string{
+		`quota_webhook_unauthenticated_total{reason="no_certificate"} 1`,
+		`quota_webhook_unauthenticated_total{reason="untrusted"} 1`,
+		`quota_webhook_unauthenticated_total{reason="expired"} 0`,
+		`quota_webhook_requests_total{verdict="allowed"} 1`,
+		`quota_webhook_requests_total{verdict="error"} 0`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	clientCert := readCertificateFile(t, filepath.Join(creds, "apiserver-client.crt"))
+	if got := gauge(t, text, "quota_webhook_client_certificate_expiry_timestamp_seconds"); got != float64(clientCert.NotAfter.Unix()) {
+		t.Errorf("client certificate expiry %v, want %d", got, clientCert.NotAfter.Unix())
+	}
+	if n := strings.Count(w.logs.String(), "review refused: caller not authenticated"); n != 2 {
+		t.Errorf("%d log lines of refused callers, want 2:\n%s", n, w.logs)
+	}
+}
+
+// readCertificateFile reads the first certificate of a PEM file.
+func readCertificateFile(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s: no PEM", path)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// TestWebhookWarnsOfItsCertificatesExpiry serves a certificate that ends
+// within the hour: its expiry is exported, and the log warns of it at
+// start. One that `quota credentials` made, good for a year, is exported
+// the same and warned of not at all.
+func TestWebhookWarnsOfItsCertificatesExpiry(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	pki := newWebhookPKI(t, t.TempDir())
+	w := startWebhook(t, pki, s.url)
+	_, text := w.get("/metrics")
+	if got, want := gauge(t, text, "quota_webhook_certificate_expiry_timestamp_seconds"), readCertificateFile(t, pki.certFile).NotAfter.Unix(); got != float64(want) {
+		t.Errorf("certificate expiry %v, want %d", got, want)
+	}
+	if !strings.Contains(w.logs.String(), "serving certificate expires soon") {
+		t.Errorf("no warning of a certificate that ends within the hour:\n%s", w.logs)
+	}
+
+	creds := filepath.Join(t.TempDir(), "credentials")
+	s.mustRun("credentials", creds)
+	yearly := &webhookPKI{pool: x509.NewCertPool(), certFile: filepath.Join(creds, "tls.crt"), keyFile: filepath.Join(creds, "tls.key")}
+	yearly.pool.AddCert(readCertificateFile(t, filepath.Join(creds, "ca.crt")))
+	w = startWebhook(t, yearly, s.url)
+	w.client = clientWith(t, yearly.pool, "quota-webhook.quota-system.svc", filepath.Join(creds, "apiserver-client.crt"), filepath.Join(creds, "apiserver-client.key"))
+	_, text = w.get("/metrics")
+	if got, want := gauge(t, text, "quota_webhook_certificate_expiry_timestamp_seconds"), readCertificateFile(t, yearly.certFile).NotAfter.Unix(); got != float64(want) {
+		t.Errorf("certificate expiry %v, want %d", got, want)
+	}
+	if strings.Contains(w.logs.String(), "expires soon") {
+		t.Errorf("a warning of a certificate good for a year:\n%s", w.logs)
 	}
 }

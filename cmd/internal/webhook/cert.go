@@ -16,6 +16,8 @@ type certificate struct {
 	current           atomic.Pointer[tls.Certificate]
 	// stamp is what the files looked like when current was loaded.
 	stamp fileStamp
+	// expiry warns while the certificate in use expires soon.
+	expiry expiryWarner
 }
 
 // fileStamp tells two versions of the certificate files apart.
@@ -78,8 +80,20 @@ func (c *certificate) reload() (bool, error) {
 	return true, nil
 }
 
-// watch calls reload every interval until ctx ends.
-func (c *certificate) watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
+// observe exports when the certificate in use expires, and warns when
+// that is soon (see expiryWarner).
+func (c *certificate) observe(now time.Time, m *metrics, log *slog.Logger) {
+	leaf := c.current.Load().Leaf
+	m.certificateExpiry.Set(float64(leaf.NotAfter.Unix()))
+	if c.expiry.due(leaf.NotAfter, now) {
+		log.Warn("serving certificate expires soon: renew it (quota credentials --renew and apply deploy/ again, or let cert-manager), "+
+			"or kube-apiserver refuses every request the webhook is registered for",
+			"cert", c.certFile, "subject", leaf.Subject.String(), "notAfter", leaf.NotAfter, "in", expiresIn(leaf.NotAfter, now))
+	}
+}
+
+// watch calls reload and observe every interval until ctx ends.
+func (c *certificate) watch(ctx context.Context, interval time.Duration, m *metrics, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -88,13 +102,20 @@ func (c *certificate) watch(ctx context.Context, interval time.Duration, log *sl
 			return
 		case <-t.C:
 		}
-		changed, err := c.reload()
-		switch {
-		case err != nil:
-			log.Warn("serving certificate not reloaded; the previous one serves", "cert", c.certFile, "key", c.keyFile, "err", err)
-		case changed:
-			leaf := c.current.Load().Leaf
-			log.Info("serving certificate reloaded", "cert", c.certFile, "subject", leaf.Subject.String(), "notAfter", leaf.NotAfter)
-		}
+		c.poll(time.Now(), m, log)
 	}
+}
+
+// poll loads the pair again if its files changed, and observes the one in
+// use.
+func (c *certificate) poll(now time.Time, m *metrics, log *slog.Logger) {
+	changed, err := c.reload()
+	switch {
+	case err != nil:
+		log.Warn("serving certificate not reloaded; the previous one serves", "cert", c.certFile, "key", c.keyFile, "err", err)
+	case changed:
+		leaf := c.current.Load().Leaf
+		log.Info("serving certificate reloaded", "cert", c.certFile, "subject", leaf.Subject.String(), "notAfter", leaf.NotAfter)
+	}
+	c.observe(now, m, log)
 }

@@ -24,6 +24,11 @@ type handler struct {
 	metrics        *metrics
 	log            *slog.Logger
 	defaultTimeout time.Duration
+	// clients, when set, is the CA whose client certificates alone may
+	// post reviews; nil: any caller may.
+	clients *clientCA
+	// clientExpiry warns of a caller's certificate that expires soon.
+	clientExpiry expiryWarner
 	// stopping is set once the process stops: /readyz turns 503 so that
 	// no new review is sent here.
 	stopping atomic.Bool
@@ -90,7 +95,32 @@ func fail(code int, format string, args ...any) *reviewError {
 	return &reviewError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
+// authenticated reports whether the caller of r may post reviews, and
+// answers it when not.
+func (h *handler) authenticated(w http.ResponseWriter, r *http.Request) bool {
+	if h.clients == nil {
+		return true
+	}
+	now := time.Now()
+	leaf, refused := h.clients.verify(r.TLS, now)
+	if refused != nil {
+		h.metrics.unauthenticated.WithLabelValues(refused.reason).Inc()
+		h.log.Warn("review refused: caller not authenticated", "code", refused.code, "reason", refused.reason, "err", refused.msg, "remote", r.RemoteAddr)
+		writeStatus(w, refused.code, refused.msg)
+		return false
+	}
+	h.metrics.clientCertificateExpiry.Set(float64(leaf.NotAfter.Unix()))
+	if h.clientExpiry.due(leaf.NotAfter, now) {
+		h.log.Warn("kube-apiserver's client certificate expires soon: renew it (quota credentials --renew) and copy it to the control-plane hosts, or every review it sends is refused",
+			"subject", leaf.Subject.String(), "notAfter", leaf.NotAfter, "in", expiresIn(leaf.NotAfter, now))
+	}
+	return true
+}
+
 func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
+	if !h.authenticated(w, r) {
+		return
+	}
 	start := time.Now()
 	h.metrics.inFlight.Inc()
 	defer h.metrics.inFlight.Dec()
@@ -215,6 +245,10 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 		st.Reason = metav1.StatusReasonRequestEntityTooLarge
 	case http.StatusMethodNotAllowed:
 		st.Reason = metav1.StatusReasonMethodNotAllowed
+	case http.StatusUnauthorized:
+		st.Reason = metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		st.Reason = metav1.StatusReasonForbidden
 	default:
 		st.Reason = metav1.StatusReasonInternalError
 	}

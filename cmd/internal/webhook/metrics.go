@@ -25,6 +25,12 @@ type metrics struct {
 	latency   *prometheus.HistogramVec
 	inFlight  prometheus.Gauge
 	connected prometheus.Gauge
+	// unauthenticated counts callers refused by the client CA, by reason.
+	unauthenticated *prometheus.CounterVec
+	// certificateExpiry is when the serving certificate in use ends, and
+	// clientCertificateExpiry when that of the last review's caller does.
+	certificateExpiry       prometheus.Gauge
+	clientCertificateExpiry prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -47,13 +53,29 @@ func newMetrics() *metrics {
 			Name: "quota_webhook_nats_connected",
 			Help: "1 while the connection to the ledger's NATS is up, else 0.",
 		}),
+		unauthenticated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quota_webhook_unauthenticated_total",
+			Help: "Reviews refused, with --client-ca, before being read, by reason: no_certificate (401), expired or untrusted (403). Not counted in quota_webhook_requests_total.",
+		}, []string{"reason"}),
+		certificateExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quota_webhook_certificate_expiry_timestamp_seconds",
+			Help: "When the serving certificate in use expires, in Unix seconds.",
+		}),
+		clientCertificateExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quota_webhook_client_certificate_expiry_timestamp_seconds",
+			Help: "When the client certificate of the last review taken expires, in Unix seconds; 0 until a review is taken with --client-ca.",
+		}),
 	}
 	m.registry.MustRegister(m.requests, m.latency, m.inFlight, m.connected,
+		m.unauthenticated, m.certificateExpiry, m.clientCertificateExpiry,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every verdict is exported from the start, at zero.
 	for _, v := range []string{verdictAllowed, verdictDenied, verdictFailed, verdictError} {
 		m.requests.WithLabelValues(v)
 		m.latency.WithLabelValues(v)
+	}
+	for _, r := range []string{reasonNoCertificate, reasonExpired, reasonUntrusted} {
+		m.unauthenticated.WithLabelValues(r)
 	}
 	return m
 }

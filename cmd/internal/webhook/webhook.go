@@ -35,6 +35,11 @@ const (
 	// DefaultCertPollInterval is how often the certificate files are
 	// checked for a change.
 	DefaultCertPollInterval = 10 * time.Second
+	// CertificateExpiryWarning is how long before the serving certificate
+	// (or a caller's) expires the webhook starts warning of it in its log.
+	CertificateExpiryWarning = 30 * 24 * time.Hour
+	// ExpiryWarningInterval is how often that warning is repeated.
+	ExpiryWarningInterval = 24 * time.Hour
 	// ReviewSizeMax bounds a review's body: an object and its old object
 	// of at most the API server's 3 MiB each, and the rest.
 	ReviewSizeMax = 7 << 20
@@ -70,6 +75,11 @@ type Config struct {
 	// CertFile and KeyFile are the PEM serving certificate (its chain
 	// after it) and key. Required.
 	CertFile, KeyFile string
+	// ClientCAFile is the PEM file of the CA whose client certificates
+	// alone may post reviews: kube-apiserver's, as its admission
+	// configuration names one. Read at start. Zero: any caller that
+	// reaches the port may post reviews.
+	ClientCAFile string
 	// NATSURL is the ledger's NATS. Required.
 	NATSURL string
 	// NATSOptions are added to the connection: credentials and TLS.
@@ -143,10 +153,40 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	var clients *clientCA
+	if cfg.ClientCAFile != "" {
+		if clients, err = loadClientCA(cfg.ClientCAFile); err != nil {
+			return err
+		}
+	} else {
+		log.Warn("no --client-ca: any caller that reaches the port may post reviews and have the ledger reserve quota")
+	}
 	m := newMetrics()
-	// The connection is retried for ever, from the first attempt on: the
-	// webhook starts (not ready) before its ledger does. A publish while
-	// disconnected fails at once instead of waiting in a buffer.
+	certs.observe(time.Now(), m, log)
+	nc, err := connect(cfg, m, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	h := &handler{nc: nc, metrics: m, log: log, defaultTimeout: cfg.DefaultTimeout, clients: clients}
+	log.Info("quota webhook serving", "listen", ln.Addr().String(), "nats", cfg.NATSURL, "clientCA", cfg.ClientCAFile)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	err = serve(ctx, cfg, h, certs, ln)
+	log.Info("quota webhook stopped")
+	return err
+}
+
+// connect opens the connection to the ledger's NATS. It is retried for
+// ever, from the first attempt on: the webhook starts (not ready) before
+// its ledger does. A publish while disconnected fails at once instead of
+// waiting in a buffer.
+func connect(cfg Config, m *metrics, log *slog.Logger) (*nats.Conn, error) {
 	opts := append([]nats.Option{
 		nats.Name("quota webhook"),
 		nats.Timeout(connectTimeout),
@@ -172,41 +212,39 @@ func Run(ctx context.Context, cfg Config) error {
 	}, cfg.NATSOptions...)
 	nc, err := nats.Connect(cfg.NATSURL, opts...)
 	if err != nil {
-		return fmt.Errorf("connect to the ledger at %s: %w", cfg.NATSURL, err)
+		return nil, fmt.Errorf("connect to the ledger at %s: %w", cfg.NATSURL, err)
 	}
-	defer nc.Close()
 	if nc.IsConnected() {
 		m.connected.Set(1)
 		log.Info("connected to NATS", "url", nc.ConnectedUrlRedacted())
 	} else {
 		log.Warn("NATS not reachable yet: not ready until it is", "url", cfg.NATSURL)
 	}
+	return nc, nil
+}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+// serve serves HTTPS on ln and watches the certificate files until ctx
+// ends, then stops as Run says.
+func serve(ctx context.Context, cfg Config, h *handler, certs *certificate, ln net.Listener) error {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	if h.clients != nil {
+		// Asked for, not required or verified in the handshake: /validate
+		// verifies it (see clientCA.verify), the other paths need none.
+		tlsConfig.ClientAuth = tls.RequestClientCert
 	}
-	h := &handler{nc: nc, metrics: m, log: log, defaultTimeout: cfg.DefaultTimeout}
 	srv := &http.Server{
-		Handler: h.mux(),
-		TLSConfig: &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: certs.get,
-		},
+		Handler:           h.mux(),
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: readHeaderTimeout,
 		// A review is read and answered within TimeoutMax.
 		ReadTimeout:  TimeoutMax,
 		WriteTimeout: TimeoutMax + 5*time.Second,
 		IdleTimeout:  idleTimeout,
-		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	log.Info("quota webhook serving", "listen", ln.Addr().String(), "nats", cfg.NATSURL)
-	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr())
+		ErrorLog:     slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		certs.watch(gctx, cfg.CertPollInterval, log)
+		certs.watch(gctx, cfg.CertPollInterval, h.metrics, h.log)
 		return nil
 	})
 	served := make(chan error, 1)
@@ -219,30 +257,34 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("serve HTTPS on %s: %w", ln.Addr(), err)
 	})
 	g.Go(func() error {
+		return stop(ctx, gctx, cfg.ShutdownDelay, h, srv, served)
+	})
+	return g.Wait()
+}
+
+// stop waits for gctx to end, turns h not ready, goes on serving for delay
+// and shuts srv down; it returns early if srv stops serving on its own.
+func stop(ctx, gctx context.Context, delay time.Duration, h *handler, srv *http.Server, served <-chan error) error {
+	select {
+	case <-gctx.Done():
+	case <-served:
+		return nil
+	}
+	h.stopping.Store(true)
+	if delay > 0 {
+		h.log.Info("stopping: not ready, still taking reviews", "for", delay)
+		timer := time.NewTimer(delay)
 		select {
-		case <-gctx.Done():
+		case <-timer.C:
 		case <-served:
+			timer.Stop()
 			return nil
 		}
-		h.stopping.Store(true)
-		if cfg.ShutdownDelay > 0 {
-			log.Info("stopping: not ready, still taking reviews", "for", cfg.ShutdownDelay)
-			delay := time.NewTimer(cfg.ShutdownDelay)
-			select {
-			case <-delay.C:
-			case <-served:
-				delay.Stop()
-				return nil
-			}
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			return fmt.Errorf("stop HTTPS: %w", err)
-		}
-		return nil
-	})
-	err = g.Wait()
-	log.Info("quota webhook stopped")
-	return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("stop HTTPS: %w", err)
+	}
+	return nil
 }
