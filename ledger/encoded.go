@@ -91,16 +91,20 @@ type Encoded struct {
 func (e Encoded) Bytes() []byte { return e.data }
 
 // EncodeReserve returns the Reserve event of namespace holding
-// reservations, with a TTL and a source: byte for byte what Encode returns
-// for Event{Type: Reserve, Namespace: namespace, ReservationTTL: ttl,
-// Reservations: …, Source: source}, checked by the same rules.
-func EncodeReserve(namespace string, ttl time.Duration, source string, reservations []EncodedReservation) (Encoded, error) {
+// reservations, with a TTL, a release rule and a source: byte for byte
+// what Encode returns for Event{Type: Reserve, Namespace: namespace,
+// ReservationTTL: ttl, Release: release, Reservations: …, Source:
+// source}, checked by the same rules.
+func EncodeReserve(namespace string, ttl time.Duration, release, source string, reservations []EncodedReservation) (Encoded, error) {
 	var problems []string
 	if err := ValidateNamespace(namespace); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if ttl <= 0 {
 		problems = append(problems, "reserve needs a positive reservationTTL")
+	}
+	if release != "" && release != ReleaseByFeed {
+		problems = append(problems, fmt.Sprintf("release %q, want %q or none", clip(release), ReleaseByFeed))
 	}
 	if len(source) > SourceLengthMax {
 		problems = append(problems, fmt.Sprintf("source is %d bytes, at most %d", len(source), SourceLengthMax))
@@ -132,6 +136,11 @@ func EncodeReserve(namespace string, ttl time.Duration, source string, reservati
 	b = append(b, ns...)
 	b = append(b, `,"reservationTTL":`...)
 	b = strconv.AppendInt(b, int64(ttl), 10)
+	if release != "" {
+		b = append(b, `,"release":"`...)
+		b = append(b, release...)
+		b = append(b, '"')
+	}
 	b = append(b, `,"reservations":[`...)
 	for i, r := range reservations {
 		if i > 0 {

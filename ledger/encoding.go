@@ -120,7 +120,11 @@ func decodeEventJSON(b []byte) (Event, error) {
 //     Resource, Reservation and a JSON object in Object, or Reservations,
 //     each with an ID, a Resource, a Name and a JSON object, IDs distinct;
 //   - Expire: Namespace and Reservation;
-//   - Deadline: Namespace, Resource "pods" and Name.
+//   - Deadline: Namespace, Resource "pods" and Name;
+//   - Progress: no Namespace, and Progress, each point with a Resource, a
+//     ResourceVersion and a time, resources distinct.
+//
+// Release, set only on a Reserve, is "" or ReleaseByFeed.
 //
 // Fields that belong to other types (Items outside Resync, a Reservation on
 // an Upsert, an Object on an Expire) are refused too, so an event means one
@@ -150,6 +154,8 @@ func (ev Event) validate(isObject func([]byte) bool) error {
 		c.refuse(len(ev.Items) > 0, "items")
 		c.refuse(ev.Reservation != "", "reservation")
 		c.refuse(ev.ReservationTTL != 0, "reservationTTL")
+	case Progress:
+		c.progress()
 	case "":
 		c.add("no type")
 	default:
@@ -242,6 +248,40 @@ func (c *checker) fieldsOfOtherTypes() {
 	}
 	if ev.Type != Resync {
 		c.refuse(len(ev.Listed) > 0, "listed")
+	}
+	if ev.Type != Progress {
+		c.refuse(len(ev.Progress) > 0, "progress")
+	}
+	if ev.Type != Reserve {
+		c.refuse(ev.Release != "", "release")
+	} else if ev.Release != "" && ev.Release != ReleaseByFeed {
+		c.add("release %q, want %q or none", clip(ev.Release), ReleaseByFeed)
+	}
+}
+
+// progress checks a Progress event: cluster-wide, feed points only.
+func (c *checker) progress() {
+	ev := c.ev
+	c.refuse(ev.Namespace != "", "namespace")
+	c.refuse(ev.Resource != "" || ev.Name != "" || ev.UID != "", "an object's identity")
+	c.refuse(len(ev.Object) > 0 || len(ev.Items) > 0, "objects")
+	c.refuse(ev.Reservation != "" || ev.ReservationTTL != 0, "a reservation")
+	c.need(len(ev.Progress) > 0, "progress")
+	seen := make(map[string]bool, len(ev.Progress))
+	for i, p := range ev.Progress {
+		switch {
+		case p.Resource == "" || len(p.Resource) > ResourceLengthMax || strings.ContainsAny(p.Resource, " \t\r\n/"):
+			c.add("progress[%d] resource %q is not a resource name", i, clip(p.Resource))
+		case seen[p.Resource]:
+			c.add("progress[%d] repeats resource %q", i, p.Resource)
+		}
+		seen[p.Resource] = true
+		if p.ResourceVersion == "" || hasControl(p.ResourceVersion) {
+			c.add("progress[%d] resourceVersion %q is empty or holds a control character", i, clip(p.ResourceVersion))
+		}
+		if p.At.IsZero() {
+			c.add("progress[%d] has no time", i)
+		}
 	}
 }
 

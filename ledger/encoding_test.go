@@ -40,6 +40,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{Type: ledger.Expire, Namespace: "team-a", Reservation: "r1"},
 		{Type: ledger.Expire, Namespace: "team-a", Expired: []string{"r2", "r3"}},
 		{Type: ledger.Deadline, Namespace: "team-a", Resource: "pods", Name: "stuck", UID: "u1"},
+		{Type: ledger.Reserve, Resource: "pods", Namespace: "team-a", Reservation: "r4", Object: json.RawMessage(`{}`), ReservationTTL: time.Minute, Release: ledger.ReleaseByFeed},
+		{Type: ledger.Progress, Progress: []ledger.FeedPoint{{Resource: "pods", ResourceVersion: "12", At: time.Date(2026, 11, 28, 10, 0, 0, 5, time.UTC)}, {Resource: "jobs.batch", ResourceVersion: "9", At: time.Date(2026, 11, 28, 10, 0, 1, 0, time.UTC)}}, Source: "export quota-export-0"},
 	}
 	for _, ev := range events {
 		b, err := ledger.Encode(ev)
@@ -102,6 +104,12 @@ func TestEventValidateRules(t *testing.T) {
 		{"expired exclude the single reservation", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "q", Expired: []string{"r"}}, "must not carry reservation beside expired"},
 		{"expired ids are distinct and not empty", ledger.Event{Type: ledger.Expire, Namespace: "a", Expired: []string{"r", "", "r", "x\n"}}, `expired[1] is empty; expired[2] repeats "r"; expired[3] "x\n" holds a control character`},
 		{"only an expire carries expired", ledger.Event{Type: ledger.Delete, Resource: "pods", Namespace: "a", Name: "x", Expired: []string{"r"}}, "must not carry expired"},
+		{"only a reserve carries a release", ledger.Event{Type: ledger.Expire, Namespace: "a", Reservation: "r", Release: ledger.ReleaseByFeed}, "must not carry release"},
+		{"a release is the feed's or none", ledger.Event{Type: ledger.Reserve, Resource: "pods", Namespace: "a", Reservation: "r", Object: obj, ReservationTTL: time.Second, Release: "clock"}, `release "clock", want "feed" or none`},
+		{"progress is cluster-wide", ledger.Event{Type: ledger.Progress, Namespace: "a", Progress: []ledger.FeedPoint{{Resource: "pods", ResourceVersion: "1", At: time.Unix(1, 0)}}}, "must not carry namespace"},
+		{"progress needs points", ledger.Event{Type: ledger.Progress}, "needs progress"},
+		{"progress points are whole and distinct", ledger.Event{Type: ledger.Progress, Progress: []ledger.FeedPoint{{Resource: "pods", ResourceVersion: "1", At: time.Unix(1, 0)}, {Resource: "pods"}, {Resource: "a/b", ResourceVersion: "2", At: time.Unix(1, 0)}}}, `progress[1] repeats resource "pods"; progress[1] resourceVersion "" is empty or holds a control character; progress[1] has no time; progress[2] resource "a/b" is not a resource name`},
+		{"only a progress carries points", ledger.Event{Type: ledger.Delete, Resource: "pods", Namespace: "a", Name: "x", Progress: []ledger.FeedPoint{{Resource: "pods", ResourceVersion: "1", At: time.Unix(1, 0)}}}, "must not carry progress"},
 		{"type is required", ledger.Event{Resource: "pods", Namespace: "a", Name: "x"}, "no type"},
 		{"type must be known", ledger.Event{Type: "create", Resource: "pods", Namespace: "a", Name: "x"}, `unknown type "create"`},
 		{"every violation is reported", ledger.Event{Type: ledger.Upsert, Namespace: "A"}, "needs resource; upsert needs name; upsert needs object"},
@@ -226,7 +234,11 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 		{{ID: "r2", Resource: "pods", Name: "b", Object: obj("b")}, {ID: "r<3>&", Resource: "services", Name: "c", Object: obj("c")}, {ID: "é", Resource: "jobs.batch", Name: "d", Object: obj("d")}},
 		{{ID: "u1", Resource: "persistentvolumeclaims", Name: "data", Object: copied[0], Operation: ledger.HoldOperation}, {ID: "r4", Resource: "pods", Name: "e", Object: obj("e")}},
 	}
-	for _, source := range []string{"admission", "", `a "quoted" <source>`} {
+	for i, source := range []string{"admission", "", `a "quoted" <source>`} {
+		release := ""
+		if i == 1 {
+			release = ledger.ReleaseByFeed
+		}
 		for _, group := range groups {
 			var encoded []ledger.EncodedReservation
 			for _, r := range group {
@@ -236,11 +248,11 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 				}
 				encoded = append(encoded, e)
 			}
-			got, err := ledger.EncodeReserve("team-a", 90*time.Second, source, encoded)
+			got, err := ledger.EncodeReserve("team-a", 90*time.Second, release, source, encoded)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev := ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: 90 * time.Second, Reservations: group, Source: source}
+			ev := ledger.Event{Type: ledger.Reserve, Namespace: "team-a", ReservationTTL: 90 * time.Second, Release: release, Reservations: group, Source: source}
 			want, err := ledger.Encode(ev)
 			if err != nil {
 				t.Fatal(err)
@@ -267,9 +279,12 @@ func TestEncodeReserveIsEncode(t *testing.T) {
 		{"no ttl", "team-a", 0, []ledger.EncodedReservation{r}, "positive reservationTTL"},
 		{"a zero reservation", "team-a", time.Second, []ledger.EncodedReservation{{}}, "not made by EncodeReservation"},
 	} {
-		if _, err := ledger.EncodeReserve(c.ns, c.ttl, "s", c.rs); err == nil || !errors.Is(err, ledger.ErrInvalidEvent) || !strings.Contains(err.Error(), c.want) {
+		if _, err := ledger.EncodeReserve(c.ns, c.ttl, "", "s", c.rs); err == nil || !errors.Is(err, ledger.ErrInvalidEvent) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want ErrInvalidEvent with %q", c.name, err, c.want)
 		}
+	}
+	if _, err := ledger.EncodeReserve("team-a", time.Second, "never", "s", []ledger.EncodedReservation{r}); err == nil || !strings.Contains(err.Error(), `release "never"`) {
+		t.Errorf("an unknown release: got %v", err)
 	}
 	if _, err := ledger.EncodeReservation(ledger.Reservation{ID: "r", Resource: "pods", Name: "a", Object: json.RawMessage(`[1]`)}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Errorf("a reservation of a non-object: got %v", err)
@@ -292,7 +307,7 @@ func FuzzEncodeReserve(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := ledger.EncodeReserve("team-a", time.Minute, "fuzz", []ledger.EncodedReservation{e})
+		got, err := ledger.EncodeReserve("team-a", time.Minute, "", "fuzz", []ledger.EncodedReservation{e})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,19 @@ const (
 	// for its object count only. The server appends it; its stream time
 	// is when the deadline was seen to pass.
 	Deadline EventType = "deadline"
+	// Progress records how far the exporter's feed of the cluster has
+	// come: for each resource in Progress, the log holds every change of
+	// it up to a resourceVersion the cluster had at a recorded moment.
+	// Reservations released by the feed (ReleaseByFeed) end on it.
+	Progress EventType = "progress"
 )
+
+// ReleaseByFeed is the Release of a Reserve whose reservations end on the
+// feed's progress rather than on wall-clock time: each is released once a
+// Progress event shows its resource's feed at a moment later than the
+// Reserve's stream time plus ReservationTTL (then the longest the API
+// server may take to store the object), and its object has not appeared.
+const ReleaseByFeed = "feed"
 
 // EncodingVersion is the version of the event encoding this code writes.
 const EncodingVersion = 1
@@ -62,6 +74,10 @@ type Event struct {
 	// ReservationTTL is how long a Reserve holds without confirmation,
 	// counted from the time the stream recorded it.
 	ReservationTTL time.Duration `json:"reservationTTL,omitempty"`
+	// Release says what ends a Reserve's reservations that no object
+	// confirms: "" for ReservationTTL's wall-clock expiry, ReleaseByFeed
+	// for the feed's progress.
+	Release string `json:"release,omitempty"`
 	// Reservations are the reservations of a Reserve that holds several;
 	// each is applied as a single Reserve with the event's namespace, TTL
 	// and stream time would be, in order.
@@ -69,6 +85,9 @@ type Event struct {
 	// Expired are the reservation IDs of an Expire that releases several
 	// of its namespace at once, in order.
 	Expired []string `json:"expired,omitempty"`
+	// Progress are the feed points of a Progress event, one per
+	// resource, in resource order.
+	Progress []FeedPoint `json:"progress,omitempty"`
 	// Source says where the fact came from ("pods.jsonl:12", an exporter).
 	Source string `json:"source,omitempty"`
 }
@@ -89,6 +108,20 @@ type Reservation struct {
 	// Object would make it, over the charge the projection holds for the
 	// object, until the object reports a charge that covers it.
 	Operation string `json:"operation,omitempty"`
+}
+
+// FeedPoint is how far the feed of one resource has come: the log holds
+// every change of the resource up to ResourceVersion, a version the
+// cluster had at At (or later). At is read on the exporter's clock before
+// it asked the API server for that version.
+type FeedPoint struct {
+	// Resource is the group-qualified plural ("pods", "jobs.batch").
+	Resource string `json:"resource"`
+	// ResourceVersion is the cluster's version the feed has passed.
+	ResourceVersion string `json:"resourceVersion"`
+	// At is a moment at or before which the cluster was at
+	// ResourceVersion.
+	At time.Time `json:"at"`
 }
 
 // HoldOperation is the Operation of an update's reservation, a hold.

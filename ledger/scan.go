@@ -64,6 +64,8 @@ func scanEvent(b []byte) (Event, bool) {
 			v, ok := scanInt(s)
 			ev.ReservationTTL = time.Duration(v)
 			return ok
+		case fieldRelease:
+			return scanString(s, &ev.Release)
 		case fieldReservations:
 			if s.Null() {
 				return false
@@ -97,13 +99,14 @@ const (
 	fieldItems
 	fieldReservation
 	fieldReservationTTL
+	fieldRelease
 	fieldReservations
 	fieldSource
 )
 
 // eventKeys are the JSON names of the fields, by number.
 var eventKeys = [...]string{"v", "type", "resource", "namespace", "name", "uid", "resourceVersion",
-	"object", "items", "reservation", "reservationTTL", "reservations", "source"}
+	"object", "items", "reservation", "reservationTTL", "release", "reservations", "source"}
 
 // eventField returns the number of the field a plain key names exactly, or
 // -1 for any other key (encoding/json would match a key that differs only

@@ -124,7 +124,7 @@ func TestLastFactTimeFollowsTheFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reserve, err := ledger.EncodeReserve("team", time.Minute, "test", []ledger.EncodedReservation{r})
+	reserve, err := ledger.EncodeReserve("team", time.Minute, "", "test", []ledger.EncodedReservation{r})
 	if err != nil {
 		t.Fatal(err)
 	}
