@@ -102,6 +102,14 @@ func ReadEntry(bucket string, key, value []byte) Entry {
 			entry = fmt.Sprintf("reservation %s expiring %s", key[8:], time.Unix(0, int64(binary.BigEndian.Uint64(key[:8]))).UTC().Format(time.RFC3339Nano))
 		}
 		return readValueEntry(bucket, "", entry, "object", keyValue(value))
+	case string(bucketFeedExpiry):
+		entry := fmt.Sprintf("feed expiry key %q", key)
+		if resource, end, id, err := splitFeedExpiryKey(key); err == nil {
+			entry = fmt.Sprintf("reservation %s of %s ending %s on the feed", id, resource, end.Format(time.RFC3339Nano))
+		}
+		return readValueEntry(bucket, "", entry, "object", keyValue(value))
+	case string(bucketFeeds):
+		return readValueEntry(bucket, "", "feed of "+string(key), "point", rawValue(value))
 	case string(bucketDeadlines):
 		ns, name, _ := strings.Cut(string(key), "\x00")
 		return readValueEntry(bucket, ns, strings.ReplaceAll(name, "\x00", "/"), "deadline", timeValue(value))

@@ -56,6 +56,9 @@ type ObjectCharge struct {
 	Reservation string    `json:"reservation,omitempty"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
 	Update      bool      `json:"update,omitempty"`
+	// ByFeed says the reservation ends on the feed's progress: it is held
+	// until the feed of its resource has passed ExpiresAt.
+	ByFeed bool `json:"byFeed,omitempty"`
 
 	amount quantity.Quantity
 }
@@ -132,6 +135,9 @@ func explainQuota(tx *bolt.Tx, namespace string, r *quotaRecord) (QuotaExplanati
 			if h := by[res]; h != nil {
 				c.Reservation, c.ExpiresAt, c.Update = h.ID, h.ExpiresAt, true
 			}
+			if c.Reservation != "" {
+				c.ByFeed = tx.Bucket(bucketFeedExpiry).Get(feedExpiryKey(o.Resource, c.ExpiresAt, c.Reservation)) != nil
+			}
 			re.Charges = append(re.Charges, c)
 		}
 		return nil
@@ -179,11 +185,15 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 			fmt.Fprintf(tw, "  OBJECT\tCHARGE\tSEQ\tNOTE\n")
 			for _, c := range r.Charges {
 				note := ""
-				switch {
-				case c.Update:
-					note = fmt.Sprintf("update reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
-				case c.Reservation != "":
-					note = fmt.Sprintf("reserved (%s, expires %s)", c.Reservation, c.ExpiresAt.UTC().Format(time.RFC3339))
+				if c.Reservation != "" {
+					ends := "expires"
+					if c.ByFeed {
+						ends = "held until the feed passes"
+					}
+					note = fmt.Sprintf("reserved (%s, %s %s)", c.Reservation, ends, c.ExpiresAt.UTC().Format(time.RFC3339))
+					if c.Update {
+						note = "update " + note
+					}
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", c.Object, c.Charge, c.Seq, note)
 			}

@@ -184,6 +184,8 @@ func (f *fold) apply(rec *ledger.Record) error {
 		return nil
 	case ledger.Resync:
 		return f.resync(rec)
+	case ledger.Progress:
+		return f.progress(rec)
 	default:
 		return skipf("unknown event type %q", ev.Type)
 	}
@@ -262,14 +264,14 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		for _, h := range old.Holds {
 			if !covers(next.Charge, h.Charge) {
 				next.Holds = append(next.Holds, h)
-			} else if err := f.unindex(h.ID, h.ExpiresAt); err != nil {
+			} else if err := f.unindex(h.ID, h.ExpiresAt, o.Resource); err != nil {
 				return err
 			}
 		}
 	}
 	if reservation != "" {
 		next.ExpiresAt = rec.Time.Add(ttl)
-		if err := f.index(reservation, next.ExpiresAt, key); err != nil {
+		if err := f.index(reservation, next.ExpiresAt, key, o.Resource, rec.Event.Release); err != nil {
 			return err
 		}
 	}
@@ -290,7 +292,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 // placeholder of its generateName.
 func (f *fold) release(old *objectRecord, o *object.Object, reservation string) error {
 	if old != nil && old.Reservation != "" {
-		return f.unindex(old.Reservation, old.ExpiresAt)
+		return f.unindex(old.Reservation, old.ExpiresAt, old.Resource)
 	}
 	if old != nil || reservation != "" {
 		return nil
@@ -302,11 +304,15 @@ func (f *fold) release(old *objectRecord, o *object.Object, reservation string) 
 	return f.delete(ph.Namespace, ph.Resource, ph.Name, ph.Reservation)
 }
 
-// index enters a reservation or hold in the reservation and expiry
-// buckets.
-func (f *fold) index(id string, expiresAt time.Time, key []byte) error {
+// index enters a reservation or hold of an object of resource in the
+// reservation bucket, and by its end in the expiry bucket, or, if it ends
+// on the feed (release), in the feed-expiry bucket.
+func (f *fold) index(id string, expiresAt time.Time, key []byte, resource, release string) error {
 	if err := f.tx.Bucket(bucketReserved).Put([]byte(id), key); err != nil {
 		return err
+	}
+	if release == ledger.ReleaseByFeed {
+		return f.tx.Bucket(bucketFeedExpiry).Put(feedExpiryKey(resource, expiresAt, id), key)
 	}
 	return f.tx.Bucket(bucketExpiry).Put(expiryKey(expiresAt, id), key)
 }
@@ -332,7 +338,7 @@ func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Durati
 	next.Seq = rec.Seq
 	h := hold{ID: id, ExpiresAt: rec.Time.Add(ttl), Charge: e.charge}
 	next.Holds = append(slices.Clip(old.Holds), h)
-	if err := f.index(id, h.ExpiresAt, key); err != nil {
+	if err := f.index(id, h.ExpiresAt, key, o.Resource, rec.Event.Release); err != nil {
 		return err
 	}
 	if err := putObject(f.tx, &next); err != nil {
@@ -381,12 +387,12 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 		return nil
 	}
 	if old.Reservation != "" {
-		if err := f.unindex(old.Reservation, old.ExpiresAt); err != nil {
+		if err := f.unindex(old.Reservation, old.ExpiresAt, resource); err != nil {
 			return err
 		}
 	}
 	for _, h := range old.Holds {
-		if err := f.unindex(h.ID, h.ExpiresAt); err != nil {
+		if err := f.unindex(h.ID, h.ExpiresAt, resource); err != nil {
 			return err
 		}
 	}
@@ -407,10 +413,14 @@ func (f *fold) delete(namespace, resource, name, reservation string) error {
 	return nil
 }
 
-// unindex removes a reservation or hold from the reservation and expiry
-// buckets, as index entered it.
-func (f *fold) unindex(id string, expiresAt time.Time) error {
+// unindex removes a reservation or hold of an object of resource from
+// the reservation bucket and from whichever expiry bucket index entered
+// it in.
+func (f *fold) unindex(id string, expiresAt time.Time, resource string) error {
 	if err := f.tx.Bucket(bucketReserved).Delete([]byte(id)); err != nil {
+		return err
+	}
+	if err := f.tx.Bucket(bucketFeedExpiry).Delete(feedExpiryKey(resource, expiresAt, id)); err != nil {
 		return err
 	}
 	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(expiresAt, id))
@@ -439,7 +449,7 @@ func (f *fold) expire(id string) error {
 	}
 	// An update's hold not covered in time: the object is charged as
 	// without it.
-	if err := f.unindex(old.Holds[i].ID, old.Holds[i].ExpiresAt); err != nil {
+	if err := f.unindex(old.Holds[i].ID, old.Holds[i].ExpiresAt, old.Resource); err != nil {
 		return err
 	}
 	next := *old

@@ -16,14 +16,22 @@ type Reservation struct {
 	Namespace string
 	Resource  string
 	Name      string
+	// ExpiresAt is when the reservation ends: on the server's clock, or,
+	// for one that ends on the feed, on the feed's.
 	ExpiresAt time.Time
 }
 
-// ExpiredReservations returns up to max reservations whose expiry is
-// before now, soonest first. It reads only the expired ones.
+// ExpiredReservations returns up to max reservations that are to be
+// released: those ending on the feed whose resource's feed has passed
+// their end (feed.go), then those whose expiry is before now, soonest
+// first. It reads only those.
 func (p *Projector) ExpiredReservations(now time.Time, max int) ([]Reservation, error) {
 	var out []Reservation
 	err := p.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if out, err = feedReleased(tx, out, max); err != nil {
+			return err
+		}
 		c := tx.Bucket(bucketExpiry).Cursor()
 		for k, key := c.First(); k != nil && len(out) < max; k, key = c.Next() {
 			if len(k) < 8 {
@@ -33,11 +41,11 @@ func (p *Projector) ExpiredReservations(now time.Time, max int) ([]Reservation, 
 			if !at.Before(now) {
 				break
 			}
-			parts := bytes.SplitN(key, []byte{0}, 3)
-			if len(parts) != 3 {
-				return fmt.Errorf("%w: expiry entry points at object key %q", ErrInvariant, key)
+			r, err := reservationAt(string(k[8:]), at, key)
+			if err != nil {
+				return err
 			}
-			out = append(out, Reservation{ID: string(k[8:]), Namespace: string(parts[0]), Resource: string(parts[1]), Name: string(parts[2]), ExpiresAt: at})
+			out = append(out, r)
 		}
 		return nil
 	})

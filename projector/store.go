@@ -16,7 +16,7 @@ import (
 // refuses a file of another version with ErrSchemaVersion, and its owner
 // (`quota serve`) rebuilds it from the stream: the file holds nothing the
 // stream does not, so it is never migrated.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // RulesVersion is the version of the rules the fold charges by: what
 // ledger/quota charges for an object, and how the fold sums and prints
@@ -39,6 +39,9 @@ var (
 	bucketExpiry    = []byte("expiry")    // expiry (Unix ns, big-endian) + reservation id → object key
 	bucketSkipped   = []byte("skipped")   // seq → skippedRecord
 	bucketDeadlines = []byte("deadlines") // ns\0pods\0name → deadline of a pod being deleted (deadline.go)
+	bucketFeeds     = []byte("feeds")     // resource → feedRecord, the feed's newest point (feed.go)
+	// bucketFeedExpiry indexes the reservations that end on the feed.
+	bucketFeedExpiry = []byte("feed-expiry") // resource\0 + end (Unix ns, big-endian) + reservation id → object key
 	// bucketStream names the stream a server's projection follows. It is
 	// not in allBuckets: it says where the file came from, not what it
 	// holds, so a replay (which follows no stream) has none and Compare
@@ -55,7 +58,7 @@ var (
 	keyFactTime = []byte("fact-time")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines, bucketFeeds, bucketFeedExpiry}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {

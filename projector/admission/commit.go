@@ -515,7 +515,11 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 // names an object the namespace already holds, so its reservation charges
 // nothing.
 func (r *Responder) reserve(ctx context.Context, namespace string, reservations []ledger.EncodedReservation, expect uint64) (uint64, error) {
-	ev, err := ledger.EncodeReserve(namespace, r.cfg.ReservationTTL, "admission", reservations)
+	ttl, release := r.cfg.ReservationTTL, ""
+	if r.cfg.ReleaseByFeed {
+		ttl, release = r.cfg.StoreTimeout, ledger.ReleaseByFeed
+	}
+	ev, err := ledger.EncodeReserve(namespace, ttl, release, "admission", reservations)
 	if err != nil {
 		return 0, err
 	}

@@ -32,6 +32,9 @@ const (
 	QueueGroup = "quota-admit"
 	// DefaultReservationTTL is how long an unconfirmed reservation holds.
 	DefaultReservationTTL = time.Minute
+	// DefaultStoreTimeout is the longest kube-apiserver takes to store an
+	// object it admitted: its --request-timeout's default.
+	DefaultStoreTimeout = time.Minute
 	// DefaultSweepInterval is how often expired reservations are released.
 	DefaultSweepInterval = time.Second
 	// ReserveAttemptsMax bounds the decide-and-append rounds of one
@@ -56,8 +59,20 @@ const (
 // Config configures a Responder.
 type Config struct {
 	// ReservationTTL is how long an allowed, unconfirmed create holds its
-	// charge. Zero: DefaultReservationTTL.
+	// charge, on the server's clock, when ReleaseByFeed is off. Zero:
+	// DefaultReservationTTL.
 	ReservationTTL time.Duration
+	// ReleaseByFeed makes every reservation end on the feed's progress
+	// (ledger.ReleaseByFeed) instead: it holds until the exporter's feed
+	// of its resource shows the cluster StoreTimeout past the
+	// reservation, and never ends while the feed is behind. For a ledger
+	// fed by `quota export`. False: ReservationTTL ends reservations, for
+	// a ledger fed by `quota ingest`.
+	ReleaseByFeed bool
+	// StoreTimeout is, with ReleaseByFeed, the longest the API server may
+	// take to store an object after admitting it (kube-apiserver's
+	// --request-timeout). Zero: DefaultStoreTimeout.
+	StoreTimeout time.Duration
 	// SweepInterval is how often expired reservations are released. Zero:
 	// DefaultSweepInterval.
 	SweepInterval time.Duration
@@ -86,6 +101,9 @@ func (c *Config) Validate() error {
 	var problems []string
 	if c.ReservationTTL < 0 {
 		problems = append(problems, "ReservationTTL is negative")
+	}
+	if c.StoreTimeout < 0 {
+		problems = append(problems, "StoreTimeout is negative")
 	}
 	if c.SweepInterval < 0 {
 		problems = append(problems, "SweepInterval is negative")
@@ -119,6 +137,9 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 	}
 	if cfg.ReservationTTL == 0 {
 		cfg.ReservationTTL = DefaultReservationTTL
+	}
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
 	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = DefaultSweepInterval
@@ -564,10 +585,15 @@ func (r *Responder) sweep(ctx context.Context) error {
 	}
 	for _, ns := range namespaces {
 		ev, msgID := expireEvent(ns, byNamespace[ns])
-		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID}); err != nil {
+		res, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID})
+		if err != nil {
 			return fmt.Errorf("expire %d reservations in %s: %w", len(byNamespace[ns]), ns, err)
 		}
-		r.cfg.Metrics.expired(len(byNamespace[ns]))
+		if !res.Duplicate {
+			// A duplicate is another replica's sweep of the same
+			// reservations, which counted them.
+			r.cfg.Metrics.expired(len(byNamespace[ns]))
+		}
 	}
 	return r.sweepDeadlines(ctx)
 }
