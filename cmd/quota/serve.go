@@ -20,6 +20,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 		logJSON         bool
 		admissionConfig string
 		maxEventSize    string
+		release         string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL [--replicas 3]]",
@@ -53,6 +54,17 @@ projection's applied sequence, backlog and skipped records, and the Go
 runtime's and the process's own (heap, garbage collection, RSS). It also
 answers probes: /readyz is 200 once admissions are taken and 503 while the
 projection catches up at start, /healthz is 200 while the server runs.
+A resource whose feed is behind is named in /readyz's 200 answer and in
+quota_feed_lag_seconds.
+
+--reservation-release says what ends a reservation that no object confirms
+(a create refused later in the API server's chain, or never made). With
+'ttl', --reservation-ttl after it was made: for a ledger fed by quota ingest
+and asked by quota admit. With 'feed', the feed's progress that quota export
+records: it is released once the log holds the cluster's changes of its
+resource up to --api-request-timeout after it, and its object is not among
+them. While the exporter is down or behind, reservations hold: the ledger
+over-counts and refuses more, and never admits past a quota.
 
 It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 		Args: cobra.NoArgs,
@@ -77,6 +89,16 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 			cfg.Stream.MaxMsgSize = int32(size.Value())
 			if cfg.Admission.ReservationTTL <= 0 {
 				return withCode(exitError, errorf("--reservation-ttl %s: want a positive duration such as 1m", cfg.Admission.ReservationTTL))
+			}
+			if cfg.Admission.StoreTimeout <= 0 {
+				return withCode(exitError, errorf("--api-request-timeout %s: want a positive duration such as 60s, kube-apiserver's --request-timeout", cfg.Admission.StoreTimeout))
+			}
+			switch release {
+			case "ttl":
+			case "feed":
+				cfg.Admission.ReleaseByFeed = true
+			default:
+				return withCode(exitError, errorf("--reservation-release %q: want ttl (a ledger fed by quota ingest) or feed (fed by quota export)", release))
 			}
 			if cfg.Stream.DuplicateWindow <= 0 {
 				return withCode(exitError, errorf("--duplicate-window %s: want a positive duration such as 24h", cfg.Stream.DuplicateWindow))
@@ -125,7 +147,9 @@ It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`,
 	f.DurationVar(&cfg.Projector.CommitDelay, "projection-commit-delay", projector.DefaultCommitDelay, "how long a small batch of new events waits for more before the projection commits it, unless a query waits (negative: commit at once)")
 	f.Int64Var(&cfg.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a snapshot of the projection to the object store every N applied events (negative: never)")
 	f.IntVar(&cfg.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of periodic snapshots kept")
-	f.DurationVar(&cfg.Admission.ReservationTTL, "reservation-ttl", admission.DefaultReservationTTL, "how long an allowed admission's reservation holds before its object's creation event confirms it")
+	f.StringVar(&release, "reservation-release", "ttl", "what releases an allowed create's reservation that no creation event confirms: 'ttl', --reservation-ttl after it was made (a ledger fed by quota ingest); or 'feed', once quota export's feed shows the cluster --api-request-timeout past it, held for as long as the feed is behind (a ledger fed by quota export)")
+	f.DurationVar(&cfg.Admission.ReservationTTL, "reservation-ttl", admission.DefaultReservationTTL, "with --reservation-release ttl, how long an allowed admission's reservation holds before its object's creation event confirms it")
+	f.DurationVar(&cfg.Admission.StoreTimeout, "api-request-timeout", admission.DefaultStoreTimeout, "with --reservation-release feed, the longest kube-apiserver may take to store an object it admitted: its --request-timeout")
 	f.StringVar(&admissionConfig, "admission-control-config-file", "", "kube-apiserver's admission configuration file, for the ResourceQuota plugin's limitedResources (default: none limited)")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", "", "HOST:PORT to serve Prometheus metrics on, at "+server.MetricsPath+", and the probes "+server.ReadyPath+" and "+server.HealthPath+" (port 0: any free port; default: no metrics server)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")

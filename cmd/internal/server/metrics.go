@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +26,9 @@ const (
 	// ReadyPath answers 200 once the server takes admissions, and 503,
 	// saying why, while its projection catches up with the stream at
 	// start: a readiness probe that holds a rollout until a new replica
-	// decides on the whole log.
+	// decides on the whole log. A feed that is behind (feedsBehind) is
+	// named in a 200's body: the server still answers, holding the
+	// reservations that wait for the feed.
 	ReadyPath = "/readyz"
 	// HealthPath answers 200 while the server runs: a liveness probe.
 	HealthPath = "/healthz"
@@ -65,11 +68,69 @@ func newRegistry(proj *projector.Projector) (*prometheus.Registry, *admission.Me
 			Help: "Stream records the projection could not apply since the server started; each is kept as a dead letter ('quota rejects').",
 		}, func() float64 { return float64(proj.Skipped()) }),
 	)
+	reg.MustRegister(feedCollector{proj: proj})
 	m, err := admission.NewMetrics(reg)
 	if err != nil {
 		return nil, nil, err
 	}
 	return reg, m, nil
+}
+
+// FeedBehind is the lag past which a resource's feed is named behind in
+// ReadyPath's answer: more than a watch's bookmark interval (a minute)
+// and the exporter's progress interval, with room to spare.
+const FeedBehind = 3 * time.Minute
+
+var (
+	feedLagDesc = prometheus.NewDesc("quota_feed_lag_seconds",
+		"How far behind the wall clock the newest point of a resource's feed is (the log holds every change of the resource up to then); reservations that end on the feed wait for it.",
+		[]string{"resource"}, nil)
+	feedWaitingDesc = prometheus.NewDesc("quota_feed_reservations_waiting",
+		"Reservations of a resource that end on the feed and are still held.",
+		[]string{"resource"}, nil)
+)
+
+// feedCollector reports each resource's feed from the projection at
+// every scrape.
+type feedCollector struct{ proj *projector.Projector }
+
+func (c feedCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- feedLagDesc
+	ch <- feedWaitingDesc
+}
+
+func (c feedCollector) Collect(ch chan<- prometheus.Metric) {
+	feeds, err := c.proj.Feeds()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(feedLagDesc, err)
+		return
+	}
+	now := time.Now()
+	for _, f := range feeds {
+		if !f.At.IsZero() {
+			ch <- prometheus.MustNewConstMetric(feedLagDesc, prometheus.GaugeValue, now.Sub(f.At).Seconds(), f.Resource)
+		}
+		ch <- prometheus.MustNewConstMetric(feedWaitingDesc, prometheus.GaugeValue, float64(f.Waiting), f.Resource)
+	}
+}
+
+// feedsBehind words the feeds that are behind at now, for ReadyPath: a
+// resource whose feed point is older than FeedBehind, or that has
+// reservations waiting and no point at all. It returns "" when none is.
+func feedsBehind(feeds []projector.Feed, now time.Time) string {
+	var behind []string
+	for _, f := range feeds {
+		switch {
+		case f.At.IsZero() && f.Waiting > 0:
+			behind = append(behind, fmt.Sprintf("%s has no feed (%d reservations held)", f.Resource, f.Waiting))
+		case !f.At.IsZero() && now.Sub(f.At) > FeedBehind:
+			behind = append(behind, fmt.Sprintf("%s %s behind (%d reservations held)", f.Resource, now.Sub(f.At).Round(time.Second), f.Waiting))
+		}
+	}
+	if len(behind) == 0 {
+		return ""
+	}
+	return "feed behind, reservations held until it catches up: " + strings.Join(behind, ", ")
 }
 
 // metricsServer serves reg on MetricsPath.
@@ -80,7 +141,7 @@ type metricsServer struct {
 
 // listenMetrics opens the metrics listener on addr (HOST:PORT; port 0:
 // any free port). ready says whether the server takes admissions, and if
-// not, why.
+// not, why; a ready server's reason is a warning, answered with 200.
 func listenMetrics(addr string, reg *prometheus.Registry, ready func() (bool, string), log *slog.Logger) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -91,8 +152,14 @@ func listenMetrics(addr string, reg *prometheus.Registry, ready func() (bool, st
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}))
 	mux.HandleFunc(ReadyPath, func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
+		ok, why := ready()
+		if !ok {
 			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		if why != "" {
+			// Ready, with something the operator should see.
+			_, _ = io.WriteString(w, "ready; "+why+"\n")
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")

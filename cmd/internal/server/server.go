@@ -290,7 +290,11 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		acfg.Metrics = m
 		ready := func() (bool, string) {
 			if p.admitting.Load() {
-				return true, ""
+				feeds, err := p.proj.Feeds()
+				if err != nil {
+					return true, "cannot read the feeds: " + err.Error()
+				}
+				return true, feedsBehind(feeds, time.Now())
 			}
 			return false, fmt.Sprintf("catching up with the stream: applied seq %d; admissions wait for the projection", p.proj.Applied())
 		}
@@ -318,6 +322,7 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		projector.NewResponder(p.nc, p.proj, log),
 		ingest.NewResponder(p.nc, in, log),
 		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log),
+		projector.NewStatusResponder(p.nc, p.proj, p.stream, serverName(), log),
 	}
 	return nil
 }
@@ -632,4 +637,14 @@ func openProjection(cfg projector.Config, stream *ledger.Stream, log *slog.Logge
 	log.Warn("the projection has another layout or charging rules than this build's: rebuilding it from the stream; the old file is kept aside",
 		"path", cfg.Path, "rules", rules, "build_schema", projector.SchemaVersion, "build_rules", projector.RulesVersion, "aside", aside)
 	return projector.Open(cfg, stream)
+}
+
+// serverName names this server in `quota status`: its host name, which is
+// its pod's name in a cluster.
+func serverName() string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		return "unknown"
+	}
+	return name
 }
