@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +34,9 @@ import (
 )
 
 // TestDeployManifestsAreValid renders deploy/ (the base kubectl apply -k
-// installs, the external-NATS overlay, and the base with the cert-manager
-// and ServiceMonitor components) with kustomize, from credentials `quota
+// installs, the external-NATS overlay, the base with the cert-manager
+// and ServiceMonitor components, and with the no-client-ca one) with
+// kustomize, from credentials `quota
 // credentials` wrote, and applies every object to a real kube-apiserver
 // with a server-side dry run. The pods of each workload are dry-run too, in
 // the namespace deploy/ makes, which enforces the restricted Pod Security
@@ -72,6 +74,20 @@ components:
 		t.Fatal(err)
 	}
 
+	withoutClientCA := filepath.Join(dir, "overlays", "without-client-ca")
+	if err := os.MkdirAll(withoutClientCA, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(withoutClientCA, "kustomization.yaml"), []byte(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../base
+components:
+- ../../components/no-client-ca
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	c := kubecluster.Start(t, kubecluster.Options{})
 	installCRDs(t, c)
 	caPEM, err := os.ReadFile(filepath.Join(creds, "ca.crt"))
@@ -82,6 +98,7 @@ components:
 		{"deploy", dir},
 		{"overlays/external-nats", filepath.Join(dir, "overlays", "external-nats")},
 		{"base with the cert-manager and ServiceMonitor components", withComponents},
+		{"base with the no-client-ca component", withoutClientCA},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, tc.path)
@@ -97,6 +114,7 @@ components:
 			}
 			checkWebhookConfiguration(t, objects, caPEM, tc.path == withComponents)
 			checkServiceMonitors(t, objects)
+			checkClientCA(t, objects, creds, tc.path != withoutClientCA)
 			dryRunApply(t, c, objects)
 		})
 	}
@@ -174,6 +192,72 @@ func checkWebhookConfiguration(t *testing.T, objects []*unstructured.Unstructure
 		return
 	}
 	t.Error("no ValidatingWebhookConfiguration rendered")
+}
+
+// checkClientCA checks that the webhook is given, with --client-ca, the
+// client-ca.crt of the credentials from a Secret it mounts, or, when
+// required is false, no --client-ca at all. The CA keys and kube-apiserver's
+// files are in no Secret.
+func checkClientCA(t *testing.T, objects []*unstructured.Unstructured, creds string, required bool) {
+	t.Helper()
+	secrets := map[string]corev1.Secret{}
+	var webhook *appsv1.Deployment
+	for _, o := range objects {
+		switch o.GetKind() {
+		case "Secret":
+			var s corev1.Secret
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &s); err != nil {
+				t.Fatal(err)
+			}
+			secrets[s.Name] = s
+			for key := range s.Data {
+				if key == "ca.key" || key == "client-ca.key" || strings.HasPrefix(key, "apiserver-") {
+					t.Errorf("Secret %s holds %s, which stays out of the cluster", s.Name, key)
+				}
+			}
+		case "Deployment":
+			if o.GetName() == "quota-webhook" {
+				webhook = &appsv1.Deployment{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, webhook); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if webhook == nil {
+		t.Fatal("no quota-webhook Deployment rendered")
+	}
+	pod := webhook.Spec.Template.Spec
+	var file string
+	for _, a := range pod.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--client-ca="); ok {
+			file = v
+		}
+	}
+	if !required {
+		if file != "" {
+			t.Errorf("the webhook is given --client-ca=%s", file)
+		}
+		return
+	}
+	want, err := os.ReadFile(filepath.Join(creds, "client-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if !strings.HasPrefix(file, m.MountPath+"/") {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				if got := secrets[v.Secret.SecretName].Data[strings.TrimPrefix(file, m.MountPath+"/")]; !bytes.Equal(got, want) {
+					t.Errorf("--client-ca=%s is not the credentials' client-ca.crt in Secret %s", file, v.Secret.SecretName)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("--client-ca=%q is in no Secret the webhook mounts", file)
 }
 
 // dryRunApply creates the namespaces (for real: a namespaced object's dry
