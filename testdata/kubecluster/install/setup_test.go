@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,16 +58,54 @@ type enforcer struct {
 // the webhook each with its own key.
 func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *enforcer {
 	t.Helper()
-	c := kubecluster.Start(t, kubecluster.Options{APIServerFlags: apiserverFlags})
+	return startEnforcerWith(t, enforcerOptions{ttl: ttl, apiserverFlags: apiserverFlags})
+}
+
+// enforcerOptions are what startEnforcerWith varies.
+type enforcerOptions struct {
+	// ttl is how long the ledger holds a reservation.
+	ttl time.Duration
+	// apiserverFlags are added to kube-apiserver's.
+	apiserverFlags []string
+	// clientCA, when set, has the webhook take reviews only from the client
+	// certificate `quota credentials` made for kube-apiserver, and
+	// kube-apiserver present it, as the admission configuration `quota
+	// credentials` wrote tells it to.
+	clientCA bool
+}
+
+// startEnforcerWith starts what startEnforcer does, as o says. The webhook
+// starts before kube-apiserver, whose admission configuration names the
+// webhook's address.
+func startEnforcerWith(t testing.TB, o enforcerOptions) *enforcer {
+	t.Helper()
 	creds := filepath.Join(t.TempDir(), "credentials")
-	if out, err := exec.Command(kubecluster.Quota(t), "credentials", creds).CombinedOutput(); err != nil {
+	if out, err := exec.Command(kubecluster.Quota(t), "credentials", creds, "--apiserver-dir", creds).CombinedOutput(); err != nil {
 		t.Fatalf("quota credentials: %v\n%s", err, out)
 	}
-	l := kubecluster.Serve(t, "--reservation-ttl", ttl.String(), "--auth", filepath.Join(creds, "auth.conf"), "--metrics-listen", "127.0.0.1:0")
-	e := &enforcer{cluster: c, ledger: l, credentials: creds}
+	l := kubecluster.Serve(t, "--reservation-ttl", o.ttl.String(), "--auth", filepath.Join(creds, "auth.conf"), "--metrics-listen", "127.0.0.1:0")
+	e := &enforcer{ledger: l, credentials: creds}
+	caPEM, certFile, keyFile := servingCertificate(t, t.TempDir())
+	args := []string{"webhook", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--server", l.URL, "--nkey", e.key("webhook")}
+	if o.clientCA {
+		args = append(args, "--client-ca", filepath.Join(creds, "client-ca.crt"))
+	}
+	e.startWebhook(t, caPEM, args)
+	flags := o.apiserverFlags
+	if o.clientCA {
+		flags = append(slices.Clip(flags), "--admission-control-config-file="+e.admissionConfig(t))
+	}
+	e.cluster = kubecluster.Start(t, kubecluster.Options{APIServerFlags: flags})
 	e.startExport(t)
-	dir := t.TempDir()
-	caPEM, certFile, keyFile := servingCertificate(t, dir)
+	e.register(t, e.webhookURL+"/validate", caPEM)
+	e.startDenyWebhook(t, caPEM, certFile, keyFile)
+	return e
+}
+
+// startWebhook runs `quota webhook` with args and waits until it serves
+// on a port of 127.0.0.1, under a certificate of the CA in caPEM.
+func (e *enforcer) startWebhook(t testing.TB, caPEM []byte, args []string) {
+	t.Helper()
 	addrs := make(chan string, 1)
 	serving := regexp.MustCompile(`quota webhook serving.* listen=(\S+)`)
 	e.webhook = kubecluster.StartQuota(t, func(line string) {
@@ -76,7 +115,7 @@ func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *e
 			default:
 			}
 		}
-	}, "webhook", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--server", l.URL, "--nkey", e.key("webhook"))
+	}, args...)
 	var addr string
 	select {
 	case addr = <-addrs:
@@ -89,9 +128,28 @@ func startEnforcer(t testing.TB, ttl time.Duration, apiserverFlags ...string) *e
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	e.webhookClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	e.register(t, e.webhookURL+"/validate", caPEM)
-	e.startDenyWebhook(t, caPEM, certFile, keyFile)
-	return e
+}
+
+// admissionConfig returns the admission configuration `quota credentials`
+// wrote, its kubeconfig's user renamed from the webhook Service's host to
+// the webhook's address here: kube-apiserver picks the user by the host it
+// calls, and the test registers the webhook by URL.
+func (e *enforcer) admissionConfig(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(e.credentials, "apiserver-kubeconfig.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const service = `"quota-webhook.quota-system.svc"`
+	if n := strings.Count(string(b), service); n != 1 {
+		t.Fatalf("%s names the Service's host %d times, want once:\n%s", path, n, b)
+	}
+	b = []byte(strings.Replace(string(b), service, `"`+strings.TrimPrefix(e.webhookURL, "https://")+`"`, 1))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(e.credentials, "admission-config.yaml")
 }
 
 // key is the NKey seed file of component.
