@@ -100,6 +100,14 @@ type Config struct {
 	// CheckpointBucket names the key-value bucket of the resume points.
 	// Zero: DefaultCheckpointBucket.
 	CheckpointBucket string
+	// ProgressInterval is how often each stream asks for its resource's
+	// current version and the feed's progress is appended (progress.go).
+	// Zero: DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// AccessCheckInterval is how often a standby checks that it could
+	// lead: the API server reachable, its lists and watches allowed.
+	// Zero: DefaultAccessCheckInterval.
+	AccessCheckInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -139,6 +147,12 @@ func (c Config) withDefaults() Config {
 	if c.CheckpointBucket == "" {
 		c.CheckpointBucket = DefaultCheckpointBucket
 	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.AccessCheckInterval == 0 {
+		c.AccessCheckInterval = DefaultAccessCheckInterval
+	}
 	return c
 }
 
@@ -175,6 +189,12 @@ func (c Config) Validate() error {
 	}
 	if c.DiscoveryInterval < time.Second {
 		problems = append(problems, fmt.Sprintf("DiscoveryInterval %s is under a second", c.DiscoveryInterval))
+	}
+	if c.ProgressInterval < 100*time.Millisecond {
+		problems = append(problems, fmt.Sprintf("ProgressInterval %s is under 100ms", c.ProgressInterval))
+	}
+	if c.AccessCheckInterval < time.Second {
+		problems = append(problems, fmt.Sprintf("AccessCheckInterval %s is under a second", c.AccessCheckInterval))
 	}
 	if !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0) {
 		problems = append(problems, fmt.Sprintf("leader election timings must be LeaseDuration (%s) > RenewDeadline (%s) > RetryPeriod (%s) > 0", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))

@@ -41,6 +41,20 @@
 // read and not yet acknowledged; a full window holds the watches back and
 // drops nothing.
 //
+// # Progress and readiness
+//
+// The exporter records how far its feed has come, so that a reservation
+// whose object never appears is released by the feed rather than by a
+// clock (progress.go): every ProgressInterval each stream asks the API
+// server for its resource's current resourceVersion, and once its watch
+// has delivered and the log acknowledged everything up to it, a Progress
+// event states the point (the version, and the time before asking). A
+// standby is ready once it could lead (the API server answers, and its
+// ServiceAccount may list and watch every resource and renew the Lease,
+// asked by SelfSubjectAccessReviews every AccessCheckInterval); the leader
+// while every stream has listed and no watch has waited FeedBehind for
+// the version it asked for.
+//
 // # Caveats
 //
 //   - Leader election on a Lease is time-based, not fenced. A leader that
@@ -69,6 +83,13 @@
 //     included (nodes renew theirs every 10 seconds): their MODIFIED
 //     events cost watch traffic and reach ingest, which skips them as
 //     unchanged (a count-only kind's trimmed form is its identity).
+//   - On a quiet resource the feed moves only at the watch's bookmarks,
+//     which the API server's watch cache sends about every minute; with
+//     the watch cache off (--watch-cache=false) a quiet resource records
+//     no progress, and reservations of it are held until their objects
+//     appear.
+//   - A resource whose resourceVersions do not compare (an aggregated
+//     API's own storage) records no progress.
 //   - A checkpoint is written at most every CheckpointInterval while
 //     events flow: a restart may send again up to that much, which
 //     ingest's message IDs make duplicates in the log.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,11 @@ type Exporter struct {
 	window    *window
 
 	checkpoints *checkpoints
+	// points are the feed's points noted and not yet appended.
+	points feedPoints
+	// access is what the last check of whether this replica could lead
+	// found (access.go).
+	access accessState
 
 	mu      sync.Mutex
 	leading bool
@@ -110,6 +116,12 @@ func (x *Exporter) Run(ctx context.Context) error {
 		return err
 	}
 	x.checkpoints = cp
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		x.checkAccessLoop(ctx)
+	}()
+	defer func() { <-checked }()
 	for ctx.Err() == nil {
 		x.elect(ctx)
 	}
@@ -223,6 +235,12 @@ func (x *Exporter) lead(ctx context.Context, takeover bool, prior string) {
 		x.mu.Unlock()
 		x.metrics.leader.Set(0)
 	}()
+	progressed := make(chan struct{})
+	go func() {
+		defer close(progressed)
+		x.appendProgress(ctx)
+	}()
+	defer func() { <-progressed }()
 	tick := time.NewTicker(x.cfg.DiscoveryInterval)
 	defer tick.Stop()
 	for {
@@ -340,13 +358,21 @@ func (x *Exporter) stopAll() {
 // Identity is this replica's name in the leader election.
 func (x *Exporter) Identity() string { return x.cfg.Identity }
 
-// Ready reports whether the exporter is ready, and why not: a standby is
-// ready (to take over); a leader once every stream has listed (or resumed)
-// into the log.
+// Ready reports whether the exporter is ready, and why not: a standby
+// once it could lead (the API server reachable, its lists, watches and
+// Lease allowed, checked every AccessCheckInterval); a leader once every
+// stream has listed (or resumed) into the log, and while every watch
+// keeps up (none has waited FeedBehind for the version it asked for).
 func (x *Exporter) Ready() (bool, string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.leading {
+		switch checked, problem := x.access.get(); {
+		case !checked:
+			return false, "checking that this replica could lead"
+		case problem != "":
+			return false, "could not lead: " + problem
+		}
 		return true, "standing by"
 	}
 	if len(x.streams) == 0 {
@@ -364,6 +390,17 @@ func (x *Exporter) Ready() (bool, string) {
 	if len(waiting) > 0 {
 		slices.Sort(waiting)
 		return false, fmt.Sprintf("%d of %d resources not yet synced: %v", len(waiting), len(x.streams), waiting)
+	}
+	var behind []string
+	now := time.Now()
+	for name, r := range x.streams {
+		if d, late := r.s.behind(now); late {
+			behind = append(behind, fmt.Sprintf("%s %s", name, d.Round(time.Second)))
+		}
+	}
+	if len(behind) > 0 {
+		slices.Sort(behind)
+		return false, "watches behind the API server (no event or bookmark reached the version asked for): " + strings.Join(behind, ", ")
 	}
 	return true, fmt.Sprintf("leading, %d resources synced", len(x.streams))
 }

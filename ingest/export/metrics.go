@@ -22,8 +22,10 @@ type metrics struct {
 	mu          sync.Mutex
 	checkpoints map[string]time.Time
 	newest      map[string]time.Time
+	progress    map[string]time.Time
 	ageDesc     *prometheus.Desc
 	lagDesc     *prometheus.Desc
+	feedDesc    *prometheus.Desc
 }
 
 func newMetrics() *metrics {
@@ -48,6 +50,9 @@ func newMetrics() *metrics {
 			Help: "Resources streamed whose first list (or resume) is in the log."}),
 		checkpoints: map[string]time.Time{},
 		newest:      map[string]time.Time{},
+		progress:    map[string]time.Time{},
+		feedDesc: prometheus.NewDesc("quota_export_feed_lag_seconds",
+			"Now minus the moment of the resource's newest point of progress appended to the log (the log held every change of the resource up to then); reservations that end on the feed wait for it.", []string{"resource"}, nil),
 		ageDesc: prometheus.NewDesc("quota_export_checkpoint_age_seconds",
 			"Seconds since the resource's checkpoint was last written.", []string{"resource"}, nil),
 		lagDesc: prometheus.NewDesc("quota_export_lag_seconds",
@@ -79,10 +84,18 @@ func (m *metrics) setNewest(resource string, t time.Time) {
 	m.mu.Unlock()
 }
 
+// progressed notes the moment of a resource's point appended to the log.
+func (m *metrics) progressed(resource string, at time.Time) {
+	m.mu.Lock()
+	m.progress[resource] = at
+	m.mu.Unlock()
+}
+
 func (m *metrics) forget(resource string) {
 	m.mu.Lock()
 	delete(m.checkpoints, resource)
 	delete(m.newest, resource)
+	delete(m.progress, resource)
 	m.mu.Unlock()
 }
 
@@ -91,6 +104,7 @@ func (m *metrics) forget(resource string) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.ageDesc
 	ch <- m.lagDesc
+	ch <- m.feedDesc
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
@@ -102,5 +116,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for r, t := range m.newest {
 		ch <- prometheus.MustNewConstMetric(m.lagDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), r)
+	}
+	for r, t := range m.progress {
+		ch <- prometheus.MustNewConstMetric(m.feedDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), r)
 	}
 }

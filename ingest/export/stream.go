@@ -85,6 +85,14 @@ type stream struct {
 	// split counts the namespaces of the resync in hand whose list was
 	// too large for one event.
 	split int
+	// listStarted is when the list in hand started: its point of
+	// progress is at its version then.
+	listStarted time.Time
+	// probe is the point asked for and not yet reached (progress.go);
+	// incomparable is set once the resource's versions are found not
+	// comparable.
+	probe        *probe
+	incomparable bool
 }
 
 func newStream(ctx context.Context, x *Exporter, res resource, resumeRV, firstReason string) (*stream, error) {
@@ -117,8 +125,14 @@ func (s *stream) run(ctx context.Context) {
 		defer close(done)
 		s.appendLoop(ctx)
 	}()
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		s.probeLoop(ctx)
+	}()
 	r.RunWithContext(ctx)
 	<-done
+	<-probed
 	// What the Reflector handed over after the appender stopped is not
 	// in the log, and the checkpoint is before it.
 	s.abandon()
@@ -161,6 +175,7 @@ func (s *stream) listing() string {
 		// A relist after a list that reached the log: the watch ended.
 		s.reason = ReasonGap
 	}
+	s.listStarted = time.Now()
 	return ""
 }
 
@@ -197,6 +212,7 @@ func (s *stream) UpdateResourceVersion(rv string) {
 	s.latestRV = rv
 	if s.outstanding == 0 && !s.failed {
 		s.ackedRV = rv
+		s.reached()
 	}
 	s.mu.Unlock()
 	s.signal()
@@ -313,6 +329,7 @@ func (s *stream) appendPending(ctx context.Context) error {
 		if s.outstanding == 0 {
 			s.ackedRV = s.latestRV
 		}
+		s.reached()
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
@@ -382,6 +399,12 @@ func (s *stream) Replace(list []any, rv string) error {
 		attrs = append(attrs, "split", s.split)
 	}
 	s.log.Info("resynced", attrs...)
+	// The list is a point of the feed's progress: the log now holds the
+	// resource as it was at rv, which it had when the list started or
+	// later.
+	s.mu.Lock()
+	s.probe = &probe{rv: rv, at: s.listStarted, asked: time.Now()}
+	s.mu.Unlock()
 	s.markSynced(rv)
 	return nil
 }
@@ -411,6 +434,7 @@ func (s *stream) markSynced(rv string) {
 	s.latestRV = rv
 	if !s.failed {
 		s.ackedRV = rv
+		s.reached()
 	}
 	s.mu.Unlock()
 	s.writeCheckpoint(s.ctx)
