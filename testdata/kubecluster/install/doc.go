@@ -4,7 +4,9 @@
 // feeding it the cluster's objects, and `quota webhook` registered as a
 // validating admission webhook with deploy/'s configuration, each
 // component reaching the ledger's NATS with its own key from `quota
-// credentials`; and it validates every manifest of deploy/ against a real
+// credentials`, and, where a test asks, the webhook taking reviews only
+// from the client certificate kube-apiserver presents as the admission
+// configuration of `quota credentials` tells it to; and it validates every manifest of deploy/ against a real
 // apiserver with a server-side dry run, rendered by kustomize's own Go
 // module as kubectl apply -k renders it.
 //
@@ -18,6 +20,7 @@
 // controller. Pods stay unscheduled, so a delete removes them at once; the
 // benchmark gives its quota the status the quota controller would. The
 // webhook is registered by URL (127.0.0.1) instead of deploy/'s Service,
-// and cert-manager's and Prometheus Operator's kinds are validated
+// so the API server's kubeconfig names its user for that address, and
+// cert-manager's and Prometheus Operator's kinds are validated
 // against CRDs of the test's own that take any spec.
 package install
