@@ -20,8 +20,9 @@ import (
 
 // TestExportRBAC runs the exporter as a ServiceAccount of an API server
 // that authorizes by RBAC. Allowed only its Lease, it says which
-// permission it lacks; once the RBAC of docs/export.md is applied, it
-// streams, and the ledger equals the cluster.
+// permission it lacks, and neither the leader nor a standby is ready (a
+// standby could not lead); once the RBAC of docs/export.md is applied,
+// it streams, the standby is ready, and the ledger equals the cluster.
 func TestExportRBAC(t *testing.T) {
 	c, l, _ := populated(t, []string{"--authorization-mode=RBAC"})
 	c.CreateNamespace(t, "quota-system")
@@ -52,9 +53,33 @@ func TestExportRBAC(t *testing.T) {
 	if code, _, _ := x.get("/readyz"); code != 503 {
 		t.Errorf("/readyz = %d while pods cannot be listed, want 503", code)
 	}
+	standby := startExporter(t, c, l, "exporter-rbac-standby", "--kubeconfig", kubeconfig, "--lease-namespace", "quota-system")
+	deadline = time.Now().Add(convergeTimeout)
+	for {
+		code, body, _ := standby.get("/readyz")
+		if code == 503 && strings.Contains(body, "could not lead") && strings.Contains(body, "list pods") {
+			break
+		}
+		if time.Now().After(deadline) || standby.Exited() {
+			t.Fatalf("standby /readyz = %d %q, want 503 saying it could not lead, for want of list pods", code, body)
+		}
+		time.Sleep(pollInterval)
+	}
 
 	apply(t, c, binding)
 	x.waitReady(t)
+	// The standby checks every 30 seconds that it could lead.
+	deadline = time.Now().Add(convergeTimeout)
+	for {
+		code, body, _ := standby.get("/readyz")
+		if code == 200 && strings.Contains(body, "standing by") {
+			break
+		}
+		if time.Now().After(deadline) || standby.Exited() {
+			t.Fatalf("standby /readyz = %d %q once the RBAC is applied, want 200 standing by\n%s", code, body, standby.Logs)
+		}
+		time.Sleep(pollInterval)
+	}
 	converge(t, c, l, x.Logs)
 	// Lists that failed were never in the log: the first that succeeds
 	// is the initial one, not a relist after a gap.
