@@ -23,6 +23,11 @@
 //     replay of the same prefix produces the same bytes. A pod past its
 //     deletion deadline stops counting at a Deadline event the server
 //     appends to the log (deadline.go), never by the projector's clock.
+//   - A reservation no object confirms ends only by an Expire event in
+//     the log: one made with ledger.ReleaseByFeed once a Progress event
+//     has shown its resource's feed past its end, never by a clock
+//     (feed.go); another once its TTL has passed on the sweeping server's
+//     clock. A feed point never moves back.
 //   - A record that cannot be decoded or evaluated is skipped with a record
 //     of why (in the projection's skipped bucket and in the log), never
 //     retried forever and never silently dropped.
