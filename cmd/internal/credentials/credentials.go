@@ -56,8 +56,14 @@ func Files() []string {
 	for _, c := range Components {
 		files = append(files, c+SeedSuffix)
 	}
-	return append(files, CAFile, CAKeyFile, ClientCAFile, ClientCAKeyFile, CertFile, KeyFile,
-		ClientCertFile, ClientKeyFile, KubeconfigFile, AdmissionConfigFile)
+	return append(files, certificateFiles()...)
+}
+
+// certificateFiles lists what Write writes of the certificates: all but
+// the NATS keys.
+func certificateFiles() []string {
+	return []string{CAFile, CAKeyFile, ClientCAFile, ClientCAKeyFile, CertFile, KeyFile,
+		ClientCertFile, ClientKeyFile, KubeconfigFile, AdmissionConfigFile}
 }
 
 // Renewed lists what Renew writes again: the serving pair and

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -113,8 +114,8 @@ func loadAuthority(dir, certFile, keyFile string, now time.Time) (*authority, er
 	fi, err := os.Stat(keyPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w: only credentials written with their CA keys can be renewed; "+
-			"write a new set with `quota credentials NEWDIR`, copy its %s over this directory's (keeping the NATS keys) and apply them, "+
-			"which needs kube-apiserver's caBundle and its client certificate replaced as on a first install", keyPath, ErrNoCAKey, Renewed())
+			"write a new set with `quota credentials NEWDIR`, copy its %s over this directory's (keeping the NATS keys), "+
+			"give kube-apiserver its new files and apply deploy/ again, as on a first install", keyPath, ErrNoCAKey, strings.Join(certificateFiles(), ", "))
 	}
 	if err != nil {
 		return nil, err
