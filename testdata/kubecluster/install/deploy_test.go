@@ -43,6 +43,10 @@ import (
 // Standard. cert-manager's and Prometheus Operator's kinds are checked
 // against CRDs of the test's own that take any spec: their names and
 // scopes are checked, their fields are not.
+//
+// deploy/ holds no Namespace, so that deleting it keeps the log
+// (TestRollbackKeepsTheLog): the namespace comes from deploy/namespace,
+// applied for real first, as docs/install.md says.
 func TestDeployManifestsAreValid(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "deploy")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot(t), "deploy"))); err != nil {
@@ -90,6 +94,7 @@ components:
 
 	c := kubecluster.Start(t, kubecluster.Options{})
 	installCRDs(t, c)
+	newApplier(t, c).apply(t, render(t, filepath.Join(dir, "namespace")))
 	caPEM, err := os.ReadFile(filepath.Join(creds, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +111,7 @@ components:
 			for _, o := range objects {
 				kinds[o.GetKind()]++
 			}
-			for _, want := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+			for _, want := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 				"StatefulSet", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "ValidatingWebhookConfiguration", "Secret"} {
 				if kinds[want] == 0 {
 					t.Errorf("no %s rendered", want)
@@ -114,6 +119,7 @@ components:
 			}
 			checkWebhookConfiguration(t, objects, caPEM, tc.path == withComponents)
 			checkServiceMonitors(t, objects)
+			checkClaimRetention(t, objects)
 			checkClientCA(t, objects, creds, tc.path != withoutClientCA)
 			dryRunApply(t, c, objects)
 		})

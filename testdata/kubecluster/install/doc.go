@@ -8,7 +8,9 @@
 // from the client certificate kube-apiserver presents as the admission
 // configuration of `quota credentials` tells it to; and it validates every manifest of deploy/ against a real
 // apiserver with a server-side dry run, rendered by kustomize's own Go
-// module as kubectl apply -k renders it.
+// module as kubectl apply -k renders it. It installs deploy/, rolls it back
+// and installs it again as docs/install.md says, and checks that the
+// namespace and the claim holding the log are never deleted.
 //
 // Its benchmark (make bench-webhook) compares pod creates through the
 // apiserver with the built-in plugin enforcing and with the ledger's
@@ -18,9 +20,12 @@
 //
 // The apiserver runs no controller: no kubelet, no scheduler, no quota
 // controller. Pods stay unscheduled, so a delete removes them at once; the
-// benchmark gives its quota the status the quota controller would. The
-// webhook is registered by URL (127.0.0.1) instead of deploy/'s Service,
-// so the API server's kubeconfig names its user for that address, and
-// cert-manager's and Prometheus Operator's kinds are validated
-// against CRDs of the test's own that take any spec.
+// benchmark gives its quota the status the quota controller would. No
+// StatefulSet controller makes claims, so the rollback test makes quota
+// serve's itself; no namespace controller empties a deleted namespace, so
+// it stays Terminating with its objects in it. The webhook is registered
+// by URL (127.0.0.1) instead of deploy/'s Service, so the API server's
+// kubeconfig names its user for that address, and cert-manager's and
+// Prometheus Operator's kinds are validated against CRDs of the test's
+// own that take any spec.
 package install
