@@ -46,7 +46,9 @@ import (
 //
 // deploy/ holds no Namespace, so that deleting it keeps the log
 // (TestRollbackKeepsTheLog): the namespace comes from deploy/namespace,
-// applied for real first, as docs/install.md says.
+// applied for real first, as docs/install.md says. With the narrow-rbac
+// component, the exporter's ClusterRole is checked to allow every
+// resource the cluster's discovery would give the exporter to stream.
 func TestDeployManifestsAreValid(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "deploy")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot(t), "deploy"))); err != nil {
@@ -92,6 +94,8 @@ components:
 		t.Fatal(err)
 	}
 
+	withNarrowRBAC := componentOverlay(t, dir, "narrow-rbac")
+
 	c := kubecluster.Start(t, kubecluster.Options{})
 	installCRDs(t, c)
 	newApplier(t, c).apply(t, render(t, filepath.Join(dir, "namespace")))
@@ -103,6 +107,7 @@ components:
 		{"deploy", dir},
 		{"overlays/external-nats", filepath.Join(dir, "overlays", "external-nats")},
 		{"base with the cert-manager and ServiceMonitor components", withComponents},
+		{"base with the narrow-rbac component", withNarrowRBAC},
 		{"base with the no-client-ca component", withoutClientCA},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,6 +125,9 @@ components:
 			checkWebhookConfiguration(t, objects, caPEM, tc.path == withComponents)
 			checkServiceMonitors(t, objects)
 			checkClaimRetention(t, objects)
+			if tc.path == withNarrowRBAC {
+				checkNarrowRBAC(t, c, objects)
+			}
 			checkClientCA(t, objects, creds, tc.path != withoutClientCA)
 			dryRunApply(t, c, objects)
 		})
