@@ -67,6 +67,10 @@ type enforcerOptions struct {
 	ttl time.Duration
 	// apiserverFlags are added to kube-apiserver's.
 	apiserverFlags []string
+	// feed, when set, has the ledger release reservations by the feed's
+	// progress, with feed as the API server's request timeout, instead
+	// of after ttl.
+	feed time.Duration
 	// clientCA, when set, has the webhook take reviews only from the client
 	// certificate `quota credentials` made for kube-apiserver, and
 	// kube-apiserver present it, as the admission configuration `quota
@@ -83,7 +87,11 @@ func startEnforcerWith(t testing.TB, o enforcerOptions) *enforcer {
 	if out, err := exec.Command(kubecluster.Quota(t), "credentials", creds, "--apiserver-dir", creds).CombinedOutput(); err != nil {
 		t.Fatalf("quota credentials: %v\n%s", err, out)
 	}
-	l := kubecluster.Serve(t, "--reservation-ttl", o.ttl.String(), "--auth", filepath.Join(creds, "auth.conf"), "--metrics-listen", "127.0.0.1:0")
+	serveArgs := []string{"--reservation-ttl", o.ttl.String(), "--auth", filepath.Join(creds, "auth.conf"), "--metrics-listen", "127.0.0.1:0"}
+	if o.feed > 0 {
+		serveArgs = append(serveArgs, "--reservation-release", "feed", "--api-request-timeout", o.feed.String())
+	}
+	l := kubecluster.Serve(t, serveArgs...)
 	e := &enforcer{ledger: l, credentials: creds}
 	caPEM, certFile, keyFile := servingCertificate(t, t.TempDir())
 	args := []string{"webhook", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile, "--server", l.URL, "--nkey", e.key("webhook")}
