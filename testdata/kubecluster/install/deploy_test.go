@@ -125,6 +125,7 @@ components:
 			checkWebhookConfiguration(t, objects, caPEM, tc.path == withComponents)
 			checkServiceMonitors(t, objects)
 			checkClaimRetention(t, objects)
+			checkServeArgs(t, objects)
 			if tc.path == withNarrowRBAC {
 				checkNarrowRBAC(t, c, objects)
 			}
@@ -132,6 +133,37 @@ components:
 			dryRunApply(t, c, objects)
 		})
 	}
+}
+
+// checkServeArgs checks that quota serve is run as a ledger fed by the
+// exporter (reservations released by the feed) and with flags it has.
+func checkServeArgs(t *testing.T, objects []*unstructured.Unstructured) {
+	t.Helper()
+	for _, o := range objects {
+		if o.GetKind() != "StatefulSet" || o.GetName() != "quota-serve" {
+			continue
+		}
+		var sts appsv1.StatefulSet
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &sts); err != nil {
+			t.Fatal(err)
+		}
+		args := sts.Spec.Template.Spec.Containers[0].Args
+		if !slices.Contains(args, "--reservation-release=feed") {
+			t.Errorf("quota serve runs with %v, without --reservation-release=feed", args)
+		}
+		help, err := exec.Command(kubecluster.Quota(t), "serve", "--help").CombinedOutput()
+		if err != nil {
+			t.Fatalf("quota serve --help: %v\n%s", err, help)
+		}
+		for _, a := range args[1:] {
+			name, _, _ := strings.Cut(a, "=")
+			if !strings.Contains(string(help), "  "+name+" ") {
+				t.Errorf("quota serve has no flag %s", name)
+			}
+		}
+		return
+	}
+	t.Error("no quota-serve StatefulSet rendered")
 }
 
 // render builds the kustomization at path, as kubectl apply -k does.
