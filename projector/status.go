@@ -113,11 +113,11 @@ func WriteStatus(w io.Writer, s *Status) error {
 		limits = fmt.Sprintf("max age %s, max bytes %d", l.MaxAge, l.MaxBytes)
 	}
 	fmt.Fprintf(tw, "  Limits:\t%s\n", limits)
-	leader := l.Leader
-	if leader == "" {
-		leader = "(single server)"
+	if l.Replicas > 1 || len(l.Peers) > 0 {
+		fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, l.Leader)
+	} else {
+		fmt.Fprintf(tw, "  Replicas:\t1\n")
 	}
-	fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, leader)
 	for _, p := range l.Peers {
 		state := "current"
 		switch {
