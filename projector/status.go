@@ -2,11 +2,13 @@ package projector
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +21,32 @@ import (
 // operator checks first, as one server of the queue group sees it.
 const SubjectStatus = "quota.query.status"
 
+// SubjectWebhookStatusPrefix, followed by a webhook replica's name, is
+// where `quota webhook` publishes its WebhookStatus every
+// WebhookStatusInterval; every server keeps the newest of each.
+const SubjectWebhookStatusPrefix = "quota.status.webhook."
+
+// WebhookStatusInterval is how often a webhook publishes its status.
+// A webhook not heard from for three intervals is shown as silent.
+const WebhookStatusInterval = 30 * time.Second
+
+// CertificateExpiryWarning is how long before a webhook's certificate
+// expires that quota status warns of it.
+const CertificateExpiryWarning = 30 * 24 * time.Hour
+
+// WebhookStatus is what a webhook replica says of itself.
+type WebhookStatus struct {
+	Name string `json:"name"`
+	// CertificateExpiry is when its serving certificate expires.
+	CertificateExpiry time.Time `json:"certificateExpiry"`
+	// ClientCertificateExpiry is when the client certificate of the last
+	// review it took expires (kube-apiserver's); zero when it takes
+	// reviews from any caller, or has taken none yet.
+	ClientCertificateExpiry time.Time `json:"clientCertificateExpiry,omitzero"`
+	// Sent is when it published this, on its clock.
+	Sent time.Time `json:"sent"`
+}
+
 // Status is the state of the log, of the answering server's projection
 // and of the feed.
 type Status struct {
@@ -30,6 +58,15 @@ type Status struct {
 	// Feeds are what the projection knows of the exporter's feed, per
 	// resource (see Feed).
 	Feeds []Feed `json:"feeds"`
+	// Webhooks are the webhook replicas this server has heard from, by
+	// name, with when it last did.
+	Webhooks []HeardWebhook `json:"webhooks"`
+}
+
+// HeardWebhook is a webhook's last status and when this server got it.
+type HeardWebhook struct {
+	WebhookStatus
+	Heard time.Time `json:"heard"`
 }
 
 // ProjectionStatus is the answering server's projection.
@@ -59,6 +96,9 @@ type StatusResponder struct {
 	stream *ledger.Stream
 	server string
 	log    *slog.Logger
+
+	mu       sync.Mutex
+	webhooks map[string]HeardWebhook
 }
 
 // NewStatusResponder returns a StatusResponder of the server named
@@ -67,14 +107,52 @@ func NewStatusResponder(nc *nats.Conn, p *Projector, stream *ledger.Stream, serv
 	if log == nil {
 		log = slog.Default()
 	}
-	return &StatusResponder{nc: nc, p: p, stream: stream, server: server, log: log}
+	return &StatusResponder{nc: nc, p: p, stream: stream, server: server, log: log, webhooks: map[string]HeardWebhook{}}
 }
 
-// Run serves until ctx ends, then drains its subscription.
+// Run serves until ctx ends, then drains its subscriptions. It keeps the
+// newest status of every webhook replica it hears from (at most
+// webhooksMax).
 func (r *StatusResponder) Run(ctx context.Context) error {
+	sub, err := r.nc.Subscribe(SubjectWebhookStatusPrefix+"*", r.heard)
+	if err != nil {
+		return fmt.Errorf("subscribe %s*: %w", SubjectWebhookStatusPrefix, err)
+	}
+	defer sub.Unsubscribe()
 	return serveQueries(ctx, r.nc, r.log, []queryRoute{
 		{SubjectStatus, QueriesInFlightMax, QueryTimeout, r.status},
 	})
+}
+
+// webhooksMax bounds the webhook replicas a server remembers.
+const webhooksMax = 256
+
+// heard keeps a webhook's status; a malformed one is logged and dropped,
+// as it is no fact of the log.
+func (r *StatusResponder) heard(m *nats.Msg) {
+	var st WebhookStatus
+	if err := json.Unmarshal(m.Data, &st); err != nil || st.Name == "" {
+		r.log.Warn("malformed webhook status", "subject", m.Subject, "err", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.webhooks[st.Name]; !ok && len(r.webhooks) >= webhooksMax {
+		return
+	}
+	r.webhooks[st.Name] = HeardWebhook{WebhookStatus: st, Heard: time.Now().UTC()}
+}
+
+// heardWebhooks returns the webhooks heard from, by name.
+func (r *StatusResponder) heardWebhooks() []HeardWebhook {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]HeardWebhook, 0, len(r.webhooks))
+	for _, w := range r.webhooks {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
@@ -94,7 +172,8 @@ func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
 		Log:  logStatus,
 		Projection: ProjectionStatus{Server: r.server, AppliedSeq: r.p.Applied(), Pending: r.p.Pending(),
 			Skipped: r.p.Skipped(), Rules: r.p.Rules()},
-		Feeds: feeds,
+		Feeds:    feeds,
+		Webhooks: r.heardWebhooks(),
 	}}, nil
 }
 
@@ -132,8 +211,39 @@ func WriteStatus(w io.Writer, s *Status) error {
 	fmt.Fprintf(tw, "Projection:\tserver %s, applied seq %d, %d pending, rules %d\n", pr.Server, pr.AppliedSeq, pr.Pending, pr.Rules)
 	tw.Flush()
 	writeFeeds(&b, s)
+	writeWebhooks(&b, s)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWebhooks prints a line per webhook replica heard from, warning of
+// a certificate that expires within CertificateExpiryWarning and of a
+// replica not heard from for three intervals.
+func writeWebhooks(b *strings.Builder, s *Status) {
+	if len(s.Webhooks) == 0 {
+		b.WriteString("Webhooks:    none heard from\n")
+		return
+	}
+	for _, w := range s.Webhooks {
+		line := fmt.Sprintf("Webhook %s: certificate expires %s", w.Name, w.CertificateExpiry.Format(time.RFC3339))
+		var warnings []string
+		if left := w.CertificateExpiry.Sub(s.Time); left < CertificateExpiryWarning {
+			warnings = append(warnings, fmt.Sprintf("WARNING: the serving certificate expires in %s, renew it", left.Round(time.Hour)))
+		}
+		if !w.ClientCertificateExpiry.IsZero() {
+			line += ", kube-apiserver's client certificate " + w.ClientCertificateExpiry.Format(time.RFC3339)
+			if left := w.ClientCertificateExpiry.Sub(s.Time); left < CertificateExpiryWarning {
+				warnings = append(warnings, fmt.Sprintf("WARNING: kube-apiserver's client certificate expires in %s, renew it", left.Round(time.Hour)))
+			}
+		}
+		if silent := s.Time.Sub(w.Heard); silent > 3*WebhookStatusInterval {
+			warnings = append(warnings, fmt.Sprintf("not heard from for %s", silent.Round(time.Second)))
+		}
+		b.WriteString(line + "\n")
+		for _, warning := range warnings {
+			b.WriteString("  " + warning + "\n")
+		}
+	}
 }
 
 // writeFeeds prints the feed table, or says there is no feed.

@@ -21,7 +21,8 @@ peer's state), of its own projection (server name, applied sequence,
 backlog), and of the feed quota export records: per resource, how far
 behind the wall clock its newest point is, and how many reservations wait
 for it. A reservation made with 'serve --reservation-release feed' is held
-until its resource's feed has passed it. -o json prints the same as JSON
+until its resource's feed has passed it. Last, each quota webhook replica
+heard from, with when its certificates expire: a WARNING within 30 days. -o json prints the same as JSON
 (log.firstSeq, log.lastSeq, log.bytes, log.leader, log.peers[].name,
 log.peers[].current, projection.appliedSeq, feeds[].at, ...).`,
 		Args: cobra.NoArgs,

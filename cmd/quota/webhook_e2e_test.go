@@ -652,6 +652,19 @@ func TestWebhookWarnsOfItsCertificatesExpiry(t *testing.T) {
 	if !strings.Contains(w.logs.String(), "serving certificate expires soon") {
 		t.Errorf("no warning of a certificate that ends within the hour:\n%s", w.logs)
 	}
+	// quota status hears of it from the webhook, and warns too.
+	var status string
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(status, "WARNING: the serving certificate expires in"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("quota status does not warn of the webhook's certificate:\n%s", status)
+		}
+		time.Sleep(50 * time.Millisecond)
+		status = s.mustRun("status")
+	}
+	host, _ := os.Hostname()
+	if !strings.Contains(status, "Webhook "+host+": certificate expires "+readCertificateFile(t, pki.certFile).NotAfter.UTC().Format(time.RFC3339)) {
+		t.Errorf("quota status does not name the webhook and its certificate's expiry:\n%s", status)
+	}
 
 	creds := filepath.Join(t.TempDir(), "credentials")
 	s.mustRun("credentials", creds)

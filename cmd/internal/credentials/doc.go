@@ -9,7 +9,8 @@
 //
 // Components and their rights (Permissions):
 //
-//   - webhook: requests on quota.admit.> and nothing else;
+//   - webhook: requests on quota.admit.>, and its status on
+//     quota.status.webhook.>;
 //   - export: appends to the event and dead-letter streams
 //     (quota.events.>, quota.rejects.>), the JetStream API calls that
 //     attach to and append to them, quota.ingest and quota.ingest.states

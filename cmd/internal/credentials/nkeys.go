@@ -35,7 +35,7 @@ const (
 // right.
 var Permissions = map[string]*Rights{
 	"webhook": {
-		Publish:   []string{"quota.admit.>"},
+		Publish:   []string{"quota.admit.>", "quota.status.webhook.>"},
 		Subscribe: []string{"_INBOX.>"},
 	},
 	"export": {

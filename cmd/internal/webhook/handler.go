@@ -29,6 +29,9 @@ type handler struct {
 	clients *clientCA
 	// clientExpiry warns of a caller's certificate that expires soon.
 	clientExpiry expiryWarner
+	// clientNotAfter is when the client certificate of the last review
+	// taken expires, in Unix ns (0: none yet), for announce.
+	clientNotAfter atomic.Int64
 	// stopping is set once the process stops: /readyz turns 503 so that
 	// no new review is sent here.
 	stopping atomic.Bool
@@ -110,6 +113,7 @@ func (h *handler) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	h.metrics.clientCertificateExpiry.Set(float64(leaf.NotAfter.Unix()))
+	h.clientNotAfter.Store(leaf.NotAfter.UnixNano())
 	if h.clientExpiry.due(leaf.NotAfter, now) {
 		h.log.Warn("kube-apiserver's client certificate expires soon: renew it (quota credentials --renew) and copy it to the control-plane hosts, or every review it sends is refused",
 			"subject", leaf.Subject.String(), "notAfter", leaf.NotAfter, "in", expiresIn(leaf.NotAfter, now))

@@ -247,6 +247,10 @@ func serve(ctx context.Context, cfg Config, h *handler, certs *certificate, ln n
 		certs.watch(gctx, cfg.CertPollInterval, h.metrics, h.log)
 		return nil
 	})
+	g.Go(func() error {
+		h.announce(gctx, certs)
+		return nil
+	})
 	served := make(chan error, 1)
 	g.Go(func() error {
 		err := srv.ServeTLS(ln, "", "")
