@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,12 +24,6 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	e := startEnforcer(t, reservationTTL, "--disable-admission-plugins=ResourceQuota")
 	c := e.cluster
 	ctx := context.Background()
-	setup := func(t *testing.T, ns string, pods int) {
-		t.Helper()
-		c.CreateNamespace(t, ns)
-		createQuota(t, c, ns, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)})
-		e.waitQuota(t, ns)
-	}
 	create := func(ns, name string, dryRun bool) error {
 		opts := metav1.CreateOptions{}
 		if dryRun {
@@ -42,7 +34,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	}
 
 	t.Run("creates up to the quota, the next refused in Kubernetes' words", func(t *testing.T) {
-		setup(t, "upto", 3)
+		e.namespaceWithPods(t, "upto", 3)
 		for i := range 3 {
 			if err := create("upto", fmt.Sprintf("p%d", i), false); err != nil {
 				t.Fatalf("create %d of 3: %v", i+1, err)
@@ -56,7 +48,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	})
 
 	t.Run("a generateName create's reservation is confirmed by its own ADDED event", func(t *testing.T) {
-		setup(t, "generated", 2)
+		e.namespaceWithPods(t, "generated", 2)
 		p := pod("")
 		p.GenerateName = "web-"
 		start := time.Now()
@@ -77,7 +69,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	})
 
 	t.Run("32 concurrent creates against the last 20 units make exactly 20 pods", func(t *testing.T) {
-		setup(t, "burst", 25)
+		e.namespaceWithPods(t, "burst", 25)
 		for i := range 5 {
 			if err := create("burst", fmt.Sprintf("first-%d", i), false); err != nil {
 				t.Fatal(err)
@@ -118,7 +110,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	})
 
 	t.Run("a dry-run create reserves nothing", func(t *testing.T) {
-		setup(t, "dryrun", 1)
+		e.namespaceWithPods(t, "dryrun", 1)
 		for i := range 3 {
 			if err := create("dryrun", fmt.Sprintf("dry-%d", i), true); err != nil {
 				t.Fatalf("dry-run create %d: %v", i+1, err)
@@ -136,7 +128,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	})
 
 	t.Run("a create refused later in the chain is released after its TTL", func(t *testing.T) {
-		setup(t, "refused", 2)
+		e.namespaceWithPods(t, "refused", 2)
 		if err := create("refused", "a", false); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +160,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	})
 
 	t.Run("a create refused at storage for its name holds no second unit", func(t *testing.T) {
-		setup(t, "conflict", 2)
+		e.namespaceWithPods(t, "conflict", 2)
 		if err := create("conflict", "a", false); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +183,7 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 	})
 
 	t.Run("after a delete the freed unit is taken at once", func(t *testing.T) {
-		setup(t, "delete", 2)
+		e.namespaceWithPods(t, "delete", 2)
 		for _, name := range []string{"a", "b"} {
 			if err := create("delete", name, false); err != nil {
 				t.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -28,12 +26,6 @@ func TestReservationsEndOnTheFeed(t *testing.T) {
 		apiserverFlags: []string{"--disable-admission-plugins=ResourceQuota"}})
 	c := e.cluster
 	ctx := context.Background()
-	setup := func(t *testing.T, ns string, pods int) {
-		t.Helper()
-		c.CreateNamespace(t, ns)
-		createQuota(t, c, ns, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)})
-		e.waitQuota(t, ns)
-	}
 	create := func(ns, name string, refusedLater bool) error {
 		p := pod(name)
 		if refusedLater {
@@ -44,7 +36,7 @@ func TestReservationsEndOnTheFeed(t *testing.T) {
 	}
 
 	t.Run("a create refused later in the chain is released by the feed", func(t *testing.T) {
-		setup(t, "orphan", 1)
+		e.namespaceWithPods(t, "orphan", 1)
 		start := time.Now()
 		if err := create("orphan", "ghost", true); err == nil || !strings.Contains(err.Error(), denyWebhook) {
 			t.Fatalf("create ghost: %v, want the second webhook's refusal", err)
@@ -63,7 +55,7 @@ func TestReservationsEndOnTheFeed(t *testing.T) {
 	})
 
 	t.Run("with the exporter killed reservations hold past any timeout, and the ledger is exact once it is back", func(t *testing.T) {
-		setup(t, "stall", 3)
+		e.namespaceWithPods(t, "stall", 3)
 		e.export.Kill()
 		stalled := time.Now()
 		for _, name := range []string{"a-1", "a-2"} {

@@ -256,6 +256,15 @@ func createQuota(t testing.TB, c *kubecluster.Cluster, ns string, hard corev1.Re
 	}
 }
 
+// namespaceWithPods creates namespace ns with a quota of pods pods, and
+// waits until the ledger holds the quota.
+func (e *enforcer) namespaceWithPods(t testing.TB, ns string, pods int) {
+	t.Helper()
+	e.cluster.CreateNamespace(t, ns)
+	createQuota(t, e.cluster, ns, corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)})
+	e.waitQuota(t, ns)
+}
+
 // waitQuota waits until the ledger describes the quota of ns.
 func (e *enforcer) waitQuota(t testing.TB, ns string) {
 	t.Helper()
