@@ -12,6 +12,7 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/projectortest"
 	"github.com/quotaledger/quota/projector/usedtest"
 )
 
@@ -29,7 +30,8 @@ func (r *recorder) Errorf(format string, args ...any) {
 
 // TestCheckUsedFindsAPlantedFigure folds a quota and two pods, passes the
 // whole-state check, then plants a wrong figure in the quota's stored used
-// behind the fold's back: the check names it.
+// behind the fold's back: the check names it. A damaged page then fails
+// the check too.
 func TestCheckUsedFindsAPlantedFigure(t *testing.T) {
 	p, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "p.db"), NoSync: true}, nil)
 	if err != nil {
@@ -74,5 +76,13 @@ func TestCheckUsedFindsAPlantedFigure(t *testing.T) {
 	want := "quota team/q requests.cpu: used 1600m, its charges sum to 1500m"
 	if len(planted.errors) != 1 || planted.errors[0] != want {
 		t.Errorf("after planting a wrong figure: %q, want %q", planted.errors, want)
+	}
+
+	// A damaged page fails the check rather than passing it unread.
+	projectortest.DamageLeaf(t, p.DB(), p.DB().Path(), false)
+	damaged := &recorder{TB: t}
+	usedtest.CheckUsed(damaged, p.DB())
+	if len(damaged.errors) != 1 || !strings.Contains(damaged.errors[0], "projection file damaged") {
+		t.Errorf("after damaging a page: %q, want one error naming the damage", damaged.errors)
 	}
 }

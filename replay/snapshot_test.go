@@ -115,6 +115,7 @@ func serveDamagedLive(t *testing.T) (*nats.Conn, *ledger.Stream, *projector.Snap
 	live := startLive(t, path, stream)
 	live.waitCaughtUp()
 	projectortest.DamageLeaf(t, live.p.DB(), path, true)
+	live.damaged = true
 	serveAudit(t, nc, live, snaps)
 	return nc, stream, snaps
 }
