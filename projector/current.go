@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 )
 
 // CurrentObjects answers what the log says each object named in keys
@@ -23,7 +23,7 @@ func (p *Projector) CurrentObjects(ctx context.Context, keys [][3]string) (objec
 	}
 	objects = make([]json.RawMessage, len(keys))
 	subjectSeqs = make([]uint64, len(keys))
-	err = p.db.View(func(tx *bolt.Tx) error {
+	err = p.read(func(tx *buckets.Set) error {
 		for i, k := range keys {
 			r, err := getObject(tx, objectKey(k[0], k[1], k[2]))
 			if err != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
@@ -144,7 +144,7 @@ type OverduePod struct {
 // now and that still count. It reads every pod being deleted.
 func (p *Projector) OverduePods(now time.Time, max int) ([]OverduePod, error) {
 	var out []OverduePod
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		c := tx.Bucket(bucketDeadlines).Cursor()
 		for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
 			at, state, err := readDeadline(k, v)

@@ -28,10 +28,10 @@ var (
 	ErrQuotaNotFound = errors.New("quota not found")
 	// ErrConfig is wrapped by Config.Validate.
 	ErrConfig = errors.New("invalid projector config")
-	// ErrWrite is wrapped by Apply's error when the projection file
-	// cannot be written (a full disk, a file size limit, an I/O error).
-	// The batch is not kept; the file still holds every batch committed
-	// before it, and the projector stops.
+	// ErrWrite is wrapped by a checkpoint's error (Checkpoint, and Run's
+	// when one of its checkpoints fails) when the projection file cannot
+	// be written (a full disk, a file size limit, an I/O error). The file
+	// still holds the checkpoint before it; Run stops.
 	ErrWrite = errors.New("projection file cannot be written")
 )
 

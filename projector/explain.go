@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger/quantity"
 )
@@ -67,7 +67,7 @@ type ObjectCharge struct {
 // called name, when name is set).
 func (p *Projector) Explain(namespace, name string) (*Explanation, error) {
 	var e *Explanation
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		var err error
 		e, err = ExplainTx(tx, namespace, name)
 		return err
@@ -77,7 +77,7 @@ func (p *Projector) Explain(namespace, name string) (*Explanation, error) {
 
 // ExplainTx reads an explanation from a projection transaction; see
 // Explain.
-func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
+func ExplainTx(tx *buckets.Set, namespace, name string) (*Explanation, error) {
 	e := &Explanation{Namespace: namespace, Applied: appliedSeq(tx), Quotas: []QuotaExplanation{}}
 	var records []*quotaRecord
 	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
@@ -104,7 +104,7 @@ func ExplainTx(tx *bolt.Tx, namespace, name string) (*Explanation, error) {
 
 // explainQuota lists, per resource of quota record r, the objects of
 // namespace that r charges, the largest charge first.
-func explainQuota(tx *bolt.Tx, namespace string, r *quotaRecord) (QuotaExplanation, error) {
+func explainQuota(tx *buckets.Set, namespace string, r *quotaRecord) (QuotaExplanation, error) {
 	qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
 	if r.Invalid != "" {
 		return qe, nil

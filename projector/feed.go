@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger"
 )
@@ -99,7 +99,7 @@ func (f *fold) progress(rec *ledger.Record) error {
 // order.
 func (p *Projector) Feeds() ([]Feed, error) {
 	var out []Feed
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		byResource := map[string]*Feed{}
 		get := func(resource string) *Feed {
 			f := byResource[resource]
@@ -153,7 +153,7 @@ func splitFeedExpiryKey(k []byte) (resource string, end time.Time, id string, er
 
 // feedReleased appends to out, up to max in all, the reservations ending
 // on the feed whose resource's feed point is later than their end.
-func feedReleased(tx *bolt.Tx, out []Reservation, max int) ([]Reservation, error) {
+func feedReleased(tx *buckets.Set, out []Reservation, max int) ([]Reservation, error) {
 	feeds := tx.Bucket(bucketFeeds)
 	c := tx.Bucket(bucketFeedExpiry).Cursor()
 	return out, feeds.ForEach(func(resource, v []byte) error {

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
@@ -59,7 +59,7 @@ func (fd *Fold) Forget() { fd.quotas = map[string][]*quotaEntry{} }
 // records the last sequence as applied. Records at or below the applied
 // sequence break the exactly-once invariant and are refused with
 // ErrInvariant. It returns the records it skipped.
-func (fd *Fold) ApplyBatch(tx *bolt.Tx, records []ledger.Record) (skipped []Skipped, err error) {
+func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []Skipped, err error) {
 	if len(records) == 0 {
 		return nil, nil
 	}
@@ -109,7 +109,7 @@ func (fd *Fold) ApplyBatch(tx *bolt.Tx, records []ledger.Record) (skipped []Skip
 }
 
 // flush writes the quotas changed in this batch.
-func (fd *Fold) flush(tx *bolt.Tx) error {
+func (fd *Fold) flush(tx *buckets.Set) error {
 	for _, entries := range fd.quotas {
 		for _, e := range entries {
 			if !e.dirty {
@@ -126,7 +126,7 @@ func (fd *Fold) flush(tx *bolt.Tx) error {
 
 // namespaceQuotas returns the cached quotas of a namespace, reading them
 // from tx the first time.
-func (fd *Fold) namespaceQuotas(tx *bolt.Tx, namespace string) ([]*quotaEntry, error) {
+func (fd *Fold) namespaceQuotas(tx *buckets.Set, namespace string) ([]*quotaEntry, error) {
 	if entries, ok := fd.quotas[namespace]; ok {
 		return entries, nil
 	}
@@ -152,7 +152,7 @@ func (fd *Fold) namespaceQuotas(tx *bolt.Tx, namespace string) ([]*quotaEntry, e
 
 // fold applies records inside one transaction.
 type fold struct {
-	tx    *bolt.Tx
+	tx    *buckets.Set
 	cache *Fold
 	// pre holds, per record of the batch, the evaluations of the objects
 	// it carries (one for an upsert or reserve, one per resync item),

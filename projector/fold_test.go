@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotaledger/quota/ledger"
@@ -117,7 +117,7 @@ func applyAll(t testing.TB, p *Projector, records []ledger.Record, batch int) {
 // runs after every test touching a projection.
 func checkConsistent(t testing.TB, p *Projector) {
 	t.Helper()
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		return forEachQuota(tx, "", true, func(r *quotaRecord) error {
 			if r.Invalid != "" {
 				return nil
@@ -186,7 +186,7 @@ func holdCharges(r *objectRecord) []quota.Charge {
 // index exactly the reservations the objects hold: creates' and updates'.
 func checkReservationIndex(t testing.TB, p *Projector) {
 	t.Helper()
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		want := map[string]string{} // expiry key → object key
 		c := tx.Bucket(bucketObjects).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -202,7 +202,7 @@ func checkReservationIndex(t testing.TB, p *Projector) {
 			}
 		}
 		reserved := tx.Bucket(bucketReserved)
-		if n := reserved.Stats().KeyN; n != len(want) {
+		if n := reserved.Len(); n != len(want) {
 			t.Errorf("the reservation bucket holds %d ids, the objects %d reservations", n, len(want))
 		}
 		got := 0
@@ -328,7 +328,7 @@ func TestFoldBatchingGivesSameBytes(t *testing.T) {
 func dump(t testing.TB, p *Projector) string {
 	t.Helper()
 	var buf strings.Builder
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		for _, name := range allBuckets {
 			buf.WriteString("[" + string(name) + "]\n")
 			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
@@ -415,7 +415,7 @@ func TestFoldSurvivesAPanicOnARecord(t *testing.T) {
 		t.Fatalf("skipped = %v, want [%d]", skipped, records[victim].Seq)
 	}
 	var reason string
-	if err := p.db.View(func(tx *bolt.Tx) error {
+	if err := p.read(func(tx *buckets.Set) error {
 		reason = string(tx.Bucket(bucketSkipped).Get(seqBytes(records[victim].Seq)))
 		return nil
 	}); err != nil {
@@ -430,7 +430,7 @@ func TestFoldSurvivesAPanicOnARecord(t *testing.T) {
 func (p *Projector) skippedSeqs(t testing.TB) []uint64 {
 	t.Helper()
 	var skipped []uint64
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		return tx.Bucket(bucketSkipped).ForEach(func(k, _ []byte) error {
 			skipped = append(skipped, seqFromBytes(k))
 			return nil

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -161,21 +161,15 @@ func (p *Projector) Has(namespace, resource, name string) (bool, error) {
 	return h.Has(namespace, resource, name), nil
 }
 
-// Lookup answers Has for several objects from one read of the
-// projection, until Close. A read held open keeps the projection's file
-// from being remapped when it grows (the writer waits), so it serves a run
-// of lookups, not a wait.
+// Lookup answers Has for several objects from one view of the
+// projection (the state after one applied batch).
 type Lookup struct {
-	tx *bolt.Tx
+	tx *buckets.Set
 }
 
 // Lookup starts a read for Lookup.Has.
 func (p *Projector) Lookup() (*Lookup, error) {
-	tx, err := p.db.Begin(false)
-	if err != nil {
-		return nil, err
-	}
-	return &Lookup{tx: tx}, nil
+	return &Lookup{tx: p.view.Load()}, nil
 }
 
 // Has is Projector.Has as of the read.
@@ -196,14 +190,12 @@ func (h *Lookup) Reserved(id string) bool {
 }
 
 // Close ends the read.
-func (h *Lookup) Close() {
-	_ = h.tx.Rollback()
-}
+func (h *Lookup) Close() {}
 
 // Namespace reads the state an admission decision in namespace needs.
 func (p *Projector) Namespace(namespace string) (*NamespaceState, error) {
 	var st *NamespaceState
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		var err error
 		st, err = namespaceState(tx, namespace)
 		return err
@@ -220,7 +212,7 @@ func (p *Projector) SubjectSeqs(namespace string) (namespaceSeq, clusterSeq uint
 	if ns, cluster, ok := p.subjects.get(namespace); ok {
 		return ns, cluster, nil
 	}
-	err = p.db.View(func(tx *bolt.Tx) error {
+	err = p.read(func(tx *buckets.Set) error {
 		namespaceSeq, clusterSeq = subjectSeq(tx, namespace), subjectSeq(tx, "")
 		return nil
 	})
@@ -285,7 +277,7 @@ func (s *subjectSeqs) applied(records []ledger.Record) {
 	}
 }
 
-func namespaceState(tx *bolt.Tx, namespace string) (*NamespaceState, error) {
+func namespaceState(tx *buckets.Set, namespace string) (*NamespaceState, error) {
 	st := &NamespaceState{
 		Namespace:      namespace,
 		SubjectSeq:     subjectSeq(tx, namespace),
@@ -348,7 +340,7 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 // storedNames returns the names of one resource's objects in a namespace,
 // reservations left out, in name order. It reads each record's charge
 // only, not its object.
-func storedNames(tx *bolt.Tx, namespace, resource string) ([]string, error) {
+func storedNames(tx *buckets.Set, namespace, resource string) ([]string, error) {
 	var out []string
 	prefix := objectKey(namespace, resource, "")
 	c := tx.Bucket(bucketObjects).Cursor()
@@ -366,7 +358,7 @@ func storedNames(tx *bolt.Tx, namespace, resource string) ([]string, error) {
 
 // storedValues decodes the typed values of one resource's objects in a
 // namespace ("" for cluster-scoped ones), reservations left out.
-func storedValues[T runtime.Object](tx *bolt.Tx, namespace, resource string) ([]T, error) {
+func storedValues[T runtime.Object](tx *buckets.Set, namespace, resource string) ([]T, error) {
 	var out []T
 	err := forEachObjectOf(tx, namespace, resource, func(r *objectRecord) error {
 		if r.Reservation != "" {

@@ -151,22 +151,21 @@ func fillLeafPages(t *testing.T, path string) (offset int64, size int) {
 	return projectortest.LeafPage(t, db, true)
 }
 
-// TestApplyMeetingADamagedPage damages a leaf of a projection in use, as a
-// bad sector met while the server runs would: bbolt panics on the page
-// when the fold reads it, and Apply returns an error saying what may have
-// happened (the process goes on, to stop cleanly), where the panic used
-// to end the process.
-func TestApplyMeetingADamagedPage(t *testing.T) {
+// TestCheckpointMeetingADamagedPage damages a leaf of a projection's
+// file while it is in use, as a bad sector met while the server runs
+// would: the fold, in memory, goes on applying, and the next checkpoint,
+// on which bbolt panics, returns an error saying what may have happened
+// (the process goes on, to stop cleanly).
+func TestCheckpointMeetingADamagedPage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "projection.db")
 	p, err := Open(Config{Path: path, NoSync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
 	records := benchRecords(t, 2, 300)
 	applyAll(t, p, records, len(records))
 	projectortest.DamageLeaf(t, p.DB(), path, true)
-	// Every pod again, as updates: each reads its record.
+	// Every pod again, as updates.
 	var again []ledger.Record
 	for _, rec := range records {
 		if rec.Event.Type == ledger.Upsert && rec.Event.Resource == "pods" {
@@ -174,13 +173,17 @@ func TestApplyMeetingADamagedPage(t *testing.T) {
 			again = append(again, rec)
 		}
 	}
-	err = p.Apply(t.Context(), again)
-	if err == nil || !errors.Is(err, ledger.ErrInternal) || !strings.Contains(err.Error(), "damaged while the server ran") {
-		t.Fatalf("Apply over a damaged page: %v; want the recovered panic, naming a damaged page as a cause", err)
+	if err := p.Apply(t.Context(), again); err != nil {
+		t.Fatalf("Apply with the file damaged: %v; the live state is in memory", err)
 	}
-	if got, want := p.Applied(), records[len(records)-1].Seq; got != want {
-		t.Errorf("applied seq %d after the failed batch, want %d", got, want)
+	if got, want := p.Applied(), again[len(again)-1].Seq; got != want {
+		t.Errorf("applied seq %d, want %d", got, want)
 	}
+	err = p.Checkpoint()
+	if err == nil || !errors.Is(err, ErrWrite) || !strings.Contains(err.Error(), "damaged since it was opened") {
+		t.Fatalf("a checkpoint over a damaged page: %v; want ErrWrite naming a damaged page as a cause", err)
+	}
+	p.db.Close()
 }
 
 // TestOpenRecordsTheRules: a new file, or one that has applied nothing,
@@ -194,7 +197,14 @@ func TestOpenRecordsTheRules(t *testing.T) {
 	if got := p.Rules(); got != RulesVersion {
 		t.Fatalf("new file: rules %d, want %d", got, RulesVersion)
 	}
-	err = p.DB().Update(func(tx *bolt.Tx) error {
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyRules); len(v) != 8 {
 			return fmt.Errorf("rules not recorded: %x", v)
 		}
@@ -205,7 +215,7 @@ func TestOpenRecordsTheRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Close(); err != nil {
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	p, err = Open(Config{Path: path, NoSync: true}, nil)

@@ -15,6 +15,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/quotaledger/quota/projector/buckets"
+
 	"github.com/quotaledger/quota/ledger"
 )
 
@@ -65,10 +67,17 @@ type Config struct {
 	// compare-and-swap fails and it waits. Zero means DefaultCommitDelay;
 	// negative commits every batch at once.
 	CommitDelay time.Duration
-	// NoSync skips bbolt's fsync on commit. The stream stays the truth, so
-	// a projection lost to a power failure is rebuilt from it; a process
-	// crash alone loses nothing either way. Zero (false) syncs every batch.
+	// NoSync skips bbolt's fsync on a checkpoint. The stream stays the
+	// truth, so a projection lost to a power failure is rebuilt from it;
+	// a process crash alone loses nothing either way. Zero (false) syncs
+	// every checkpoint.
 	NoSync bool
+	// CheckpointEvery is how many applied records, at most, a checkpoint
+	// of the live state waits for. Zero means DefaultCheckpointEvery.
+	CheckpointEvery uint64
+	// CheckpointInterval is how long, at most, a checkpoint waits once
+	// anything was applied. Zero means DefaultCheckpointInterval.
+	CheckpointInterval time.Duration
 	// Logger receives structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -84,6 +93,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FetchWaitTimeout < 0 {
 		problems = append(problems, "FetchWaitTimeout is negative")
+	}
+	if c.CheckpointInterval < 0 {
+		problems = append(problems, "CheckpointInterval is negative")
 	}
 	if c.CommitDelay > CommitDelayMax {
 		problems = append(problems, fmt.Sprintf("CommitDelay %s is over %s", c.CommitDelay, CommitDelayMax))
@@ -104,19 +116,37 @@ func (c Config) withDefaults() Config {
 	if c.CommitDelay == 0 {
 		c.CommitDelay = DefaultCommitDelay
 	}
+	if c.CheckpointEvery == 0 {
+		c.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c
 }
 
-// Projector keeps a projection file up to date with a stream.
+// Projector keeps a projection up to date with a stream: the live state
+// in memory, checkpointed to a bbolt file (checkpoint.go).
 type Projector struct {
 	cfg    Config
 	db     *bolt.DB
 	stream *ledger.Stream
 
-	fold *Fold // the only writer's cache; used under db.Update only
+	fold *Fold // the only writer's cache
+	// set is the live state, written by Apply alone; view is its newest
+	// snapshot, what every read sees: the state after one applied batch.
+	set  *buckets.Set
+	view atomic.Pointer[buckets.Set]
+	// ckMu serializes checkpoints; checkpointed is the applied sequence
+	// of the newest one, checkpointedOnce set once the file holds one.
+	ckMu             sync.Mutex
+	checkpointed     atomic.Uint64
+	checkpointedOnce bool
+	// checkpointDue asks the checkpoint loop for one now.
+	checkpointDue chan struct{}
 
 	applied atomic.Uint64
 	// rules is the RulesVersion the file was first folded under.
@@ -170,34 +200,49 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if existed {
 		cfg.Logger.Info("projection file checked", "path", cfg.Path, "bytes", st.Size(), "took", time.Since(started).Round(time.Millisecond))
 	}
-	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1)}
-	err = db.Update(func(tx *bolt.Tx) error {
-		if err := initBuckets(tx); err != nil {
-			return err
-		}
-		p.applied.Store(appliedSeq(tx))
-		rules, err := rulesVersion(tx)
-		p.rules = rules
-		return err
-	})
-	if err == nil && stream != nil {
-		err = bindStream(db, stream)
-	}
-	if err == nil {
-		err = db.View(func(tx *bolt.Tx) error {
-			if b := tx.Bucket(bucketStream); b != nil {
-				if v := b.Get(keyFactTime); len(v) == 8 {
-					p.factTime.Store(int64(binary.BigEndian.Uint64(v)))
-				}
-			}
-			return nil
-		})
-	}
-	if err != nil {
+	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1),
+		checkpointDue: make(chan struct{}, 1)}
+	if err := p.load(existed); err != nil {
 		db.Close()
 		return nil, openError(cfg.Path, err)
 	}
 	return p, nil
+}
+
+// load reads the file into the live state, checks its layout, binds it to
+// the stream and publishes the first view.
+func (p *Projector) load(existed bool) error {
+	set, err := loadSet(p.db)
+	if err != nil {
+		return err
+	}
+	if err := initBuckets(set); err != nil {
+		return err
+	}
+	p.set = set
+	p.applied.Store(appliedSeq(set))
+	p.checkpointed.Store(appliedSeq(set))
+	p.checkpointedOnce = existed
+	if p.rules, err = rulesVersion(set); err != nil {
+		return err
+	}
+	if p.stream != nil {
+		if err := bindStream(set, p.stream); err != nil {
+			return err
+		}
+	}
+	if b := set.Bucket(bucketStream); b != nil {
+		if v := b.Get(keyFactTime); len(v) == 8 {
+			p.factTime.Store(int64(binary.BigEndian.Uint64(v)))
+		}
+	}
+	p.view.Store(set.Snapshot())
+	return nil
+}
+
+// read calls fn with the newest view of the live state.
+func (p *Projector) read(fn func(*buckets.Set) error) error {
+	return fn(p.view.Load())
 }
 
 // bindTimeout bounds bindStream's question for the stream's last
@@ -212,7 +257,7 @@ const bindTimeout = 10 * time.Second
 // unnoticed: the projection would wait for sequences the new stream
 // reaches only later, skipping the events below them, and answer from
 // the old stream's objects meanwhile.
-func bindStream(db *bolt.DB, stream *ledger.Stream) error {
+func bindStream(tx *buckets.Set, stream *ledger.Stream) error {
 	id := stream.Identity()
 	ctx, cancel := context.WithTimeout(context.Background(), bindTimeout)
 	defer cancel()
@@ -220,19 +265,17 @@ func bindStream(db *bolt.DB, stream *ledger.Stream) error {
 	if err != nil {
 		return err
 	}
-	return db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketStream)
-		if err != nil {
-			return err
-		}
-		if got := b.Get(keyIdentity); got != nil && string(got) != id {
-			return fmt.Errorf("%w: it followed %s; the server's is %s", ErrOtherStream, got, id)
-		}
-		if applied := appliedSeq(tx); applied > last {
-			return fmt.Errorf("%w: it has applied events up to seq %d, and %s ends at seq %d (or the stream lost its last events, as a power failure can under a sync interval)", ErrOtherStream, applied, id, last)
-		}
-		return b.Put(keyIdentity, []byte(id))
-	})
+	b, err := tx.CreateBucketIfNotExists(bucketStream)
+	if err != nil {
+		return err
+	}
+	if got := b.Get(keyIdentity); got != nil && string(got) != id {
+		return fmt.Errorf("%w: it followed %s; the server's is %s", ErrOtherStream, got, id)
+	}
+	if applied := appliedSeq(tx); applied > last {
+		return fmt.Errorf("%w: it has applied events up to seq %d, and %s ends at seq %d (or the stream lost its last events, as a power failure can under a sync interval)", ErrOtherStream, applied, id, last)
+	}
+	return b.Put(keyIdentity, []byte(id))
 }
 
 // openError says why Open could not open the file at path, and for a file
@@ -288,12 +331,31 @@ func Check(db *bolt.DB) error {
 	return fmt.Errorf("%w: consistency check: %s", ErrDamaged, msg)
 }
 
-// Close closes the projection file.
-func (p *Projector) Close() error { return p.db.Close() }
+// Close writes a last checkpoint and closes the projection file.
+func (p *Projector) Close() error {
+	err := p.Checkpoint()
+	if cerr := p.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
-// DB exposes the bbolt handle for read-only use by the query code and
-// replay's comparison.
-func (p *Projector) DB() *bolt.DB { return p.db }
+// Discard closes the projection file without a last checkpoint: for a
+// projection whose file is thrown away (a replay's temporary one).
+func (p *Projector) Discard() error { return p.db.Close() }
+
+// DB writes a checkpoint of the newest view and returns the file, for
+// reading (tests, the whole-state check). Nothing else writes it.
+func (p *Projector) DB() *bolt.DB {
+	if err := p.Checkpoint(); err != nil {
+		p.cfg.Logger.Error("checkpoint for a read of the file", "err", err)
+	}
+	return p.db
+}
+
+// View returns the newest view of the live state: the state after the
+// last applied batch, which never changes.
+func (p *Projector) View() *buckets.Set { return p.view.Load() }
 
 // Applied returns the last stream sequence the projection reflects.
 func (p *Projector) Applied() uint64 { return p.applied.Load() }
@@ -333,6 +395,27 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 	defer reader.Close()
 	log.Info("projector following stream", "from_seq", p.Applied()+1, "path", p.cfg.Path)
+	// A checkpoint that fails stops the fold; a stop of the fold makes a
+	// last checkpoint.
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	ckCtx, stopCheckpoints := context.WithCancel(context.WithoutCancel(ctx))
+	checkpoints := make(chan error, 1)
+	go func() {
+		err := p.checkpointLoop(ckCtx)
+		stopFollow()
+		checkpoints <- err
+	}()
+	err = p.follow(followCtx, reader)
+	stopCheckpoints()
+	if ckErr := <-checkpoints; ckErr != nil {
+		return ckErr
+	}
+	return err
+}
+
+// follow applies the stream's records as they come until ctx ends.
+func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
 	for {
 		records, err := reader.Next(ctx, p.cfg.BatchSizeMax, p.cfg.FetchWaitTimeout)
 		if err == nil && len(records) > 0 {
@@ -395,45 +478,41 @@ func reservationsOnly(records []ledger.Record) bool {
 	return true
 }
 
-// Apply applies records (which must continue the applied sequence) in one
-// transaction, then reports skipped records to the log and the stream's
-// dead-letter place.
+// Apply applies records (which must continue the applied sequence) to the
+// live state as one batch, publishes the new view, then reports skipped
+// records to the log and the stream's dead-letter place. A batch that
+// fails leaves the state as the last view had it.
 func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	var skipped []Skipped
 	facts := lastFactTime(records)
-	// folded says the transaction's function returned: an error after it
-	// is bbolt's commit failing to write the file. panicked says the fold
-	// panicked: a page of the file damaged while the server ran (bbolt
-	// panics on one), or a bug. bbolt's Update rolls the transaction back
-	// on a panic; the projector then stops with an error, not the process.
-	folded, panicked := false, false
+	// panicked says the fold panicked: a bug. The state goes back to the
+	// last view, and the projector stops with an error, not the process.
+	panicked := false
 	err := func() (err error) {
 		defer ledger.Survive(p.cfg.Logger, "apply a batch to the projection", func(e error) { err, panicked = e, true })
-		return p.db.Update(func(tx *bolt.Tx) error {
-			var err error
-			if skipped, err = p.fold.ApplyBatch(tx, records); err != nil {
-				return err
-			}
-			if b := tx.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
-				if err := b.Put(keyFactTime, seqBytes(uint64(facts))); err != nil {
-					return err
-				}
-			}
-			folded = true
-			return nil
-		})
+		if skipped, err = p.fold.ApplyBatch(p.set, records); err != nil {
+			return err
+		}
+		if b := p.set.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
+			return b.Put(keyFactTime, seqBytes(uint64(facts)))
+		}
+		return nil
 	}()
 	if err != nil {
+		p.fold.Forget()
+		p.set = p.view.Load().Clone()
 		first, last := records[0].Seq, records[len(records)-1].Seq
 		if panicked {
-			p.fold.Forget()
-			return fmt.Errorf("apply batch seq %d..%d: %w; a page of %s damaged while the server ran (its check at the next start names it) or a bug (the log holds the stack)", first, last, err, p.cfg.Path)
-		}
-		if folded {
-			p.fold.Forget() // the cache holds what did not commit
-			return fmt.Errorf("%w: %s: commit of seq %d..%d: %w", ErrWrite, p.cfg.Path, first, last, err)
+			return fmt.Errorf("apply batch seq %d..%d: %w; a bug (the log holds the stack)", first, last, err)
 		}
 		return fmt.Errorf("apply batch seq %d..%d: %w", first, last, err)
+	}
+	p.view.Store(p.set.Snapshot())
+	if last := records[len(records)-1].Seq; last-p.checkpointed.Load() >= p.cfg.CheckpointEvery {
+		select {
+		case p.checkpointDue <- struct{}{}:
+		default:
+		}
 	}
 	p.subjects.applied(records)
 	if facts > p.factTime.Load() {

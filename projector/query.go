@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +18,7 @@ import (
 // ResourceQuotaList whose status carries the projection's Used.
 func (p *Projector) Quotas(namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
 	var list *corev1.ResourceQuotaList
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		var err error
 		list, err = QuotaList(tx, namespace, name, all)
 		return err
@@ -27,7 +27,7 @@ func (p *Projector) Quotas(namespace, name string, all bool) (*corev1.ResourceQu
 }
 
 // QuotaList reads quotas from a projection transaction; see Quotas.
-func QuotaList(tx *bolt.Tx, namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
+func QuotaList(tx *buckets.Set, namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
 	list := &corev1.ResourceQuotaList{
 		TypeMeta: metav1.TypeMeta{Kind: "ResourceQuotaList", APIVersion: "v1"},
 		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(appliedSeq(tx), 10)},

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 )
 
 // Reservation is an admission's charge for an object not yet reported.
@@ -27,7 +27,7 @@ type Reservation struct {
 // first. It reads only those.
 func (p *Projector) ExpiredReservations(now time.Time, max int) ([]Reservation, error) {
 	var out []Reservation
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		var err error
 		if out, err = feedReleased(tx, out, max); err != nil {
 			return err
@@ -65,7 +65,7 @@ const placeholderInfix = "reserved-"
 // confirms: a create reserved under a placeholder name of the object's
 // generateName (the first by reservation id, when there are several). It
 // returns nil when there is none.
-func placeholderFor(tx *bolt.Tx, namespace, resource, generateName, name string) (*objectRecord, error) {
+func placeholderFor(tx *buckets.Set, namespace, resource, generateName, name string) (*objectRecord, error) {
 	if generateName == "" || !strings.HasPrefix(name, generateName) {
 		return nil, nil
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/quantity"
@@ -390,7 +390,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 func heldString(t *testing.T, p *Projector) string {
 	t.Helper()
 	var out []string
-	err := p.db.View(func(tx *bolt.Tx) error {
+	err := p.read(func(tx *buckets.Set) error {
 		return forEachObject(tx, "team-a", func(r *objectRecord) error {
 			for _, h := range r.Holds {
 				out = append(out, r.Name+":"+h.ID)
@@ -468,7 +468,7 @@ func TestFoldConfirmsPlaceholderReservations(t *testing.T) {
 			t.Errorf("%s: used pods, requests.cpu = %s, want %s %s", s.what, got, s.pods, s.cpu)
 		}
 		var left []string
-		err = p.db.View(func(tx *bolt.Tx) error {
+		err = p.read(func(tx *buckets.Set) error {
 			return forEachObject(tx, "team-a", func(r *objectRecord) error {
 				if r.Reservation != "" {
 					left = append(left, r.Name)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Defaults and limits of SnapshotConfig.
@@ -183,30 +182,27 @@ func (s *Snapshots) Config() SnapshotConfig { return s.cfg }
 
 // Write stores a snapshot of p's current state, of the given kind, and for
 // a periodic one deletes all but the newest Keep periodic snapshots. The
-// projection is copied to a local file inside one read transaction first,
-// so the transaction is short and the upload does not hold back writers.
+// newest view is written to a local file first, then uploaded.
 func (s *Snapshots) Write(ctx context.Context, p *Projector, kind string) (SnapshotInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, SnapshotTimeout)
 	defer cancel()
+	view := p.View()
+	var info SnapshotInfo
+	info.Seq, info.Time = AppliedAt(view)
 	tmp, err := os.CreateTemp(filepath.Dir(p.cfg.Path), ".snapshot-*.db")
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	var info SnapshotInfo
-	err = p.db.View(func(tx *bolt.Tx) error {
-		info.Seq, info.Time = AppliedAt(tx)
-		n, err := tx.WriteTo(tmp)
-		info.Size = uint64(n)
-		return err
-	})
-	if err != nil {
+	if err := WriteFile(tmp.Name(), view); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("copy projection for snapshot: %w", err)
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+	st, err := tmp.Stat()
+	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
 	}
+	info.Size = uint64(st.Size())
 	info.Kind, info.Schema, info.Rules = kind, SchemaVersion, p.rules
 	switch kind {
 	case SnapshotPeriodic:

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger/quota"
 )
@@ -132,7 +132,7 @@ func seqBytes(seq uint64) []byte {
 
 // initBuckets creates the buckets of a new file, or checks the schema
 // version of an existing one.
-func initBuckets(tx *bolt.Tx) error {
+func initBuckets(tx *buckets.Set) error {
 	meta := tx.Bucket(bucketMeta)
 	if meta != nil {
 		if v := meta.Get(keySchema); v != nil {
@@ -161,7 +161,7 @@ func expiryKey(at time.Time, reservation string) []byte {
 
 // rulesVersion is the RulesVersion a file was first folded under. A new
 // file takes this build's.
-func rulesVersion(tx *bolt.Tx) (uint64, error) {
+func rulesVersion(tx *buckets.Set) (uint64, error) {
 	meta := tx.Bucket(bucketMeta)
 	if v := meta.Get(keyRules); len(v) == 8 {
 		return binary.BigEndian.Uint64(v), nil
@@ -170,7 +170,7 @@ func rulesVersion(tx *bolt.Tx) (uint64, error) {
 }
 
 // appliedSeq reads the last applied stream sequence (0 for a new file).
-func appliedSeq(tx *bolt.Tx) uint64 {
+func appliedSeq(tx *buckets.Set) uint64 {
 	v := tx.Bucket(bucketMeta).Get(keyApplied)
 	if v == nil {
 		return 0
@@ -188,7 +188,7 @@ func subjectKey(namespace string) []byte {
 }
 
 // subjectSeq reads the last applied stream sequence of a namespace's subject.
-func subjectSeq(tx *bolt.Tx, namespace string) uint64 {
+func subjectSeq(tx *buckets.Set, namespace string) uint64 {
 	v := tx.Bucket(bucketSubjects).Get(subjectKey(namespace))
 	if v == nil {
 		return 0
@@ -197,7 +197,7 @@ func subjectSeq(tx *bolt.Tx, namespace string) uint64 {
 }
 
 // getObjectCharge reads an object's record without its raw object.
-func getObjectCharge(tx *bolt.Tx, key []byte) (*objectRecord, error) {
+func getObjectCharge(tx *buckets.Set, key []byte) (*objectRecord, error) {
 	v := tx.Bucket(bucketObjects).Get(key)
 	if v == nil {
 		return nil, nil
@@ -209,7 +209,7 @@ func getObjectCharge(tx *bolt.Tx, key []byte) (*objectRecord, error) {
 	return r, nil
 }
 
-func getObject(tx *bolt.Tx, key []byte) (*objectRecord, error) {
+func getObject(tx *buckets.Set, key []byte) (*objectRecord, error) {
 	v := tx.Bucket(bucketObjects).Get(key)
 	if v == nil {
 		return nil, nil
@@ -221,11 +221,11 @@ func getObject(tx *bolt.Tx, key []byte) (*objectRecord, error) {
 	return r, nil
 }
 
-func putObject(tx *bolt.Tx, r *objectRecord) error {
+func putObject(tx *buckets.Set, r *objectRecord) error {
 	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), encodeObjectRecord(r))
 }
 
-func putQuota(tx *bolt.Tx, r *quotaRecord) error {
+func putQuota(tx *buckets.Set, r *quotaRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode quota %s/%s: %w", r.Namespace, r.Name, err)
@@ -234,17 +234,17 @@ func putQuota(tx *bolt.Tx, r *quotaRecord) error {
 }
 
 // forEachObject calls fn for every object of a namespace in key order.
-func forEachObject(tx *bolt.Tx, namespace string, fn func(*objectRecord) error) error {
+func forEachObject(tx *buckets.Set, namespace string, fn func(*objectRecord) error) error {
 	return forEachObjectPrefix(tx, namespacePrefix(namespace), fn)
 }
 
 // forEachObjectOf calls fn for every object of one resource in a namespace,
 // in name order. The key layout makes that one contiguous range.
-func forEachObjectOf(tx *bolt.Tx, namespace, resource string, fn func(*objectRecord) error) error {
+func forEachObjectOf(tx *buckets.Set, namespace, resource string, fn func(*objectRecord) error) error {
 	return forEachObjectPrefix(tx, objectKey(namespace, resource, ""), fn)
 }
 
-func forEachObjectPrefix(tx *bolt.Tx, prefix []byte, fn func(*objectRecord) error) error {
+func forEachObjectPrefix(tx *buckets.Set, prefix []byte, fn func(*objectRecord) error) error {
 	c := tx.Bucket(bucketObjects).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		r, err := decodeObjectRecord(v)
@@ -260,7 +260,7 @@ func forEachObjectPrefix(tx *bolt.Tx, prefix []byte, fn func(*objectRecord) erro
 
 // forEachQuota calls fn for every quota of a namespace ("" with all = true
 // for every namespace) in key order.
-func forEachQuota(tx *bolt.Tx, namespace string, all bool, fn func(*quotaRecord) error) error {
+func forEachQuota(tx *buckets.Set, namespace string, all bool, fn func(*quotaRecord) error) error {
 	c := tx.Bucket(bucketQuotas).Cursor()
 	var prefix []byte
 	if !all {
@@ -284,7 +284,7 @@ func forEachQuota(tx *bolt.Tx, namespace string, all bool, fn func(*quotaRecord)
 // target).
 var keyAppliedTime = []byte("appliedTime")
 
-func putAppliedTime(tx *bolt.Tx, t time.Time) error {
+func putAppliedTime(tx *buckets.Set, t time.Time) error {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(t.UnixNano()))
 	return tx.Bucket(bucketMeta).Put(keyAppliedTime, b[:])
@@ -292,7 +292,7 @@ func putAppliedTime(tx *bolt.Tx, t time.Time) error {
 
 // AppliedAt reads the applied sequence of a projection and the stream time
 // of the record at that sequence (zero for an empty projection).
-func AppliedAt(tx *bolt.Tx) (uint64, time.Time) {
+func AppliedAt(tx *buckets.Set) (uint64, time.Time) {
 	seq := appliedSeq(tx)
 	v := tx.Bucket(bucketMeta).Get(keyAppliedTime)
 	if v == nil {

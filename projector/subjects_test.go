@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/quotaledger/quota/projector/buckets"
 
 	"github.com/quotaledger/quota/ledger"
 )
@@ -44,7 +44,7 @@ func TestSubjectSeqsFromMemoryMatchTheFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			var wantNS, wantCluster uint64
-			if err := p.db.View(func(tx *bolt.Tx) error {
+			if err := p.read(func(tx *buckets.Set) error {
 				wantNS, wantCluster = subjectSeq(tx, ns), subjectSeq(tx, "")
 				return nil
 			}); err != nil {

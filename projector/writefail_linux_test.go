@@ -7,17 +7,19 @@ import (
 	"testing"
 )
 
-// TestApplyAfterAFailedCommit makes bbolt's commit of a batch fail, with
-// a file size limit under what the batch needs: Apply reports ErrWrite,
-// and the same batch applied again once the limit is lifted is counted
-// once (openTemp's cleanup recounts every quota from its objects). The
-// fold's cache of the quotas, charged by the batch that did not commit,
-// must not outlive it.
-func TestApplyAfterAFailedCommit(t *testing.T) {
+// TestCheckpointPastAFileSizeLimit makes a checkpoint fail, with a file
+// size limit under what it needs: the batches still apply (the live state
+// is in memory), Checkpoint reports ErrWrite and the file keeps the
+// checkpoint before it, which a restart would fold the log's tail onto;
+// once the limit is lifted the next checkpoint writes the whole state.
+func TestCheckpointPastAFileSizeLimit(t *testing.T) {
 	p := openTemp(t)
 	records := benchRecords(t, 2, 300)
 	const opening = 6 // the quotas
 	applyAll(t, p, records[:opening], opening)
+	if err := p.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
 	st, err := os.Stat(p.cfg.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -31,18 +33,27 @@ func TestApplyAfterAFailedCommit(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
 		t.Skipf("cannot limit the file size: %v", err)
 	}
-	err = p.Apply(t.Context(), records[opening:])
+	applyErr := p.Apply(t.Context(), records[opening:])
+	err = p.Checkpoint()
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
 		t.Fatal(err)
 	}
+	if applyErr != nil {
+		t.Fatalf("Apply under the file size limit: %v; the live state is in memory", applyErr)
+	}
 	if !errors.Is(err, ErrWrite) {
-		t.Fatalf("Apply past the file size limit: %v, want ErrWrite", err)
+		t.Fatalf("a checkpoint past the file size limit: %v, want ErrWrite", err)
 	}
-	if got := p.Applied(); got != opening {
-		t.Fatalf("applied seq %d after the failed commit, want %d", got, opening)
-	}
-	applyAll(t, p, records[opening:], len(records))
 	if got, want := p.Applied(), records[len(records)-1].Seq; got != want {
 		t.Fatalf("applied seq %d, want %d", got, want)
+	}
+	if got := p.checkpointed.Load(); got != opening {
+		t.Fatalf("checkpointed seq %d after the failed checkpoint, want %d", got, opening)
+	}
+	if err := p.Checkpoint(); err != nil {
+		t.Fatalf("a checkpoint once the limit is lifted: %v", err)
+	}
+	if got, want := p.checkpointed.Load(), records[len(records)-1].Seq; got != want {
+		t.Fatalf("checkpointed seq %d, want %d", got, want)
 	}
 }

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"sort"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
+	"github.com/quotaledger/quota/projector/buckets"
 )
 
 // Difference is one way in which two projections disagree, in terms an
@@ -46,7 +45,7 @@ func (d Difference) String() string {
 // compared part by part, so the report names the quota resource or the
 // object charge that drifted. An empty result means the buckets hold the
 // same bytes.
-func Compare(live, rebuilt *bolt.Tx) []Difference {
+func Compare(live, rebuilt *buckets.Set) []Difference {
 	var out []Difference
 	for _, name := range projector.Buckets() {
 		lb, rb := live.Bucket([]byte(name)), rebuilt.Bucket([]byte(name))
@@ -60,8 +59,8 @@ func Compare(live, rebuilt *bolt.Tx) []Difference {
 // mergeKeys walks two buckets in key order and calls fn for every key whose
 // values differ (nil for the side that lacks the key). A missing bucket is
 // an empty one.
-func mergeKeys(a, b *bolt.Bucket, fn func(k, av, bv []byte)) {
-	var ca, cb *bolt.Cursor
+func mergeKeys(a, b *buckets.Bucket, fn func(k, av, bv []byte)) {
+	var ca, cb *buckets.Cursor
 	var ka, va, kb, vb []byte
 	if a != nil {
 		ca = a.Cursor()

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
 )
@@ -130,8 +128,8 @@ func (p Progress) Remaining() time.Duration {
 
 // Result is a rebuilt projection. Close it when done.
 type Result struct {
-	// Projector holds the rebuilt file, open; read it with DB() or
-	// Quotas.
+	// Projector holds the rebuilt state in memory; read it with View or
+	// Quotas. With Options.Path, the file holds it too.
 	Projector *projector.Projector
 	// Path is the file.
 	Path string
@@ -154,7 +152,12 @@ type Result struct {
 // Close closes the rebuilt file and, when it was a temporary one, removes
 // it.
 func (r *Result) Close() error {
-	err := r.Projector.Close()
+	var err error
+	if r.temp {
+		err = r.Projector.Discard()
+	} else {
+		err = r.Projector.Close()
+	}
 	if r.temp {
 		if rmErr := os.RemoveAll(filepath.Dir(r.Path)); rmErr != nil && err == nil {
 			err = rmErr
@@ -218,8 +221,11 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	if err := fold(ctx, stream, p, res, target, opts); err != nil {
 		return fail(err)
 	}
-	if err := p.DB().Sync(); err != nil {
-		return fail(fmt.Errorf("rebuild: sync %s: %w", path, err))
+	if !res.temp {
+		// --db: the file is what was asked for.
+		if err := p.Checkpoint(); err != nil {
+			return fail(fmt.Errorf("rebuild: %w", err))
+		}
 	}
 	return res, nil
 }
@@ -275,12 +281,7 @@ func (res *Result) open(ctx context.Context, opts Options, target uint64) error 
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	res.Projector = p
-	if err := p.DB().View(func(tx *bolt.Tx) error {
-		res.Seq, res.Time = projector.AppliedAt(tx)
-		return nil
-	}); err != nil {
-		return err
-	}
+	res.Seq, res.Time = projector.AppliedAt(p.View())
 	if res.Snapshot != nil && res.Seq != res.Snapshot.Seq {
 		return fmt.Errorf("%w: %s says seq %d, its file holds seq %d", projector.ErrSnapshotUnusable, res.Snapshot.Name, res.Snapshot.Seq, res.Seq)
 	}

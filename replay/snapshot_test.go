@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger"
@@ -21,11 +21,10 @@ import (
 	"github.com/quotaledger/quota/projector/projectortest"
 )
 
-// TestRebuildNamesADamagedSnapshot takes a snapshot of a projection
-// whose file was damaged while it was open (a snapshot copies the file's
-// pages as they are): a rebuild starting from it fails naming the
-// snapshot, what is wrong with it and --no-snapshot, and one from the
-// first event still rebuilds.
+// TestRebuildNamesADamagedSnapshot damages a stored snapshot (a page of
+// its file, as a bad sector under the object store would): a rebuild
+// starting from it fails naming the snapshot, what is wrong with it and
+// --no-snapshot, and one from the first event still rebuilds.
 func TestRebuildNamesADamagedSnapshot(t *testing.T) {
 	_, _, js := ledgertest.StartServer(t)
 	stream := ledgertest.OpenStream(t, js)
@@ -52,11 +51,11 @@ func TestRebuildNamesADamagedSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	projectortest.DamageLeaf(t, p.DB(), path, true)
 	info, err := snaps.Write(ctx, p, projector.SnapshotPeriodic)
 	if err != nil {
 		t.Fatal(err)
 	}
+	damageSnapshot(t, js, snaps, info.Name)
 
 	kept := filepath.Join(t.TempDir(), "kept.db")
 	_, err = Rebuild(ctx, stream, Options{Snapshots: snaps, Path: kept})
@@ -86,38 +85,37 @@ func TestRebuildNamesADamagedSnapshot(t *testing.T) {
 	}
 }
 
-// TestVerifyNamesADamagedLiveProjection damages a page of the live
-// projection while the server runs: verify reports the live copy as
-// damaged instead of crashing on it while comparing.
-func TestVerifyNamesADamagedLiveProjection(t *testing.T) {
-	nc, stream, snaps := serveDamagedLive(t)
-
-	v, err := Verify(context.Background(), nc, stream, snaps, Options{})
-	if err == nil {
-		v.Close()
-		t.Fatal("verify of a damaged live projection succeeded")
-	}
-	if !errors.Is(err, projector.ErrDamaged) || !strings.Contains(err.Error(), "live") {
-		t.Fatalf("verify: %v, want ErrDamaged naming the live projection", err)
-	}
-}
-
-// serveDamagedLive runs a live projection of 400 generated events, damages
-// one of its leaf pages below the buckets' roots, and serves its audit
-// subjects (explain, snapshot) on the returned connection.
-func serveDamagedLive(t *testing.T) (*nats.Conn, *ledger.Stream, *projector.Snapshots) {
+// damageSnapshot damages a leaf page of the stored snapshot called name,
+// keeping its metadata.
+func damageSnapshot(t *testing.T, js jetstream.JetStream, snaps *projector.Snapshots, name string) {
 	t.Helper()
-	_, nc, js := ledgertest.StartServer(t)
-	stream := ledgertest.OpenStream(t, js)
-	snaps := openSnapshots(t, js)
-	appendGenerated(t, stream, 11, 400)
-	path := filepath.Join(t.TempDir(), "live.db")
-	live := startLive(t, path, stream)
-	live.waitCaughtUp()
-	projectortest.DamageLeaf(t, live.p.DB(), path, true)
-	live.damaged = true
-	serveAudit(t, nc, live, snaps)
-	return nc, stream, snaps
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "damaged.db")
+	if _, err := snaps.Download(ctx, name, path); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	projectortest.DamageLeaf(t, db, path, true)
+	db.Close()
+	store, err := js.ObjectStore(ctx, snaps.Config().Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oi, err := store.GetInfo(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := store.Put(ctx, oi.ObjectMeta, f); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // appendGenerated appends n events of the generator seeded with seed.
@@ -131,32 +129,40 @@ func appendGenerated(t *testing.T, stream *ledger.Stream, seed uint64, n int) {
 	appendAll(t, stream, events)
 }
 
-// TestQueriesOfADamagedLiveProjection damages a page of the live
-// projection while the server runs: an explain that reads it is answered
-// with an error (bbolt's panic on the page recovered), and the responder
-// goes on answering.
-func TestQueriesOfADamagedLiveProjection(t *testing.T) {
-	nc, _, _ := serveDamagedLive(t)
+// TestALiveProjectionOutlivesADamagedFile damages a page of the live
+// projection's file while the server runs: the queries and verify read
+// the live state in memory and go on, and the next checkpoint fails with
+// an error that says what may have happened.
+func TestALiveProjectionOutlivesADamagedFile(t *testing.T) {
+	_, nc, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	snaps := openSnapshots(t, js)
+	appendGenerated(t, stream, 11, 400)
+	path := filepath.Join(t.TempDir(), "live.db")
+	live := startLive(t, path, stream)
+	live.waitCaughtUp()
+	projectortest.DamageLeaf(t, live.p.DB(), path, true)
+	live.damaged = true
+	serveAudit(t, nc, live, snaps)
 
-	failed := 0
-	for range 2 {
-		for _, ns := range []string{"team-a", "team-b", "batch"} {
-			body, _ := json.Marshal(projector.ExplainRequest{Namespace: ns})
-			m, err := nc.Request(projector.SubjectExplain, body, 10*time.Second)
-			if err != nil {
-				t.Fatalf("explain %s: %v (the responder no longer answers)", ns, err)
-			}
-			var reply projector.AuditReply
-			if err := json.Unmarshal(m.Data, &reply); err != nil {
-				t.Fatalf("explain %s: %v: %s", ns, err, m.Data)
-			}
-			if reply.Error != "" {
-				failed++
-			}
+	for _, ns := range []string{"team-a", "team-b", "batch"} {
+		body, _ := json.Marshal(projector.ExplainRequest{Namespace: ns})
+		m, err := nc.Request(projector.SubjectExplain, body, 10*time.Second)
+		if err != nil {
+			t.Fatalf("explain %s: %v", ns, err)
+		}
+		var reply projector.AuditReply
+		if err := json.Unmarshal(m.Data, &reply); err != nil || reply.Error != "" {
+			t.Fatalf("explain %s: %v %s", ns, err, reply.Error)
 		}
 	}
-	if failed == 0 {
-		t.Error("no explain met the damaged page")
+	if got := verify(t, nc, stream, snaps); len(got) != 0 {
+		t.Fatalf("verify with the file damaged: differences %q, want none", got)
+	}
+	appendGenerated(t, stream, 12, 50)
+	live.waitCaughtUp()
+	if err := live.p.Checkpoint(); !errors.Is(err, projector.ErrWrite) || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a checkpoint over the damaged page: %v, want ErrWrite naming the damage", err)
 	}
 }
 

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
@@ -56,14 +54,10 @@ func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *pr
 	if _, err := snaps.Download(ctx, info.Name, livePath); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	live, err := bolt.Open(livePath, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("verify: open live copy: %w", err)
-	}
-	defer live.Close()
 	// A page damaged in the live file is copied into its snapshot as it
-	// is; comparing would stop at it with a panic.
-	if err := projector.Check(live); err != nil {
+	// is: LoadFile checks every page first.
+	live, err := projector.LoadFile(livePath)
+	if err != nil {
 		return nil, fmt.Errorf("verify: the live projection's copy %s: %w", info.Name, err)
 	}
 
@@ -74,16 +68,7 @@ func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *pr
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	v := &Verification{Live: info, Rebuilt: rebuilt}
-	err = live.View(func(ltx *bolt.Tx) error {
-		return rebuilt.Projector.DB().View(func(rtx *bolt.Tx) error {
-			v.Differences = Compare(ltx, rtx)
-			return nil
-		})
-	})
-	if err != nil {
-		rebuilt.Close()
-		return nil, fmt.Errorf("verify: compare: %w", err)
-	}
+	v.Differences = Compare(live, rebuilt.Projector.View())
 	return v, nil
 }
 

@@ -29,7 +29,12 @@ func CheckUsed(t testing.TB, db *bolt.DB) {
 		t.Errorf("check used: %v", err)
 		return
 	}
-	err := db.View(func(tx *bolt.Tx) error {
+	tx, err := projector.LoadDB(db)
+	if err != nil {
+		t.Errorf("check used: %v", err)
+		return
+	}
+	err = func() error {
 		b := tx.Bucket([]byte("quotas"))
 		if b == nil {
 			return nil
@@ -52,7 +57,7 @@ func CheckUsed(t testing.TB, db *bolt.DB) {
 			checkExplanation(t, e)
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		t.Errorf("check used: %v", err)
 	}

@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	defer p.proj.Close()
 	defer func() {
 		if errors.Is(err, projector.ErrWrite) {
-			err = fmt.Errorf("%w; it holds every event to seq %d: once its disk has room (or a file size limit is lifted), start serve again and it goes on from there; the stream keeps every event", err, p.proj.Applied())
+			err = fmt.Errorf("%w; it holds every event to seq %d: once its disk has room (or a file size limit is lifted), start serve again and it goes on from there; the stream keeps every event", err, p.proj.Checkpointed())
 		}
 	}()
 

@@ -1,0 +1,126 @@
+package buckets
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"testing"
+)
+
+// TestSnapshotsNeverChange writes a bucket from one goroutine while others
+// read snapshots taken along the way: each snapshot reads exactly the keys
+// written before it, in order, however the set changes after it.
+func TestSnapshotsNeverChange(t *testing.T) {
+	s := New()
+	b, err := s.CreateBucketIfNotExists([]byte("objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := map[string]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for round := range 64 {
+		for range 200 {
+			k := fmt.Sprintf("k%05d", rng.IntN(5000))
+			if rng.IntN(4) == 0 {
+				delete(want, k)
+				if err := b.Delete([]byte(k)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			v := fmt.Sprintf("v%d", round)
+			want[k] = v
+			if err := b.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap := s.Snapshot()
+		expect := make(map[string]string, len(want))
+		for k, v := range want {
+			expect[k] = v
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- checkSnapshot(snap, expect)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkSnapshot reads snap's bucket twice, by cursor and by Get, against
+// want.
+func checkSnapshot(snap *Set, want map[string]string) error {
+	b := snap.Bucket([]byte("objects"))
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	c := b.Cursor()
+	i := 0
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if i >= len(keys) || string(k) != keys[i] || string(v) != want[keys[i]] {
+			return fmt.Errorf("key %d: got %s=%s", i, k, v)
+		}
+		i++
+	}
+	if i != len(keys) || b.Len() != len(keys) {
+		return fmt.Errorf("got %d keys (Len %d), want %d", i, b.Len(), len(keys))
+	}
+	for _, k := range keys {
+		if got := b.Get([]byte(k)); string(got) != want[k] {
+			return fmt.Errorf("Get %s: got %q, want %q", k, got, want[k])
+		}
+	}
+	if err := b.Put([]byte("x"), nil); !errors.Is(err, ErrReadOnly) {
+		return fmt.Errorf("a write to a snapshot: got %v, want ErrReadOnly", err)
+	}
+	return nil
+}
+
+// TestCursorSeeksAsBbolt checks the cursor's moves at and past the ends.
+func TestCursorSeeksAsBbolt(t *testing.T) {
+	s := New()
+	b, _ := s.CreateBucketIfNotExists([]byte("b"))
+	for _, k := range []string{"a\x00x", "a\x00y", "b\x00x"} {
+		if err := b.Put([]byte(k), []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.Cursor()
+	if k, _ := c.Seek([]byte("a\x00")); string(k) != "a\x00x" {
+		t.Errorf("Seek a\\0: %q", k)
+	}
+	if k, _ := c.Seek([]byte("a\x01")); string(k) != "b\x00x" {
+		t.Errorf("Seek a\\1: %q", k)
+	}
+	if k, _ := c.Next(); k != nil {
+		t.Errorf("Next past the end: %q", k)
+	}
+	if k, _ := c.Seek([]byte("c")); k != nil {
+		t.Errorf("Seek past the end: %q", k)
+	}
+	if k, _ := c.Last(); string(k) != "b\x00x" {
+		t.Errorf("Last: %q", k)
+	}
+	if k, _ := c.Prev(); string(k) != "a\x00y" {
+		t.Errorf("Prev: %q", k)
+	}
+	if s.Bucket([]byte("none")) != nil {
+		t.Error("a bucket that was never made exists")
+	}
+	if err := b.Delete([]byte("zz")); err != nil {
+		t.Errorf("deleting a missing key: %v", err)
+	}
+}

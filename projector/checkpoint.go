@@ -1,0 +1,173 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector/buckets"
+)
+
+// The live state and its checkpoints.
+//
+// The projection lives in memory (package buckets): the fold writes it
+// and the queries read views of it, each the state after one applied
+// batch. The bbolt file is its checkpoint: every CheckpointEvery applied
+// records or CheckpointInterval, in the background, and at Close, the
+// newest view is written to the file in one transaction, with the applied
+// sequence it reflects. A restart loads the file and folds the stream
+// from the sequence after it: nothing acknowledged is lost, and nothing
+// is applied twice.
+
+// Defaults of the checkpoints.
+const (
+	// DefaultCheckpointEvery is how many applied records, at most, a
+	// checkpoint waits for: what a restart folds again from the log.
+	DefaultCheckpointEvery = 100_000
+	// DefaultCheckpointInterval is how long, at most, a checkpoint waits
+	// once anything was applied.
+	DefaultCheckpointInterval = time.Minute
+)
+
+// loadSet reads every bucket of the file into a new set.
+func loadSet(db *bolt.DB) (*buckets.Set, error) {
+	set := buckets.New()
+	err := db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, fb *bolt.Bucket) error {
+			b, err := set.CreateBucketIfNotExists(name)
+			if err != nil {
+				return err
+			}
+			// The file's bytes belong to its mapping: copy them.
+			return fb.ForEach(func(k, v []byte) error {
+				return b.Put(append([]byte(nil), k...), append([]byte(nil), v...))
+			})
+		})
+	})
+	return set, err
+}
+
+// LoadDB reads an open projection file into a read-only set.
+func LoadDB(db *bolt.DB) (*buckets.Set, error) {
+	set, err := loadSet(db)
+	if err != nil {
+		return nil, err
+	}
+	return set.Snapshot(), nil
+}
+
+// LoadFile reads a projection file (a checkpoint, a snapshot, replay's
+// --db) into a read-only set.
+func LoadFile(path string) (*buckets.Set, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: openTimeout})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	defer db.Close()
+	if err := Check(db); err != nil {
+		return nil, openError(path, err)
+	}
+	set, err := loadSet(db)
+	if err != nil {
+		return nil, fmt.Errorf("read projection %s: %w", path, err)
+	}
+	return set.Snapshot(), nil
+}
+
+// writeSet replaces every bucket of the file with snap's, in one
+// transaction.
+func writeSet(db *bolt.DB, snap *buckets.Set) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range snap.Names() {
+			if tx.Bucket([]byte(name)) != nil {
+				if err := tx.DeleteBucket([]byte(name)); err != nil {
+					return err
+				}
+			}
+			fb, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			// Keys come in order: full pages.
+			fb.FillPercent = 1
+			if err := snap.Bucket([]byte(name)).ForEach(fb.Put); err != nil {
+				return fmt.Errorf("bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// WriteFile writes view to a new projection file at path (replay's --db,
+// a snapshot), replacing what path held.
+func WriteFile(path string, view *buckets.Set) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoSync: true})
+	if err != nil {
+		return fmt.Errorf("write projection %s: %w", path, err)
+	}
+	if err := writeSet(db, view); err != nil {
+		db.Close()
+		return fmt.Errorf("write projection %s: %w", path, err)
+	}
+	if err := db.Sync(); err != nil {
+		db.Close()
+		return fmt.Errorf("write projection %s: %w", path, err)
+	}
+	return db.Close()
+}
+
+// Checkpoint writes the newest view to the file, unless the file holds it
+// already. It is safe to call beside Apply.
+func (p *Projector) Checkpoint() error {
+	p.ckMu.Lock()
+	defer p.ckMu.Unlock()
+	view := p.view.Load()
+	seq := appliedSeq(view)
+	if seq == p.checkpointed.Load() && p.checkpointedOnce {
+		return nil
+	}
+	started := time.Now()
+	if err := p.writeCheckpoint(view); err != nil {
+		return fmt.Errorf("%w: %s: checkpoint at seq %d: %w", ErrWrite, p.cfg.Path, seq, err)
+	}
+	p.checkpointed.Store(seq)
+	p.checkpointedOnce = true
+	p.cfg.Logger.Debug("projection checkpointed", "seq", seq, "keys", view.Len(), "took", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// writeCheckpoint writes view to the file; a panic of bbolt's on a page
+// of the file damaged since it was opened (a bad sector) is an error that
+// says so.
+func (p *Projector) writeCheckpoint(view *buckets.Set) (err error) {
+	defer ledger.Survive(p.cfg.Logger, "checkpoint the projection", func(e error) {
+		err = fmt.Errorf("%w; a page of the file damaged since it was opened (its check at the next start names it; moving the file aside rebuilds it from the stream)", e)
+	})
+	return writeSet(p.db, view)
+}
+
+// Checkpointed returns the applied sequence the file holds: what a
+// restart folds the log onto.
+func (p *Projector) Checkpointed() uint64 { return p.checkpointed.Load() }
+
+// checkpointLoop writes a checkpoint whenever CheckpointEvery records have
+// been applied since the last, or CheckpointInterval has passed with any
+// applied, until ctx ends; then a last one.
+func (p *Projector) checkpointLoop(ctx context.Context) error {
+	tick := time.NewTicker(p.cfg.CheckpointInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return p.Checkpoint()
+		case <-tick.C:
+		case <-p.checkpointDue:
+		}
+		if err := p.Checkpoint(); err != nil {
+			return err
+		}
+	}
+}
