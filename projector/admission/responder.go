@@ -400,9 +400,6 @@ type request struct {
 	// statusOfOther is set once the object of a status update is known
 	// not to be a claim, whose status alone quota evaluates.
 	statusOfOther bool
-	// object is Object decoded while the review was read (scanReview), or
-	// nil; the first decodeObject of Object takes it.
-	object *object.Object
 }
 
 // reserving reports whether req is a create or update that reserves: one
@@ -425,13 +422,6 @@ func (req *request) ignored() bool {
 		return req.Operation != admissionv1.Update || req.statusOfOther
 	}
 	return true
-}
-
-// takeObject returns the object decoded with the review, once.
-func (req *request) takeObject() *object.Object {
-	o := req.object
-	req.object = nil
-	return o
 }
 
 // Review answers one AdmissionReview for namespace. It always returns a
@@ -496,7 +486,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if op == admissionv1.Delete || op == admissionv1.Connect || req.ignored() {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
-	obj, err := decodeObjectAs(req.takeObject(), req.Object, namespace)
+	obj, err := decodeObject(req.Object, namespace)
 	if req.SubResource == "status" && (err != nil || obj.Resource != "persistentvolumeclaims") {
 		// Only a claim's status is evaluated; whatever else it is, it
 		// passes, as it did before it was read.
@@ -644,7 +634,7 @@ func expireEvent(ns string, rs []projector.Reservation) (ledger.Event, string) {
 	return ev, "expire/" + ns + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// clusterScoped is decodeObjectAs's error for an object of a
+// clusterScoped is decodeObject's error for an object of a
 // cluster-scoped kind, which no quota charges.
 type clusterScoped string
 
@@ -659,21 +649,12 @@ func isNull(raw []byte) bool {
 
 // decodeObject decodes an object of a request.
 func decodeObject(raw []byte, namespace string) (*object.Object, error) {
-	return decodeObjectAs(nil, raw, namespace)
-}
-
-// decodeObjectAs is decodeObject of raw, which decoded reads already
-// unless it is nil.
-func decodeObjectAs(decoded *object.Object, raw []byte, namespace string) (*object.Object, error) {
 	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
-	o := decoded
-	if o == nil {
-		var err error
-		if o, err = object.DecodeForQuota(raw); err != nil {
-			return nil, err
-		}
+	o, err := object.Decode(raw)
+	if err != nil {
+		return nil, err
 	}
 	if o.ClusterScoped() {
 		return nil, clusterScoped(o.Kind)
