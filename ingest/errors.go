@@ -45,8 +45,4 @@ var (
 	// ErrNoName is the reason given for an object with only
 	// metadata.generateName: a fact needs the name the cluster gave it.
 	ErrNoName = errors.New("object has no metadata.name")
-
-	// ErrResponderStopped is returned by Responder.Run when the NATS
-	// subscription ended before its context did.
-	ErrResponderStopped = errors.New("ingest responder subscription closed")
 )
