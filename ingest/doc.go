@@ -10,13 +10,16 @@
 //
 // # Input
 //
-// Parse detects the format of each input: JSON lines of watch events
-// ({"type":"ADDED","object":{...}}, as `kubectl get --raw '...?watch=true'`
-// prints them), JSON objects (possibly pretty-printed, possibly several),
-// or YAML documents separated by "---". Plain objects count as ADDED; a
-// List (kind "List" or "<Kind>List" with items) counts as its items, whose
-// source is "FILE:LINE[i]". Input may be gzipped, and UTF-16 after its byte
-// order mark (see Text).
+// Parse detects the format of each input by its first byte that is not
+// blank: '{' or '[' starts JSON, anything else YAML. JSON is a sequence
+// of values, each a watch event ({"type":"ADDED","object":{...}}) or an
+// object, framed by JSON itself, as kubectl's decoder frames it: one to a
+// line (JSON lines, as `kubectl get --raw '...?watch=true'` prints them),
+// pretty-printed over many, or several on one line. YAML is documents
+// separated by "---". Plain objects count as ADDED; a List (kind "List"
+// or "<Kind>List" with items) counts as its items, whose source is
+// "FILE:LINE[i]". A record's LINE is the line where it starts. Input may
+// be gzipped, and UTF-16 after its byte order mark (see Text).
 //
 // # Events
 //
@@ -95,18 +98,18 @@
 //     that fails (no ledger server answers, its projection does not catch
 //     up within ResponderRequestTimeout) fails the ingest like a failed
 //     append.
-//   - A multi-line JSON document with a syntax error cannot be resumed: the
-//     rest of the file from the bad line is one rejection. JSON lines resume
-//     at the next line.
-//   - Multi-line JSON and YAML files are read whole (at most
-//     DocumentBytesMax); JSON lines are streamed, each at most
-//     LineBytesMax. A first line longer than that (a compact List, as
-//     jq -c prints one) is read as a JSON document, up to DocumentBytesMax,
-//     when it is one JSON value; otherwise it is rejected alone
-//     (ErrLineTooLong, with its size) and the format is told by the next
-//     content line. A YAML document whose first line is that long loses
-//     that line: the rest of it is read as a document of its own, which
-//     its missing fields then reject.
+//   - A JSON value that does not parse is rejected with what follows it
+//     up to the next line that starts with '{' or '[' (in its first
+//     column), where reading resumes: a bad JSON line costs only itself,
+//     a bad pretty-printed document itself and its indented lines. A JSON
+//     line that does not end its value is only found bad when the next
+//     line starts, so a live feed reports it with the next record.
+//   - JSON values and YAML documents are held whole while read, each at
+//     most DocumentBytesMax; past that the value is rejected and, in JSON,
+//     the input is not read further. A YAML line is at most LineBytesMax:
+//     longer, its document is rejected (a first line that long that does
+//     not start JSON is rejected alone, ErrLineTooLong, with its size, and
+//     the format is told by the next content).
 //   - Records are decoded and trimmed by up to GOMAXPROCS goroutines, and
 //     one batch is appended while the next is prepared; the stream, the
 //     Report and the dead letters still follow the input order. When an

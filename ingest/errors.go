@@ -7,23 +7,24 @@ var (
 	// is out of range.
 	ErrInvalidOptions = errors.New("invalid ingest options")
 
-	// ErrDocumentTooLarge is the reason given for a multi-line JSON value
-	// or a YAML document larger than DocumentBytesMax (or holding a line
-	// over LineBytesMax): it is rejected, not read. A YAML document's
+	// ErrDocumentTooLarge is the reason given for a JSON value or a YAML
+	// document larger than DocumentBytesMax (or a YAML document holding a
+	// line over LineBytesMax): it is rejected, not read. A YAML document's
 	// rejection ends at its separator and the documents after it are read;
 	// after a JSON value's, the input is not read further.
 	ErrDocumentTooLarge = errors.New("document too large")
 
-	// ErrLineTooLong is the reason given for a JSON line longer than
-	// LineBytesMax, and for a first line that long that is not one JSON
-	// value; the line is rejected and reading goes on.
+	// ErrLineTooLong is the reason given for a first content line longer
+	// than LineBytesMax that does not start JSON; the line is rejected and
+	// reading goes on.
 	ErrLineTooLong = errors.New("line too long")
 
 	// ErrNotKubernetes is the reason given for input that parses but is not
 	// a Kubernetes object or watch event (a JSON array, a scalar).
 	ErrNotKubernetes = errors.New("not a Kubernetes object or watch event")
 
-	// ErrBadJSON is the reason given for a record that does not parse.
+	// ErrBadJSON is the reason given for a record that does not parse; in
+	// JSON, reading resumes at the next line that starts a record.
 	ErrBadJSON = errors.New("bad JSON")
 
 	// ErrBadYAML is the reason given for a YAML document that does not
@@ -44,8 +45,4 @@ var (
 	// ErrNoName is the reason given for an object with only
 	// metadata.generateName: a fact needs the name the cluster gave it.
 	ErrNoName = errors.New("object has no metadata.name")
-
-	// ErrResponderStopped is returned by Responder.Run when the NATS
-	// subscription ended before its context did.
-	ErrResponderStopped = errors.New("ingest responder subscription closed")
 )

@@ -320,7 +320,7 @@ func (in *Ingester) readObject(rec *Record) (*object.Object, []Rejection, string
 			return nil, warn, r.Reason
 		}
 	}
-	o, err := object.DecodeForQuota(rec.Object)
+	o, err := object.Decode(rec.Object)
 	if err != nil {
 		return nil, warn, err.Error()
 	}

@@ -11,27 +11,26 @@ import (
 	"slices"
 	"strings"
 
-	yaml3 "go.yaml.in/yaml/v3"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotaledger/quota/ledger/object"
 )
 
 // Limits of parsing.
 const (
-	// LineBytesMax is the longest JSON line read: the largest object plus
-	// room for the watch event around it.
+	// LineBytesMax is the longest line of YAML read, and the longest
+	// first line of the input that does not start JSON: the largest
+	// object plus room for the watch event around it.
 	LineBytesMax = object.SizeMax + 64<<10
-	// DocumentBytesMax is the largest multi-line JSON value or YAML
-	// document read. Every format is streamed: the input as a whole has no
-	// limit.
+	// DocumentBytesMax is the largest JSON value (a List, on one line or
+	// many) or YAML document read. Every format is streamed: the input as
+	// a whole has no limit.
 	DocumentBytesMax = 256 << 20
 	// ListItemsMax is the largest number of items one List may hold.
 	ListItemsMax = 1_000_000
-	// rawLineKeptMax is how much of a line too long to read is kept with
-	// its rejection.
+	// rawLineKeptMax is how much of a first line too long to read is
+	// kept with its rejection.
 	rawLineKeptMax = 64 << 10
 )
 
@@ -77,15 +76,14 @@ func (r Record) lineSource(l int) string {
 }
 
 // Parse reads the input named name and calls fn with each record in input
-// order. The format is detected from the first non-blank line:
+// order. The format is told by the first byte that is not blank:
 //
-//   - a line starting with '{' that is not just "{": JSON lines, one watch
-//     event or object per line (what `kubectl get --raw '...?watch=true'`
-//     prints); streamed, and a bad line does not stop the lines after it;
-//   - a line that is just "{", or one starting with '[': JSON documents
-//     (`kubectl get -o json`, or a watch's `kubectl get -w
-//     --output-watch-events -o json`), one or more objects or watch
-//     events, possibly pretty-printed;
+//   - '{' or '[': JSON, a sequence of values, each a watch event or an
+//     object, one to a line (JSON lines, what `kubectl get --raw
+//     '...?watch=true'` prints), spread over lines (`kubectl get -o json`,
+//     or a watch's `kubectl get -w --output-watch-events -o json`), or
+//     several on one line: a value ends where its JSON ends, never at a
+//     line break;
 //   - anything else: YAML, one or more documents separated by "---".
 //
 // Every format is streamed: each value or document is handed on once it
@@ -104,80 +102,73 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 		rec.File = name
 		return fn(rec)
 	}}
-	var head bytes.Buffer // blank lines before the first content line
-	lineNo := 0
+	return p.parse(br)
+}
+
+// parse tells the format from the first content and reads the input in
+// it. A first content line longer than LineBytesMax that does not start
+// JSON is garbage for either format (no YAML line is that long): it is
+// rejected alone, so that it does not hide the lines after it, and the
+// format is told by the next content.
+func (p *parser) parse(br *bufio.Reader) error {
+	lines := 0 // the input's lines before the current one
 	for {
-		// The first content line may be a whole document (a compact
-		// List, an array): it is read up to the largest document, where
-		// the lines after it are held to the largest JSON line.
-		line, over, err := readLineMax(br, DocumentBytesMax)
-		tooLong := over || len(line) > LineBytesMax
-		if len(line) == 0 && err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil // empty input
-			}
-			return fmt.Errorf("read %s: %w", name, err)
+		indent, blank, err := skipBlankLines(br)
+		lines += blank
+		if errors.Is(err, io.EOF) {
+			return nil // empty, or only blank lines
 		}
-		lineNo++
-		trimmed := bytes.TrimSpace(line)
-		if len(trimmed) == 0 {
-			head.Write(line)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("read %s: %w", name, err)
-			}
-			continue
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p.name, err)
 		}
-		switch {
-		case trimmed[0] == '{' && !bytes.Equal(trimmed, []byte("{")) && (!tooLong || over):
-			// JSON lines (a line over the largest document among them is
-			// rejected alone).
-			return p.jsonLines(br, line, tooLong, lineNo, err)
-		case err != nil && !errors.Is(err, io.EOF):
-			return fmt.Errorf("read %s: %w", name, err)
-		case trimmed[0] == '[' && over:
-			return p.reject(p.source(lineNo), nil, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, lineNo, DocumentBytesMax))
-		case tooLong && !((trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed)):
-			// Not one JSON value (a compact List) and too long for any
-			// line of the formats: garbage, rejected alone, so that it
-			// does not hide the lines after it. The format is told by
-			// the next content line.
-			if ferr := p.rejectLongLine(lineNo, line, over); ferr != nil {
-				return ferr
-			}
-			// A blank line in its place keeps the lines after it
-			// numbered as in the input.
-			head.WriteByte('\n')
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			continue
-		case trimmed[0] == '{' || trimmed[0] == '[':
-			// A value spread over lines, or one line longer than a JSON
-			// line may be: the lines read so far, then the rest.
-			return p.jsonDocuments(io.MultiReader(bytes.NewReader(slices.Concat(head.Bytes(), line)), br))
-		default:
-			if tooLong {
-				line = line[:min(len(line), LineBytesMax)]
-			}
-			return p.yamlDocuments(head.Bytes(), line, tooLong, err, br)
+		if c, _ := br.Peek(1); len(indent) <= LineBytesMax && (c[0] == '{' || c[0] == '[') {
+			return p.jsonValues(br, lines+1)
+		}
+		line, size, err := readLine(br, LineBytesMax+len("\r\n"))
+		lines++
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read %s: %w", p.name, err)
+		}
+		if size += len(indent); size <= LineBytesMax {
+			return p.yamlDocuments(lines, slices.Concat(indent, line), err, br)
+		}
+		if ferr := p.rejectLongLine(lines, slices.Concat(indent, line), size); ferr != nil {
+			return ferr
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
 		}
 	}
 }
 
-// rejectLongLine rejects line lineNo, longer than LineBytesMax and not
-// one JSON value; over says it is longer than DocumentBytesMax, and cut
-// there.
-func (p *parser) rejectLongLine(lineNo int, line []byte, over bool) error {
-	size := fmt.Sprintf("%d bytes", len(bytes.TrimRight(line, "\r\n")))
-	if over {
-		size = fmt.Sprintf("more than %d bytes", DocumentBytesMax)
+// skipBlankLines reads the blank lines at the head of br, and the blanks
+// that start the line after them (kept, at most LineBytesMax+1 of them, as
+// indent), up to its first other byte. blank is the number of lines read.
+func skipBlankLines(br *bufio.Reader) (indent []byte, blank int, err error) {
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return indent, blank, err
+		}
+		switch c {
+		case '\n':
+			indent, blank = indent[:0], blank+1
+		case ' ', '\t', '\r':
+			if len(indent) <= LineBytesMax {
+				indent = append(indent, c)
+			}
+		default:
+			return indent, blank, br.UnreadByte()
+		}
 	}
+}
+
+// rejectLongLine rejects line lineNo of size bytes, more than
+// LineBytesMax, at the start of the input and not JSON.
+func (p *parser) rejectLongLine(lineNo int, line []byte, size int) error {
 	trimmed := bytes.TrimSpace(line)
 	return p.reject(p.source(lineNo), trimmed[:min(len(trimmed), rawLineKeptMax)],
-		fmt.Errorf("%w: line %d is %s, at most %d, and not one JSON value: skipped; the lines after it are read", ErrLineTooLong, lineNo, size, LineBytesMax))
+		fmt.Errorf("%w: line %d is %d bytes, at most %d, and not one JSON value: skipped; the lines after it are read", ErrLineTooLong, lineNo, size, LineBytesMax))
 }
 
 // utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
@@ -228,274 +219,29 @@ func (p *parser) tooLarge(line int) error {
 	return p.reject(p.source(line), nil, fmt.Errorf("%w: more than %d bytes; split it or use JSON lines", ErrDocumentTooLarge, DocumentBytesMax))
 }
 
-// readLine returns the next line with its newline, at most LineBytesMax
-// bytes of it; tooLong reports that the rest was discarded.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	return readLineMax(br, LineBytesMax)
-}
-
-// readLineMax is readLine with max in place of LineBytesMax.
-func readLineMax(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
-	var buf []byte
+// readLine returns the next line of br with its line ending, at most keep
+// bytes of it, and the whole line's size without its line ending ("\n" or
+// "\r\n"): a size over keep says that the rest was discarded.
+func readLine(br *bufio.Reader, keep int) (line []byte, size int, err error) {
+	var last [2]byte // the line's last two bytes
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(buf)+len(chunk) <= max {
-			buf = append(buf, chunk...)
-		} else {
-			tooLong = true
+		line = append(line, chunk[:min(len(chunk), keep-min(len(line), keep))]...)
+		size += len(chunk)
+		for _, c := range chunk[max(len(chunk)-2, 0):] {
+			last[0], last[1] = last[1], c
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return buf, tooLong, err
-	}
-}
-
-// jsonLines handles JSON lines from the first content line on.
-func (p *parser) jsonLines(br *bufio.Reader, line []byte, tooLong bool, lineNo int, err error) error {
-	for {
-		if trimmed := bytes.TrimSpace(line); tooLong {
-			if ferr := p.reject(p.source(lineNo), trimmed, fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, LineBytesMax)); ferr != nil {
-				return ferr
-			}
-		} else if len(trimmed) > 0 {
-			if ferr := p.value(lineNo, trimmed); ferr != nil {
-				return ferr
+		if last[1] == '\n' {
+			size--
+			if last[0] == '\r' && size > 0 {
+				size--
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p.name, err)
-		}
-		line, tooLong, err = readLine(br)
-		if len(line) == 0 && errors.Is(err, io.EOF) {
-			return nil
-		}
-		lineNo++
+		return line, size, err
 	}
-}
-
-// jsonDocuments handles a sequence of JSON values, possibly spread over
-// many lines, read from r as they arrive. A syntax error ends the input:
-// the decoder cannot find the next value after it, so the rest of the
-// input is rejected as one record.
-func (p *parser) jsonDocuments(r io.Reader) error {
-	lt := &lineTracker{r: r, limit: DocumentBytesMax}
-	dec := json.NewDecoder(lt)
-	for {
-		// More reads on to the next value's first byte, so that the
-		// tracker holds it.
-		more := dec.More()
-		start := lt.skipSpace(dec.InputOffset())
-		line := lt.lineAt(start)
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		switch {
-		case !more && errors.Is(err, io.EOF):
-			return nil
-		case errors.Is(err, ErrDocumentTooLarge):
-			return p.tooLarge(line)
-		case err == nil:
-			if err := p.value(line, raw); err != nil {
-				return err
-			}
-			continue
-		}
-		var syntax *json.SyntaxError
-		if !errors.As(err, &syntax) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("read %s: %w", p.name, err)
-		}
-		rest, rerr := lt.rest(start)
-		if rerr != nil && !errors.Is(rerr, ErrDocumentTooLarge) {
-			return fmt.Errorf("read %s: %w", p.name, rerr)
-		}
-		return p.reject(p.source(line), bytes.TrimSpace(rest), fmt.Errorf("%w: %v (the rest of the input from this line is not read)", ErrBadJSON, err))
-	}
-}
-
-// lineTracker reads on behalf of a JSON decoder and keeps what was read
-// from the last value's start on, to tell the line a value starts on and
-// to hand over the rest of the input after a syntax error. It fails reads
-// with ErrDocumentTooLarge once it holds more than limit bytes: one value
-// over the limit.
-type lineTracker struct {
-	r     io.Reader
-	limit int
-	held  []byte // read from offset base on
-	base  int64
-	lines int // newlines before base
-}
-
-func (t *lineTracker) Read(b []byte) (int, error) {
-	if len(t.held) > t.limit {
-		return 0, ErrDocumentTooLarge
-	}
-	n, err := t.r.Read(b)
-	t.held = append(t.held, b[:n]...)
-	return n, err
-}
-
-// skipSpace returns the offset of the first byte at or after off that is
-// not JSON whitespace, among those read.
-func (t *lineTracker) skipSpace(off int64) int64 {
-	i := int(off - t.base)
-	for i < len(t.held) && (t.held[i] == ' ' || t.held[i] == '\t' || t.held[i] == '\r' || t.held[i] == '\n') {
-		i++
-	}
-	return t.base + int64(i)
-}
-
-// lineAt returns the line (from 1) of offset off, which no earlier call
-// passed, and forgets what was read before it.
-func (t *lineTracker) lineAt(off int64) int {
-	cut := int(off - t.base)
-	t.lines += bytes.Count(t.held[:cut], []byte("\n"))
-	t.held = append(t.held[:0], t.held[cut:]...)
-	t.base = off
-	return t.lines + 1
-}
-
-// rest returns what was read from off, the last offset given to lineAt,
-// and the input after it: at most limit bytes in all, more making it fail
-// with ErrDocumentTooLarge.
-func (t *lineTracker) rest(off int64) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Write(t.held[int(off-t.base):])
-	room := int64(max(t.limit-buf.Len(), 0))
-	if _, err := io.Copy(&buf, io.LimitReader(t.r, room+1)); err != nil {
-		return buf.Bytes(), err
-	}
-	if buf.Len() > t.limit {
-		return buf.Bytes()[:t.limit], ErrDocumentTooLarge
-	}
-	return buf.Bytes(), nil
-}
-
-// yamlDocuments splits the input into YAML documents on "---" and "..."
-// lines and handles each as soon as its end is read; a document's source
-// line is its first line that is neither blank nor a comment. head holds
-// the blank lines before the first content line, first; firstTooLong and
-// firstErr are what reading first returned; then lines come from br.
-func (p *parser) yamlDocuments(head, first []byte, firstTooLong bool, firstErr error, br *bufio.Reader) error {
-	d := &yamlDocument{p: p}
-	for _, l := range bytes.SplitAfter(head, []byte("\n")) {
-		if len(l) > 0 {
-			if err := d.add(l, false); err != nil {
-				return err
-			}
-		}
-	}
-	line, tooLong, err := first, firstTooLong, firstErr
-	for {
-		if len(line) > 0 {
-			if ferr := d.add(line, tooLong); ferr != nil {
-				return ferr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return d.flush()
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p.name, err)
-		}
-		line, tooLong, err = readLine(br)
-	}
-}
-
-// yamlDocument is the YAML document being read, line by line.
-type yamlDocument struct {
-	p      *parser
-	lineNo int // the input's last line read
-	doc    bytes.Buffer
-	// start is the document's source line, 0 while it has none; docLine
-	// the line of doc's first line.
-	start, docLine int
-	// over says the document is over DocumentBytesMax; long is the first
-	// line of it over LineBytesMax.
-	over bool
-	long int
-}
-
-// add takes the input's next line; tooLong says it was cut at
-// LineBytesMax.
-func (d *yamlDocument) add(l []byte, tooLong bool) error {
-	d.lineNo++
-	t := bytes.TrimRight(l, " \t\r\n")
-	if isYAMLSeparator(t) {
-		if err := d.flush(); err != nil {
-			return err
-		}
-		// "--- {...}" holds content on the separator line itself.
-		if rest := bytes.TrimSpace(bytes.TrimPrefix(t, []byte("---"))); bytes.HasPrefix(t, []byte("---")) && len(rest) > 0 && rest[0] != '#' {
-			d.doc.Write(rest)
-			d.doc.WriteByte('\n')
-			d.start, d.docLine = d.lineNo, d.lineNo
-		}
-		return nil
-	}
-	if tooLong && d.long == 0 {
-		d.long = d.lineNo
-	}
-	if d.doc.Len()+len(l) > DocumentBytesMax {
-		d.over = true
-		d.doc.Reset() // kept from growing; the document is rejected whole
-	}
-	if !d.over {
-		if d.doc.Len() == 0 {
-			d.docLine = d.lineNo
-		}
-		d.doc.Write(l)
-	}
-	if d.start == 0 {
-		if s := bytes.TrimSpace(l); len(s) > 0 && s[0] != '#' {
-			d.start = d.lineNo
-		}
-	}
-	return nil
-}
-
-// flush hands on the document read so far, if it has content, and starts
-// the next.
-func (d *yamlDocument) flush() error {
-	defer func() { d.doc.Reset(); d.start, d.over, d.long = 0, false, 0 }()
-	p := d.p
-	if d.start == 0 {
-		return nil // only blanks and comments
-	}
-	src := p.source(d.start)
-	if d.over {
-		return p.tooLarge(d.start)
-	}
-	// The record outlives doc's buffer, which the next document reuses:
-	// it keeps a copy of the text.
-	raw := bytes.Clone(d.doc.Bytes())
-	text := bytes.TrimSpace(raw)
-	if d.long != 0 {
-		return p.reject(src, text, fmt.Errorf("%w: line %d is more than %d bytes", ErrDocumentTooLarge, d.long, LineBytesMax))
-	}
-	if err := OneNode(raw); err != nil {
-		return p.reject(src, text, fmt.Errorf("%w: %v", ErrBadYAML, err))
-	}
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return p.reject(src, text, fmt.Errorf("%w: %v", ErrBadYAML, err))
-	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return nil
-	}
-	// The line of the text's first line, before which TrimSpace took only
-	// blank lines.
-	lead := raw[:len(raw)-len(bytes.TrimLeft(raw, " \t\r\n"))]
-	return p.valueWithRaw(d.start, d.docLine+bytes.Count(lead, []byte("\n")), js, text)
-}
-
-func isYAMLSeparator(t []byte) bool {
-	if bytes.Equal(t, []byte("...")) || bytes.Equal(t, []byte("---")) {
-		return true
-	}
-	return bytes.HasPrefix(t, []byte("--- ")) || bytes.HasPrefix(t, []byte("---\t"))
 }
 
 // envelope is what value reads to tell a watch event from an object and an
@@ -617,26 +363,4 @@ func jsonError(t []byte) error {
 		return err
 	}
 	return errors.New("invalid JSON")
-}
-
-// OneNode checks that a YAML document holds one node. yaml.YAMLToJSON
-// reads the first and ignores what follows it in the document, so that
-// JSON objects one per line without "---" between them would lose all but
-// the first without a trace. Only that is refused here: a document the
-// stricter yaml.v3 cannot read at all is left to YAMLToJSON, as kubectl
-// leaves it.
-func OneNode(doc []byte) error {
-	dec := yaml3.NewDecoder(bytes.NewReader(doc))
-	var first, second yaml3.Node
-	if dec.Decode(&first) != nil {
-		return nil
-	}
-	err := dec.Decode(&second)
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	if err == nil {
-		err = errors.New("a second document")
-	}
-	return fmt.Errorf("%v (after the document's first value; a second object needs a \"---\" line before it)", err)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	utf16enc "unicode/utf16"
@@ -21,16 +23,28 @@ func FuzzParse(f *testing.F) {
 		"\n\n{\"type\":\"BOOKMARK\"\n",
 		"\xff\xfe",
 		"kind: FooList\nitems:\n-",
+		"{\"kind\":\"PodList\",\"items\":[\n{\"metadata\":{\"name\":\"a\"}}\n]}\n{\"type\":\"ADDED\",\"object\":{}}{\"kind\":\"Pod\"}\n",
+		"{\"type\":\"ADDED\",\"object\":[\n{\"kind\":\"Pod\"}\n\r\n  {\"kind\":\n[}\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Gzipped and UTF-16 input is read as the text it stands for,
+		// whose newlines are not its own bytes.
+		lines := bytes.Count(data, []byte("\n")) + 1
+		if len(data) >= 2 && (data[0] == 0xff && data[1] == 0xfe || data[0] == 0xfe && data[1] == 0xff || data[0] == 0x1f && data[1] == 0x8b) {
+			lines = math.MaxInt
+		}
 		err := ingest.Parse("in", bytes.NewReader(data), func(r ingest.Record) error {
 			if !strings.HasPrefix(r.Source, "in:") {
 				t.Fatalf("source %q does not name the input", r.Source)
 			}
 			if r.Err == nil && len(r.Object) == 0 {
 				t.Fatalf("record %s has neither an object nor an error", r.Source)
+			}
+			var line int
+			if _, err := fmt.Sscanf(r.Source, "in:%d", &line); err != nil || line < 1 || line > lines {
+				t.Fatalf("record %s names no line of the input's %d", r.Source, lines)
 			}
 			return nil
 		})
@@ -41,11 +55,10 @@ func FuzzParse(f *testing.F) {
 }
 
 // TestParseALongFirstLine reads a compact List on one line, longer than a
-// JSON line may be (jq -c of 'kubectl get pods -o json'): its items are
-// read as a document's. A line that long after the first of a JSON-lines
-// input is still rejected alone, the lines around it read; so is a first
-// line that long that is not one JSON value, and the format of the input
-// is told by the line after it.
+// YAML line may be (jq -c of 'kubectl get pods -o json'): its items are
+// read, first in the input or among JSON lines. A first line that long
+// that does not start JSON is rejected alone, and the format of the
+// input is told by the line after it.
 func TestParseALongFirstLine(t *testing.T) {
 	const pods = 1500
 	var list strings.Builder
@@ -68,7 +81,7 @@ func TestParseALongFirstLine(t *testing.T) {
 		want        []string // each record's source, and "!" after a rejected one's; nil: the List's items
 	}{
 		{"a compact List first", list.String() + "\n", nil},
-		{"a long line among JSON lines", event + "\n" + list.String() + "\n" + event + "\n", []string{"in:1", "in:2!", "in:3"}},
+		{"a long line among JSON lines", event + "\n" + list.String() + "\n" + event + "\n", slices.Concat([]string{"in:1"}, itemSources("in:2", pods), []string{"in:3"})},
 		// Garbage too long for a line first used to take the input for
 		// one YAML document, rejected whole with every line after it.
 		{"garbage first, then JSON lines", garbage + "\n" + event + "\n" + event + "\n", []string{"in:1!", "in:2", "in:3"}},
@@ -80,9 +93,7 @@ func TestParseALongFirstLine(t *testing.T) {
 			got := parsedSources(t, tc.input)
 			want := tc.want
 			if want == nil {
-				for i := range pods {
-					want = append(want, fmt.Sprintf("in:1[%d]", i))
-				}
+				want = itemSources("in:1", pods)
 			}
 			if g, w := got, strings.Join(want, " "); g != w {
 				t.Errorf("records %.300s..., want %d: %.300s...", g, len(want), w)
@@ -122,6 +133,15 @@ func TestParseJSONLinesAfterAByteOrderMark(t *testing.T) {
 			}
 		})
 	}
+}
+
+// itemSources are the sources of the n items of a List at source.
+func itemSources(source string, n int) []string {
+	var s []string
+	for i := range n {
+		s = append(s, fmt.Sprintf("%s[%d]", source, i))
+	}
+	return s
 }
 
 // utf16 is s in UTF-16 with its byte order mark.

@@ -71,74 +71,31 @@ func NewResponder(nc *nats.Conn, in *Ingester, log *slog.Logger) *Responder {
 	return &Responder{nc: nc, in: in, log: log}
 }
 
-// Run subscribes in QueueGroup and answers requests until ctx ends; then it
-// drains the subscriptions, answering the requests already received, and
-// returns once they are closed. When its Ingester has Options.States, it
-// answers lookups on StatesSubject too.
+// Run answers requests in QueueGroup until ctx ends (ledger.Serve); then
+// it drains the subscriptions, answering the requests already received,
+// and returns once they are answered. Each subscription handles its
+// requests one at a time, in the order received. When its Ingester has
+// Options.States, it answers lookups on StatesSubject too. It returns
+// ledger.ErrSubscriptionClosed if a subscription closes first.
 func (r *Responder) Run(ctx context.Context) error {
-	// Handling outlives ctx while draining: requests already accepted are
-	// answered, each within ResponderRequestTimeout.
-	handleCtx := context.WithoutCancel(ctx)
-	routes := map[string]nats.MsgHandler{Subject: func(m *nats.Msg) { r.handle(handleCtx, m) }}
+	routes := []ledger.Route{r.route(Subject, r.handle)}
 	if r.in.opts.States != nil {
-		routes[StatesSubject] = func(m *nats.Msg) { r.handleStates(handleCtx, m) }
+		routes = append(routes, r.route(StatesSubject, r.handleStates))
 	}
-	var subs []*nats.Subscription
-	var closed []<-chan nats.SubStatus
-	unsubscribe := func() {
-		for _, sub := range subs {
-			_ = sub.Unsubscribe()
-		}
+	return ledger.Serve(ctx, r.nc, routes...)
+}
+
+// route is subject's route, answered by handle on the subscription's
+// goroutine.
+func (r *Responder) route(subject string, handle func(context.Context, *nats.Msg)) ledger.Route {
+	return ledger.Route{
+		Subject: subject, Queue: QueueGroup,
+		PendingMsgsMax: ResponderPendingMsgsMax, PendingBytesMax: ResponderPendingBytesMax,
+		Handle: func(ctx context.Context, m *nats.Msg) func() {
+			handle(ctx, m)
+			return nil
+		},
 	}
-	for subject, handler := range routes {
-		sub, err := r.nc.QueueSubscribe(subject, QueueGroup, handler)
-		if err != nil {
-			unsubscribe()
-			return fmt.Errorf("subscribe %s: %w", subject, err)
-		}
-		subs = append(subs, sub)
-		if err := sub.SetPendingLimits(ResponderPendingMsgsMax, ResponderPendingBytesMax); err != nil {
-			unsubscribe()
-			return fmt.Errorf("subscribe %s: %w", subject, err)
-		}
-		closed = append(closed, sub.StatusChanged(nats.SubscriptionClosed))
-	}
-	// A round trip to the server makes the subscriptions effective before
-	// Run is seen to be serving.
-	if err := r.nc.Flush(); err != nil {
-		unsubscribe()
-		return fmt.Errorf("subscribe %s: %w", Subject, err)
-	}
-	// Any subscription closing before ctx ends stops the responder.
-	ended := make(chan string, len(subs))
-	for i, sub := range subs {
-		go func() {
-			select {
-			case <-closed[i]:
-				ended <- sub.Subject
-			case <-ctx.Done():
-			}
-		}()
-	}
-	select {
-	case <-ctx.Done():
-	case subject := <-ended:
-		unsubscribe()
-		return fmt.Errorf("%w: %s", ErrResponderStopped, subject)
-	}
-	var firstErr error
-	for _, sub := range subs {
-		if err := sub.Drain(); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("drain %s: %w", sub.Subject, err)
-		}
-	}
-	if firstErr != nil {
-		return firstErr
-	}
-	for _, c := range closed {
-		<-c
-	}
-	return nil
 }
 
 // handleStates answers one lookup on StatesSubject.

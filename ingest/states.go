@@ -149,7 +149,7 @@ func (s remoteStates) ObjectStates(ctx context.Context, keys []ObjectKey) ([]Obj
 
 // storedDigest is stateDigest of an object as the log stored it.
 func storedDigest(raw json.RawMessage) (string, error) {
-	o, err := object.DecodeForQuota(raw)
+	o, err := object.Decode(raw)
 	if err != nil {
 		return "", err
 	}

@@ -67,6 +67,17 @@
 // together. Both the projector's and ingest's responders answer this way,
 // which is why it lives here, below both.
 //
+// # Serving requests
+//
+// Serve is the one serving loop of every NATS subject the ledger answers
+// (ingest, the queries, admission): it subscribes each Route in its queue
+// group, runs the work a request hands back on at most Route.InFlightMax
+// workers, leaves the rest waiting in the subscription's bounded pending
+// buffer, drains the subscriptions once its context ends, answering what
+// they received, and notices a subscription closed under it
+// (ErrSubscriptionClosed), which would otherwise leave a server that
+// seems to run but answers nothing.
+//
 // # Caveats
 //
 //   - The event stream denies deleting and purging by default, and has no

@@ -132,28 +132,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("start embedded server: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	opts := &server.Options{
-		ServerName: cfg.ServerName,
-		Host:       cfg.Host,
-		Port:       cfg.Port,
-		MaxPayload: cfg.MaxPayload,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		// JetStream's memory storage is not used by the ledger; a small
-		// bound keeps a stray memory stream from eating the machine.
-		JetStreamMaxMemory: 256 << 20,
-		JetStreamMaxStore:  cfg.MaxStore,
-		SyncAlways:         cfg.SyncInterval == 0,
-		SyncInterval:       cfg.SyncInterval,
-		// The process owns signal handling (cmd/quota cancels a context);
-		// the server must not install its own handlers.
-		NoSigs:                 true,
-		NoLog:                  true,
-		DisableJetStreamBanner: true,
-		// No HTTP monitoring, leaf, route or gateway listeners: the
-		// embedded server serves local clients only.
-		HTTPPort: 0,
-	}
+	opts := serverOptions(cfg)
 	var self nkeys.KeyPair
 	if cfg.AuthFile != "" {
 		var err error
@@ -177,6 +156,45 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	// message.
 	srv.SetLoggerV2(serverLog{log: log.With("component", "nats"), fatal: fatal}, false, false, false)
 	srv.Start()
+	if err := awaitReady(srv, cfg, fatal); err != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, err
+	}
+	return &Embedded{srv: srv, cfg: cfg, self: self}, nil
+}
+
+// serverOptions are the options of the embedded server cfg (with its
+// defaults) describes.
+func serverOptions(cfg EmbeddedConfig) *server.Options {
+	return &server.Options{
+		ServerName: cfg.ServerName,
+		Host:       cfg.Host,
+		Port:       cfg.Port,
+		MaxPayload: cfg.MaxPayload,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		// JetStream's memory storage is not used by the ledger; a small
+		// bound keeps a stray memory stream from eating the machine.
+		JetStreamMaxMemory: 256 << 20,
+		JetStreamMaxStore:  cfg.MaxStore,
+		SyncAlways:         cfg.SyncInterval == 0,
+		SyncInterval:       cfg.SyncInterval,
+		// The process owns signal handling (cmd/quota cancels a context);
+		// the server must not install its own handlers.
+		NoSigs:                 true,
+		NoLog:                  true,
+		DisableJetStreamBanner: true,
+		// No HTTP monitoring, leaf, route or gateway listeners: the
+		// embedded server serves local clients only.
+		HTTPPort: 0,
+	}
+}
+
+// awaitReady returns once srv, started, accepts clients with JetStream
+// enabled, or an error saying why it does not: a fatal error it logged
+// (on fatal), or cfg.ReadyTimeout passed.
+func awaitReady(srv *server.Server, cfg EmbeddedConfig, fatal <-chan string) error {
 	deadline := time.Now().Add(cfg.ReadyTimeout)
 	for !srv.ReadyForConnections(readyPoll) {
 		why := fmt.Sprintf(" within %s", cfg.ReadyTimeout)
@@ -188,16 +206,12 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 				continue
 			}
 		}
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start embedded server on %s:%d: %w%s", cfg.Host, cfg.Port, ErrServerNotReady, why)
+		return fmt.Errorf("start embedded server on %s:%d: %w%s", cfg.Host, cfg.Port, ErrServerNotReady, why)
 	}
 	if !srv.JetStreamEnabled() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		return nil, fmt.Errorf("start embedded server: %w: JetStream is not enabled", ErrServerNotReady)
+		return fmt.Errorf("start embedded server: %w: JetStream is not enabled", ErrServerNotReady)
 	}
-	return &Embedded{srv: srv, cfg: cfg, self: self}, nil
+	return nil
 }
 
 // requireAuth sets opts to require the users of the authorization block

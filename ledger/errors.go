@@ -74,4 +74,9 @@ var (
 	// server did not accept connections within EmbeddedConfig.ReadyTimeout,
 	// or gave up before (a port in use), with the server's reason.
 	ErrServerNotReady = errors.New("embedded server did not become ready")
+
+	// ErrSubscriptionClosed is returned by Serve when one of its
+	// subscriptions closed before its context ended: the connection
+	// closed, or the server took the subscription away.
+	ErrSubscriptionClosed = errors.New("subscription closed")
 )

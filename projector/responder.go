@@ -24,9 +24,14 @@ const (
 	// QueryTimeout bounds how long one query may wait for the projection
 	// to catch up before it fails.
 	QueryTimeout = 10 * time.Second
-	// QueriesInFlightMax bounds the queries served at once; more wait in
-	// the NATS subscription's pending buffer.
+	// QueriesInFlightMax bounds the queries of one subject answered at
+	// once; more wait in the subscription's pending buffer.
 	QueriesInFlightMax = 64
+	// QueriesPendingMax and QueriesPendingBytesMax bound the queries of
+	// one subject received and not yet answered; past them the connection
+	// drops queries as a slow consumer's, and their clients time out.
+	QueriesPendingMax      = 4096
+	QueriesPendingBytesMax = 64 << 20
 )
 
 // DescribeRequest asks for quotas: one namespace (optionally one quota by
@@ -62,7 +67,8 @@ func NewResponder(nc *nats.Conn, p *Projector, log *slog.Logger) *Responder {
 
 // Run serves until ctx ends, then drains its subscription: the queries
 // already received are answered (each within QueryTimeout) before it
-// returns.
+// returns. It returns ledger.ErrSubscriptionClosed if the subscription
+// closes first.
 func (r *Responder) Run(ctx context.Context) error {
 	return serveQueries(ctx, r.nc, r.log, []queryRoute{
 		{SubjectDescribe, QueriesInFlightMax, QueryTimeout, r.describe},
@@ -79,57 +85,21 @@ type queryRoute struct {
 	answer  func(context.Context, []byte) (any, error)
 }
 
-// serveQueries answers routes on nc until ctx ends, then drains the
-// subscriptions and waits for the queries in flight.
+// serveQueries answers routes on nc until ctx ends (ledger.Serve), then
+// answers the queries received before it returns.
 func serveQueries(ctx context.Context, nc *nats.Conn, log *slog.Logger, routes []queryRoute) error {
-	// Queries already received when ctx ends are answered before it
-	// returns, each within its timeout.
-	handleCtx := context.WithoutCancel(ctx)
-	var subs []*nats.Subscription
-	var sems []chan struct{}
-	for _, rt := range routes {
-		sem := make(chan struct{}, rt.limit)
-		sub, err := nc.QueueSubscribe(rt.subject, QueueGroup, func(m *nats.Msg) {
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem }()
-				respond(handleCtx, nc, log, m, rt)
-			}()
-		})
-		if err != nil {
-			for _, s := range subs {
-				_ = s.Unsubscribe()
-			}
-			return fmt.Errorf("subscribe %s: %w", rt.subject, err)
-		}
-		subs = append(subs, sub)
-		sems = append(sems, sem)
-	}
-	<-ctx.Done()
-	var errs []error
-	for i, sub := range subs {
-		if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-			errs = append(errs, fmt.Errorf("drain %s: %w", routes[i].subject, err))
+	served := make([]ledger.Route, len(routes))
+	for i, rt := range routes {
+		served[i] = ledger.Route{
+			Subject: rt.subject, Queue: QueueGroup,
+			PendingMsgsMax: QueriesPendingMax, PendingBytesMax: QueriesPendingBytesMax,
+			InFlightMax: rt.limit,
+			Handle: func(ctx context.Context, m *nats.Msg) func() {
+				return func() { respond(ctx, nc, log, m, rt) }
+			},
 		}
 	}
-	for _, sub := range subs {
-		WaitDrained(sub, QueryTimeout)
-	}
-	for i, sem := range sems {
-		for range routes[i].limit {
-			sem <- struct{}{}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// WaitDrained waits, at most limit, until a draining subscription has
-// handed its last message to its callback, or its connection closed.
-func WaitDrained(sub *nats.Subscription, limit time.Duration) {
-	const poll = 10 * time.Millisecond
-	for deadline := time.Now().Add(limit); sub.IsValid() && time.Now().Before(deadline); {
-		time.Sleep(poll)
-	}
+	return ledger.Serve(ctx, nc, served...)
 }
 
 // respond answers m with rt's reply, or with the error that stopped it

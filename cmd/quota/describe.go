@@ -41,7 +41,7 @@ ResourceQuotaList. It reflects every event appended before the call.`,
 			if !all && namespace == "" {
 				req.Namespace = "default"
 			}
-			reply, err := query(g, projector.SubjectDescribe, req)
+			reply, err := query[projector.QueryReply](g, "quota client", projector.SubjectDescribe, req)
 			if err != nil {
 				return err
 			}
@@ -66,31 +66,6 @@ ResourceQuotaList. It reflects every event appended before the call.`,
 	f.BoolVarP(&all, "all-namespaces", "A", false, "quotas of every namespace")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
-}
-
-// query sends one request to a query subject and decodes the reply.
-func query(g *globalFlags, subject string, req any) (*projector.QueryReply, error) {
-	nc, err := g.connect("quota client")
-	if err != nil {
-		return nil, withCode(exitError, err)
-	}
-	defer nc.Close()
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, withCode(exitError, err)
-	}
-	msg, err := g.request(nc, subject, body)
-	if err != nil {
-		return nil, askError(subject, err, "")
-	}
-	var reply projector.QueryReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return nil, withCode(exitError, fmt.Errorf("bad reply from the ledger: %w", err))
-	}
-	if reply.Error != "" {
-		return nil, withCode(exitError, errors.New(reply.Error))
-	}
-	return &reply, nil
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

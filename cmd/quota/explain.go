@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -38,22 +37,9 @@ appended before the call.`,
 			if len(args) == 1 {
 				req.Name = args[0]
 			}
-			nc, err := g.connect("quota explain")
+			reply, err := query[projector.AuditReply](g, "quota explain", projector.SubjectExplain, req)
 			if err != nil {
-				return withCode(exitError, err)
-			}
-			defer nc.Close()
-			body, _ := json.Marshal(req)
-			msg, err := g.request(nc, projector.SubjectExplain, body)
-			if err != nil {
-				return askError(projector.SubjectExplain, err, "")
-			}
-			var reply projector.AuditReply
-			if err := json.Unmarshal(msg.Data, &reply); err != nil {
-				return withCode(exitError, fmt.Errorf("bad reply from the ledger: %w", err))
-			}
-			if reply.Error != "" {
-				return withCode(exitError, errors.New(reply.Error))
+				return err
 			}
 			return writeExplanation(cmd, reply.Explanation, output)
 		},

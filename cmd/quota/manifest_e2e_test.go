@@ -243,3 +243,31 @@ func TestAdmitChecksManifestFields(t *testing.T) {
 		t.Errorf("admit --validate=warn: exit %d, stdout %q, stderr %q; want allowed and %q", code, out, errOut, want)
 	}
 }
+
+// TestIngestJSONWhateverItsLineBreaks ingests a PodList whose first line
+// opens its items, the items on the lines after it, and JSON lines with a
+// bad one among them: the List's pods are counted, where its first line
+// used to be read as a JSON line and rejected as "unexpected end of JSON
+// input"; the bad JSON line is rejected alone, naming its line, and the
+// lines around it are ingested.
+func TestIngestJSONWhateverItsLineBreaks(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	write := fileWriter(t, t.TempDir())
+	quota := `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"pods","namespace":"team"},"spec":{"hard":{"pods":"10"}}}`
+	pod := func(name string) string {
+		return `{"metadata":{"name":"` + name + `","namespace":"team"},"spec":{"containers":[{"name":"app","image":"app"}]}}`
+	}
+	list := write("list.json", `{"apiVersion":"v1","kind":"PodList","items":[`+"\n"+pod("a")+",\n"+pod("b")+"\n]}\n")
+	lines := write("events.jsonl", `{"type":"ADDED","object":`+quota+"}\n"+
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c",`+"\n"+
+		`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod",`+pod("d")[1:]+"}\n")
+
+	if _, errOut, code := s.run("ingest", lines, list); code != exitFailed ||
+		!strings.Contains(errOut, lines+":2: bad JSON: ") || strings.Contains(errOut, list+":") ||
+		!strings.Contains(errOut, "ingested 5 records: 4 appended, 0 already in the log, 0 unchanged, 0 bookmarks, 1 rejected") {
+		t.Errorf("ingest: exit %d, stderr %q; want exit %d, %s:2 rejected alone and the List's two pods appended", code, errOut, exitFailed, lines)
+	}
+	if _, used := quotaFigures(t, s, "team", "pods", corev1.ResourcePods); used != "3" {
+		t.Errorf("pods used %s, want 3 (d, and the List's a and b)", used)
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -30,21 +29,9 @@ log.peers[].current, projection.appliedSeq, feeds[].at, ...).`,
 			if output != "text" && output != "json" {
 				return withCode(exitError, errorf("-o %q: want text or json", output))
 			}
-			nc, err := g.connect("quota status")
+			reply, err := query[projector.StatusReply](g, "quota status", projector.SubjectStatus, struct{}{})
 			if err != nil {
-				return withCode(exitError, err)
-			}
-			defer nc.Close()
-			msg, err := g.request(nc, projector.SubjectStatus, []byte("{}"))
-			if err != nil {
-				return askError(projector.SubjectStatus, err, "")
-			}
-			var reply projector.StatusReply
-			if err := json.Unmarshal(msg.Data, &reply); err != nil {
-				return withCode(exitError, fmt.Errorf("bad reply from the ledger: %w", err))
-			}
-			if reply.Error != "" {
-				return withCode(exitError, errors.New(reply.Error))
+				return err
 			}
 			if reply.Status == nil {
 				return withCode(exitError, errors.New("bad reply from the ledger: no status"))

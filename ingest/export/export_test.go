@@ -144,7 +144,7 @@ func TestTrim(t *testing.T) {
 					t.Errorf("%s holds %s", it.trimmed, a)
 				}
 			}
-			o, err := object.DecodeForQuota(it.trimmed)
+			o, err := object.Decode(it.trimmed)
 			if err != nil {
 				t.Fatalf("the ledger cannot read the trimmed form: %v", err)
 			}

@@ -73,7 +73,7 @@ func trim(raw []byte, apiVersion, kind string) (*item, error) {
 		return nil, err
 	}
 	it := &item{ObjectMeta: metav1.ObjectMeta{Name: meta.Name, Namespace: meta.Namespace, UID: meta.UID, ResourceVersion: meta.ResourceVersion}, written: lastWrite(&meta)}
-	o, err := object.DecodeForQuota(full)
+	o, err := object.Decode(full)
 	if err != nil {
 		// Ingest rejects it again, with this reason, into the dead-letter
 		// stream: the exporter drops nothing itself.

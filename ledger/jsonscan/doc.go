@@ -1,7 +1,8 @@
-// Package jsonscan finds the members of JSON objects without decoding
-// them, for the few places where a handful of fields must be read from a
-// large document cheaply: the kind of an object before its typed decode,
-// the request of an AdmissionReview.
+// Package jsonscan is the repository's one JSON cursor: it finds the
+// members of JSON objects without decoding them, where fields must be
+// read cheaply and without reflection: the events and trimmed objects the
+// ledger writes and reads back for every event, the kind of an object
+// before its typed decode, the request of an AdmissionReview.
 //
 // Invariant: a Scanner checks the grammar of everything it moves past as
 // encoding/json does (strings, escapes, numbers, literals, nesting up to
@@ -16,6 +17,6 @@
 // encoding/json whenever the scanner cannot vouch for reading what
 // encoding/json would. A Scanner reads the slice it was given without
 // copying it: the caller must not change it during the walk, and a value
-// returned (String, Raw, Since) aliases it. A Scanner is not safe for
+// returned (String, Raw) aliases it. A Scanner is not safe for
 // concurrent use.
 package jsonscan

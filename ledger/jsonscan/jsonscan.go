@@ -17,8 +17,8 @@ func New(b []byte) *Scanner { return &Scanner{b: b} }
 
 // Members walks the members of the object at the cursor. For each member
 // it calls member with the key's bytes and whether the key is plain;
-// member must consume the value (with String, Raw, Skip, Members or
-// Literal) and return true, or return false to stop. Members reports
+// member must consume the value (with String, Raw, Skip, Members,
+// Elements, Null or Literal) and return true, or return false to stop. Members reports
 // whether the object was walked to its end.
 func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 	return s.sequence('{', '}', func() bool {
@@ -87,23 +87,6 @@ func (s *Scanner) String() (value []byte, ok bool) {
 	v, plain, ok := s.str()
 	return v, ok && plain
 }
-
-// Mark is a position of a Scanner, to come back to (Back) or to take the
-// bytes from (Since).
-type Mark struct{ i, depth int }
-
-// Mark returns the position of the value at the cursor.
-func (s *Scanner) Mark() Mark {
-	s.space()
-	return Mark{s.i, s.depth}
-}
-
-// Back moves the cursor back to m, as if nothing after it had been read:
-// a walk that gave up midway can be left to another reader.
-func (s *Scanner) Back(m Mark) { s.i, s.depth = m.i, m.depth }
-
-// Since returns the bytes from m to the cursor.
-func (s *Scanner) Since(m Mark) []byte { return s.b[m.i:s.i] }
 
 // Raw returns the bytes of the value at the cursor and moves past it.
 func (s *Scanner) Raw() ([]byte, bool) {

@@ -185,7 +185,7 @@ func TestStringsByteByByte(t *testing.T) {
 					for _, b := range v {
 						wantPlain = wantPlain && printable[b]
 					}
-					if plain != wantPlain || !bytes.Equal(s.Since(Mark{i: 1}), append(v[:len(v):len(v)], '"')) {
+					if plain != wantPlain || !bytes.Equal(s.b[1:s.i], append(v[:len(v):len(v)], '"')) {
 						t.Fatalf("%q: read %q plain %v (to %d), want %q plain %v", doc, v, plain, s.i, v, wantPlain)
 					}
 				}

@@ -45,17 +45,6 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-func BenchmarkDecodeForQuota(b *testing.B) {
-	raw := []byte(benchPod)
-	b.SetBytes(int64(len(raw)))
-	b.ReportAllocs()
-	for range b.N {
-		if _, err := DecodeForQuota(raw); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkTrimmed encodes a decoded pod's trimmed form: by hand
 // (appendTrimmedPod) and, for comparison, by encoding/json.
 func BenchmarkTrimmed(b *testing.B) {

@@ -37,11 +37,13 @@
 // A typed value shares no memory with the input, but callers that change
 // Value (defaulting) must not share the Object between goroutines.
 //
-// Decode reads the compact JSON that Trimmed writes (for pods and for kinds
-// without a typed value) in one pass of its own, and everything else
-// through encoding/json; both give the same Object. That reader keeps the
-// resource.Quantity it parsed for up to 1024 quantity texts, process-wide,
-// and hands out copies: only texts that Kubernetes holds as an int64 are
-// kept, so the copies share no inf.Dec that Kubernetes' in-place arithmetic
-// could change.
+// Decode reads an object one of two ways: the form Trimmed writes for pods
+// and for kinds without a typed value (what the projector and replay read
+// back from the log for every event) in one pass of its own on jsonscan,
+// and everything else through encoding/json into the k8s.io/api types;
+// both give the same Object. The first keeps the resource.Quantity it
+// parsed for up to 1024 quantity texts, process-wide, and hands out
+// copies: only texts that Kubernetes holds as an int64 are kept, so the
+// copies share no inf.Dec that Kubernetes' in-place arithmetic could
+// change.
 package object

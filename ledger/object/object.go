@@ -56,11 +56,21 @@ type Object struct {
 type kindInfo struct {
 	resource      string // plural, without the group
 	clusterScoped bool
-	// newValue, when set, makes Decode keep a typed value of the kind.
-	newValue func() runtime.Object
-	// decode, when set instead, reads the typed value itself, for a kind
-	// whose versions differ in shape.
+	// decode, when set, makes Decode keep a typed value of the kind, read
+	// from the object's JSON of version apiVersion.
 	decode func(raw []byte, apiVersion string) (runtime.Object, error)
+}
+
+// typed reads an object into the k8s.io/api type T.
+func typed[T any, P interface {
+	*T
+	runtime.Object
+}](raw []byte, _ string) (runtime.Object, error) {
+	v := P(new(T))
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 type groupKind struct{ group, kind string }
@@ -70,17 +80,14 @@ type groupKind struct{ group, kind string }
 // is treated as a namespaced kind with the guessed plural, which is what
 // the API server does for most custom resources.
 var knownKinds = map[groupKind]kindInfo{
-	{"", "Pod"}:                   {resource: "pods", newValue: func() runtime.Object { return &corev1.Pod{} }},
-	{"", "PersistentVolumeClaim"}: {resource: "persistentvolumeclaims", newValue: func() runtime.Object { return &corev1.PersistentVolumeClaim{} }},
-	{"", "Service"}:               {resource: "services", newValue: func() runtime.Object { return &corev1.Service{} }},
-	{"", "ResourceQuota"}:         {resource: "resourcequotas", newValue: func() runtime.Object { return &corev1.ResourceQuota{} }},
-	{"", "LimitRange"}:            {resource: "limitranges", newValue: func() runtime.Object { return &corev1.LimitRange{} }},
-	{"node.k8s.io", "RuntimeClass"}: {resource: "runtimeclasses", clusterScoped: true,
-		newValue: func() runtime.Object { return &nodev1.RuntimeClass{} }},
-	{"scheduling.k8s.io", "PriorityClass"}: {resource: "priorityclasses", clusterScoped: true,
-		newValue: func() runtime.Object { return &schedulingv1.PriorityClass{} }},
-	{"storage.k8s.io", "StorageClass"}: {resource: "storageclasses", clusterScoped: true,
-		newValue: func() runtime.Object { return &storagev1.StorageClass{} }},
+	{"", "Pod"}:                            {resource: "pods", decode: typed[corev1.Pod]},
+	{"", "PersistentVolumeClaim"}:          {resource: "persistentvolumeclaims", decode: typed[corev1.PersistentVolumeClaim]},
+	{"", "Service"}:                        {resource: "services", decode: typed[corev1.Service]},
+	{"", "ResourceQuota"}:                  {resource: "resourcequotas", decode: typed[corev1.ResourceQuota]},
+	{"", "LimitRange"}:                     {resource: "limitranges", decode: typed[corev1.LimitRange]},
+	{"node.k8s.io", "RuntimeClass"}:        {resource: "runtimeclasses", clusterScoped: true, decode: typed[nodev1.RuntimeClass]},
+	{"scheduling.k8s.io", "PriorityClass"}: {resource: "priorityclasses", clusterScoped: true, decode: typed[schedulingv1.PriorityClass]},
+	{"storage.k8s.io", "StorageClass"}:     {resource: "storageclasses", clusterScoped: true, decode: typed[storagev1.StorageClass]},
 
 	{"", "ConfigMap"}:                                                    {resource: "configmaps"},
 	{"", "Secret"}:                                                       {resource: "secrets"},
@@ -155,25 +162,11 @@ type headerMeta struct {
 	DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
 }
 
-// Decode reads one Kubernetes object from JSON. A namespaced object may
-// come without a namespace (a manifest); SetNamespace supplies it.
+// Decode reads one Kubernetes object from JSON: the trimmed form the
+// ledger writes by decodeTrimmed, anything else by decodeTyped. A
+// namespaced object may come without a namespace (a manifest);
+// SetNamespace supplies it.
 func Decode(raw []byte) (*Object, error) {
-	trimmed, err := objectBytes(raw)
-	if err != nil {
-		return nil, err
-	}
-	if o := decodeFast(trimmed); o != nil {
-		return o, nil
-	}
-	if o := decodeTyped(trimmed); o != nil {
-		return o, nil
-	}
-	return decodeGeneral(trimmed)
-}
-
-// objectBytes checks the size of raw and that it holds an object, and
-// returns it without surrounding white space.
-func objectBytes(raw []byte) ([]byte, error) {
 	if len(raw) > SizeMax {
 		return nil, fmt.Errorf("decode object: %w: %d bytes, at most %d (%d MiB)", ErrTooLarge, len(raw), SizeMax, SizeMax>>20)
 	}
@@ -181,39 +174,10 @@ func objectBytes(raw []byte) ([]byte, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("decode object: %w", ErrNotObject)
 	}
-	return trimmed, nil
-}
-
-// decodeGeneral is Decode for any object, through encoding/json.
-func decodeGeneral(trimmed []byte) (*Object, error) {
-	var h header
-	if err := json.Unmarshal(trimmed, &h); err != nil {
-		return nil, fmt.Errorf("decode object: %w: %v", ErrMalformed, err)
-	}
-	o, info, known, err := identify(&h)
-	if err != nil {
-		return nil, err
-	}
-	if !known || info.decode == nil && info.newValue == nil {
+	if o := decodeTrimmed(trimmed); o != nil {
 		return o, nil
 	}
-	var v runtime.Object
-	if info.decode != nil {
-		v, err = info.decode(trimmed, h.APIVersion)
-	} else {
-		v = info.newValue()
-		err = json.Unmarshal(trimmed, v)
-	}
-	if err != nil {
-		// After the colon, the API server's own words for an object it
-		// cannot decode.
-		version := h.APIVersion[strings.LastIndexByte(h.APIVersion, '/')+1:]
-		return nil, fmt.Errorf("decode %s %q: %w: %s in version %q cannot be handled as a %s: %v",
-			h.Kind, o.displayName(), ErrMalformed, h.Kind, version, h.Kind, err)
-	}
-	o.Value = v
-	o.syncMeta()
-	return o, nil
+	return decodeTyped(trimmed)
 }
 
 // identify checks the header every object needs and builds the Object's

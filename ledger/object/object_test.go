@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -316,21 +317,61 @@ func trimJSON(t *testing.T, m map[string]any) []byte {
 	return b
 }
 
+// checkIdentity checks that the identity Decode gives raw, whichever way
+// it read it, is what encoding/json reads into the header.
+func checkIdentity(t *testing.T, raw []byte) {
+	t.Helper()
+	o, err := Decode(raw)
+	if err != nil {
+		return
+	}
+	var h header
+	if err := json.Unmarshal(raw, &h); err != nil {
+		t.Fatalf("Decode reads what encoding/json refuses (%v):\n%s", err, raw)
+	}
+	want, _, _, err := identify(&h)
+	if err != nil {
+		t.Fatalf("Decode reads what identify refuses (%v):\n%s", err, raw)
+	}
+	got := *o
+	got.Value = nil
+	if !reflect.DeepEqual(&got, want) {
+		t.Fatalf("identities differ on\n%s\n got %#v\nwant %#v", raw, &got, want)
+	}
+}
+
+func TestDecodeIdentityIsTheHeaders(t *testing.T) {
+	for _, in := range edgeInputs {
+		checkIdentity(t, []byte(in))
+	}
+	for _, raw := range sampleObjects(t) {
+		checkIdentity(t, raw)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(churnPod))
 	f.Add([]byte(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"a","annotations":{"volume.beta.kubernetes.io/storage-class":"gold"}},"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`))
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"a"},"spec":{"type":"NodePort","ports":[{"port":80}]}}`))
 	f.Add([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"generateName":"w-"}}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(benchPod))
+	for _, in := range edgeInputs {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkTrimmed(t, raw)
+		checkIdentity(t, raw)
 		o, err := Decode(raw)
 		if err != nil {
 			return
 		}
+		checkTrimmedPod(t, o)
 		b, err := o.Trimmed()
 		if err != nil {
 			t.Fatalf("Trimmed of a decoded object failed: %v", err)
 		}
+		checkTrimmed(t, b)
 		o2, err := Decode(b)
 		if err != nil {
 			t.Fatalf("trimmed bytes do not decode: %v\n%s", err, b)
@@ -367,25 +408,23 @@ func TestTrimmedDropsManagedFields(t *testing.T) {
 		`"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns",%s},"spec":{"hard":{"pods":"4"}},"status":{"used":{"pods":"1"}}`,
 		`"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"ns",%s},"spec":{"type":"ClusterIP"}`,
 	} {
-		for name, decode := range map[string]func([]byte) (*Object, error){"Decode": Decode, "DecodeForQuota": DecodeForQuota} {
-			var trimmed [][]byte
-			for _, at := range []string{"2026-11-23T00:12:25Z", "2026-11-23T00:12:26Z"} {
-				o, err := decode([]byte("{" + fmt.Sprintf(kind, fields(at)) + "}"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := o.Trimmed()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if bytes.Contains(b, []byte("managedFields")) {
-					t.Errorf("%s: trimmed %s keeps managedFields", name, b)
-				}
-				trimmed = append(trimmed, b)
+		var trimmed [][]byte
+		for _, at := range []string{"2026-11-23T00:12:25Z", "2026-11-23T00:12:26Z"} {
+			o, err := Decode([]byte("{" + fmt.Sprintf(kind, fields(at)) + "}"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !bytes.Equal(trimmed[0], trimmed[1]) {
-				t.Errorf("%s: a write of managedFields only changed the trimmed form: %s, then %s", name, trimmed[0], trimmed[1])
+			b, err := o.Trimmed()
+			if err != nil {
+				t.Fatal(err)
 			}
+			if bytes.Contains(b, []byte("managedFields")) {
+				t.Errorf("trimmed %s keeps managedFields", b)
+			}
+			trimmed = append(trimmed, b)
+		}
+		if !bytes.Equal(trimmed[0], trimmed[1]) {
+			t.Errorf("a write of managedFields only changed the trimmed form: %s, then %s", trimmed[0], trimmed[1])
 		}
 	}
 }

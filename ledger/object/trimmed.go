@@ -352,7 +352,7 @@ func trimContainerStatuses(ss []corev1.ContainerStatus) []trimmedContainerStatus
 		if ss[i].Resources != nil {
 			s.Resources = &trimmedResources{Requests: ss[i].Resources.Requests, Limits: ss[i].Resources.Limits}
 		}
-		if s.AllocatedResources == nil && s.Resources == nil {
+		if len(s.AllocatedResources) == 0 && s.Resources == nil {
 			// A status without resources reads the same as no status.
 			continue
 		}

@@ -15,7 +15,7 @@ import (
 // reports false, leaving the encoding to encoding/json, for anything
 // outside the shapes it writes: another kind, affinity, a string that
 // encoding/json would escape (see jsonscan.Verbatim). TestTrimmedPodIsJSONMarshal
-// and FuzzDecodeForQuota compare it with json.Marshal.
+// and FuzzDecode compare it with json.Marshal.
 func appendTrimmedPod(b []byte, t *trimmedObject) ([]byte, bool) {
 	spec, ok := t.Spec.(*trimmedPodSpec)
 	if !ok || spec == nil || spec.Affinity != nil || t.Handler != "" || t.Overhead != nil || t.Value != nil ||

@@ -2,79 +2,77 @@ package object
 
 import (
 	"encoding/json"
-
-	"github.com/quotaledger/quota/ledger/jsonscan"
+	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
-// decodeTyped is the general path for an object of a kind the ledger keeps
-// a typed value of, in one encoding/json pass instead of two: the kind is
-// read from the object's top-level keys alone (typeMeta), the typed value
-// decoded, and the identity the header pass would have read taken from the
-// value. It returns nil whenever that shortcut could differ from
-// decodeGeneral (an unknown kind, a key typeMeta cannot vouch for, a
-// decode error, whose message the general path words), and Decode then
-// takes the general path. TestDecodeTypedMatchesGeneral and
-// FuzzDecodeTyped hold it to building what decodeGeneral builds.
-func decodeTyped(trimmed []byte) *Object {
-	apiVersion, kind, ok := typeMeta(trimmed)
-	if !ok {
-		return nil
+// decodeTyped is Decode for any object, through encoding/json into the
+// k8s.io/api type of its kind. The kind is read from the top-level keys
+// first (typeMeta), so that a typed value is decoded in one pass and the
+// identity taken from its metadata, which holds what the header would.
+// The header is decoded on its own for a kind without a typed value,
+// where typeMeta cannot vouch for the kind, and where the value does not
+// decode (to word the error as the API server does).
+func decodeTyped(b []byte) (*Object, error) {
+	var h header
+	var v runtime.Object
+	if apiVersion, kind, ok := typeMeta(b); ok {
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if info := knownKinds[groupKind{gv.Group, kind}]; err == nil && info.decode != nil {
+			if v, err = info.decode(b, apiVersion); err == nil {
+				h.APIVersion, h.Kind = apiVersion, kind
+				h.Metadata = metaOf(v.(metav1.Object))
+			}
+		}
 	}
-	return decodeTypedAs(trimmed, apiVersion, kind)
+	if v == nil {
+		if err := json.Unmarshal(b, &h); err != nil {
+			return nil, fmt.Errorf("decode object: %w: %v", ErrMalformed, err)
+		}
+	}
+	o, info, known, err := identify(&h)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil && known && info.decode != nil {
+		if v, err = info.decode(b, h.APIVersion); err != nil {
+			// After the colon, the API server's own words for an object
+			// it cannot decode.
+			version := h.APIVersion[strings.LastIndexByte(h.APIVersion, '/')+1:]
+			return nil, fmt.Errorf("decode %s %q: %w: %s in version %q cannot be handled as a %s: %v",
+				h.Kind, o.displayName(), ErrMalformed, h.Kind, version, h.Kind, err)
+		}
+	}
+	if v != nil {
+		o.Value = v
+		o.syncMeta()
+	}
+	return o, nil
 }
 
-// decodeTypedAs is decodeTyped once typeMeta has read apiVersion and kind.
-func decodeTypedAs(trimmed []byte, apiVersion, kind string) *Object {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return nil
+// metaOf is the header's metadata of a typed value.
+func metaOf(m metav1.Object) headerMeta {
+	return headerMeta{
+		Name: m.GetName(), GenerateName: m.GetGenerateName(), Namespace: m.GetNamespace(), UID: string(m.GetUID()),
+		ResourceVersion: m.GetResourceVersion(), DeletionTimestamp: m.GetDeletionTimestamp(),
+		DeletionGracePeriodSeconds: m.GetDeletionGracePeriodSeconds(),
 	}
-	info, known := knownKinds[groupKind{gv.Group, kind}]
-	if !known || info.newValue == nil {
-		return nil
-	}
-	v := info.newValue()
-	if err := json.Unmarshal(trimmed, v); err != nil {
-		return nil
-	}
-	typed, ok := v.(metav1.Object)
-	if !ok {
-		return nil
-	}
-	// The typed decode read apiVersion and kind by encoding/json's rules;
-	// they must be what typeMeta read.
-	if gvk := v.GetObjectKind().GroupVersionKind(); gvk.Kind != kind || gvk.GroupVersion() != gv || gv.String() != apiVersion {
-		return nil
-	}
-	var h header
-	h.APIVersion, h.Kind = apiVersion, kind
-	h.Metadata.Name = typed.GetName()
-	h.Metadata.GenerateName = typed.GetGenerateName()
-	h.Metadata.Namespace = typed.GetNamespace()
-	h.Metadata.UID = string(typed.GetUID())
-	h.Metadata.ResourceVersion = typed.GetResourceVersion()
-	h.Metadata.DeletionTimestamp = typed.GetDeletionTimestamp()
-	h.Metadata.DeletionGracePeriodSeconds = typed.GetDeletionGracePeriodSeconds()
-	o, _, _, err := identify(&h)
-	if err != nil {
-		return nil
-	}
-	o.Value = v
-	o.syncMeta()
-	return o
 }
 
 // typeMeta reads the apiVersion and kind of a JSON object from its
 // top-level keys, skipping every value in between without decoding it. It
-// reports ok only when both are strings without escapes under their exact
-// keys and no other top-level key could decode as either: encoding/json
-// matches keys without regard to case and keeps the last of repeated
-// ones, so a key with an escape or a byte outside ASCII, or one equal to
-// "apiVersion" or "kind" but for case, makes it give up. It does not
-// validate the rest of the input; the typed decode that follows does.
+// reports ok only when both are plain strings under their exact keys and
+// no other top-level key could decode as either: encoding/json matches
+// keys without regard to case and keeps the last of repeated ones, so a
+// key that is not plain, or one equal to "apiVersion" or "kind" but for
+// case, makes it give up. It checks the grammar of what it skips, not the
+// types; the typed decode that follows does.
 func typeMeta(b []byte) (apiVersion, kind string, ok bool) {
 	s := jsonscan.New(b)
 	var haveVersion, haveKind bool
@@ -82,17 +80,12 @@ func typeMeta(b []byte) (apiVersion, kind string, ok bool) {
 		switch {
 		case !plain:
 			return false
-		case string(key) == "apiVersion" || string(key) == "kind":
-			value, ok := s.String()
-			if !ok {
-				return false
-			}
-			if string(key) == "kind" {
-				kind, haveKind = string(value), true
-			} else {
-				apiVersion, haveVersion = string(value), true
-			}
-			return true
+		case string(key) == "apiVersion":
+			haveVersion = readString(s, &apiVersion)
+			return haveVersion
+		case string(key) == "kind":
+			haveKind = readString(s, &kind)
+			return haveKind
 		case jsonscan.EqualFoldASCII(key, "apiVersion") || jsonscan.EqualFoldASCII(key, "kind"):
 			return false
 		}

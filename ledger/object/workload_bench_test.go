@@ -36,8 +36,8 @@ func workloadPods(b *testing.B, n int) [][]byte {
 	return pods
 }
 
-// BenchmarkDecodeForQuotaWorkload decodes the workload's pods in turn.
-func BenchmarkDecodeForQuotaWorkload(b *testing.B) {
+// BenchmarkDecodeWorkload decodes the workload's pods in turn.
+func BenchmarkDecodeWorkload(b *testing.B) {
 	pods := workloadPods(b, 64)
 	size := 0
 	for _, p := range pods {
@@ -47,7 +47,7 @@ func BenchmarkDecodeForQuotaWorkload(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if benchObject, _ = DecodeForQuota(pods[i%len(pods)]); benchObject == nil {
+		if benchObject, _ = Decode(pods[i%len(pods)]); benchObject == nil {
 			b.Fatal("not decoded")
 		}
 		i++

@@ -209,38 +209,50 @@ func Parse(s string) (Quantity, error) {
 		}
 	}
 	if precision >= 0 {
-		scale -= int32(len(p.denom))
-		if scale >= nanoScale {
-			v := digitsValue(p.num, p.denom)
-			if r, ok := mul64(v, mantissa); ok {
-				if p.negative {
-					r = -r
-				}
-				q := Quantity{i: r, scale: scale, format: format}
-				if r == 0 {
-					q.scale = 0
-					return q, nil
-				}
-				if int64(scale)+digits64(r)-1 > ExponentMax {
-					return Quantity{}, ErrRange
-				}
-				// Kubernetes keeps s when it is already canonical, by a
-				// rough test that also keeps "+1Ki", "01Ki" and "1E3".
-				switch format {
-				case BinarySI:
-					if v&7 != 0 {
-						q.s = s
-					}
-				default:
-					if scale%3 == 0 && !endsInThreeZeros(p.num, p.denom) && p.num != "0" {
-						q.s = s
-					}
-				}
-				return q, nil
-			}
+		if q, ok, err := parseInt64(s, p, mantissa, scale, format); ok {
+			return q, err
 		}
 	}
 	return parseDecimal(p, base, exponent, format)
+}
+
+// parseInt64 is Parse's int64 path, Kubernetes' own for digits that
+// surely fit: ok false when the value does not fit after all (or is finer
+// than 1n), and Parse goes on as a decimal.
+func parseInt64(s string, p scanned, mantissa int64, scale int32, format Format) (q Quantity, ok bool, err error) {
+	scale -= int32(len(p.denom))
+	if scale < nanoScale {
+		return Quantity{}, false, nil
+	}
+	v := digitsValue(p.num, p.denom)
+	r, ok := mul64(v, mantissa)
+	if !ok {
+		return Quantity{}, false, nil
+	}
+	if p.negative {
+		r = -r
+	}
+	q = Quantity{i: r, scale: scale, format: format}
+	if r == 0 {
+		q.scale = 0
+		return q, true, nil
+	}
+	if int64(scale)+digits64(r)-1 > ExponentMax {
+		return Quantity{}, true, ErrRange
+	}
+	// Kubernetes keeps s when it is already canonical, by a rough test
+	// that also keeps "+1Ki", "01Ki" and "1E3".
+	switch format {
+	case BinarySI:
+		if v&7 != 0 {
+			q.s = s
+		}
+	default:
+		if scale%3 == 0 && !endsInThreeZeros(p.num, p.denom) && p.num != "0" {
+			q.s = s
+		}
+	}
+	return q, true, nil
 }
 
 // digitsValue returns the integer written by the digits of num then denom,

@@ -172,7 +172,7 @@ func refAdmit(req AdmitRequest) Decision {
 		}
 		q := states[i].Quota
 		requested := q.Mask(l)
-		used := Add(states[i].Used, requested)
+		used := refAdd(states[i].Used, requested)
 		if ok, exceeded := lessThanOrEqual(maskNames(used, requested.Names()), q.Hard); !ok {
 			return forbidden(d, o, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
 				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded)))
@@ -188,6 +188,25 @@ func refMatchingResources(resource string, names []string) []string {
 	for _, n := range names {
 		if evaluatorProduces(resource, n) {
 			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// refAdd is Kubernetes' quota.Add: a+b for every resource in either
+// list, a resource only in b copied, so the sum keeps the format rules of
+// quantity.Add.
+func refAdd(a, b ResourceList) ResourceList {
+	out := make(ResourceList, len(a)+len(b))
+	for k, v := range a {
+		if w, ok := b[k]; ok {
+			v = v.Add(w)
+		}
+		out[k] = v
+	}
+	for k, w := range b {
+		if _, ok := out[k]; !ok {
+			out[k] = w
 		}
 	}
 	return out

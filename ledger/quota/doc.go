@@ -76,13 +76,14 @@
 //
 // # Caveats
 //
-// Sums keep the format of their first non-zero term, so SumMatching must be
-// given charges in a stable order for its output to be stable; Kubernetes
-// itself sums in informer order.
+// Keeping a quota's used as objects come and go is the projector's, not
+// this package's: Matches and Mask say what each charge adds to it. Sums
+// keep the format of their first non-zero term, so their order decides
+// how a used prints; Kubernetes itself sums in informer order.
 //
 // A quota whose spec Kubernetes would refuse has Invalid set and is ignored
-// by Matches, SumMatching and Admit; it can only come from a hand-written
-// event, never from a cluster.
+// by Matches and Admit; it can only come from a hand-written event, never
+// from a cluster.
 //
 // Pod-level in-place resize (pod status resources) is read as disabled, as
 // its feature gate is off by default; pod-level resources in the spec are

@@ -169,7 +169,7 @@ func refPodUsage(pod *corev1.Pod, now time.Time) (ResourceList, error) {
 	if !podCountsForQuota(pod, now) {
 		return result, nil
 	}
-	result = Add(result, refComputeUsage(refPodRequests(&cv, pod), refPodLimits(&cv, pod)))
+	result = refAdd(result, refComputeUsage(refPodRequests(&cv, pod), refPodLimits(&cv, pod)))
 	return result, cv.err
 }
 

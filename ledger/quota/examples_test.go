@@ -98,9 +98,12 @@ func TestConceptComputeAndObjectCounts(t *testing.T) {
 		t.Fatal(compute.Invalid, counts.Invalid)
 	}
 	compute.Name, counts.Name = "compute-resources", "object-counts"
-	charges := []Charge{evaluate(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"default-token"}}`)}
-	assertUsage(t, SumMatching(compute, charges), map[string]string{"limits.cpu": "0", "limits.memory": "0", "requests.cpu": "0", "requests.memory": "0", "requests.nvidia.com/gpu": "0"})
-	assertUsage(t, SumMatching(counts, charges), map[string]string{"configmaps": "0", "persistentvolumeclaims": "0", "pods": "0", "replicationcontrollers": "0", "secrets": "1", "services": "0", "services.loadbalancers": "0"})
+	// The token secret is charged to object-counts alone.
+	secret := evaluate(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"default-token"}}`)
+	if compute.Matches(secret) || !counts.Matches(secret) {
+		t.Errorf("a secret matches compute-resources %v, object-counts %v; want only object-counts", compute.Matches(secret), counts.Matches(secret))
+	}
+	assertUsage(t, counts.Mask(secret.Usage), map[string]string{"secrets": "1"})
 
 	gpu := pod("trainer", `{"containers":[`+ctr("c", `"cpu":"500m","memory":"512Mi","nvidia.com/gpu":"4"`, `"cpu":"1","memory":"1Gi","nvidia.com/gpu":"4"`)+`]}`)
 	d := admitOne(t, gpu, state(compute), state(counts, "secrets", "1"))
@@ -118,15 +121,16 @@ func TestConceptStorageClasses(t *testing.T) {
 	claim := func(name, class, size string) string {
 		return `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"` + name + `"},"spec":{"storageClassName":"` + class + `","resources":{"requests":{"storage":"` + size + `"}}}}`
 	}
-	charges := []Charge{evaluate(t, claim("a", "gold", "200Gi")), evaluate(t, claim("b", "bronze", "60Gi")), evaluate(t, claim("c", "silver", "1Ti"))}
-	used := SumMatching(q, charges)
-	assertUsage(t, used, map[string]string{"gold.storageclass.storage.k8s.io/requests.storage": "200Gi", "bronze.storageclass.storage.k8s.io/requests.storage": "60Gi"})
-	d := admitOne(t, claim("d", "bronze", "50Gi"), QuotaState{Quota: q, Used: used})
+	assertUsage(t, q.Mask(evaluate(t, claim("a", "gold", "200Gi")).Usage), map[string]string{"gold.storageclass.storage.k8s.io/requests.storage": "200Gi"})
+	assertUsage(t, q.Mask(evaluate(t, claim("b", "bronze", "60Gi")).Usage), map[string]string{"bronze.storageclass.storage.k8s.io/requests.storage": "60Gi"})
+	assertUsage(t, q.Mask(evaluate(t, claim("c", "silver", "1Ti")).Usage), map[string]string{})
+	used := state(q, "gold.storageclass.storage.k8s.io/requests.storage", "200Gi", "bronze.storageclass.storage.k8s.io/requests.storage", "60Gi")
+	d := admitOne(t, claim("d", "bronze", "50Gi"), used)
 	want := `persistentvolumeclaims "d" is forbidden: exceeded quota: q, requested: bronze.storageclass.storage.k8s.io/requests.storage=50Gi, used: bronze.storageclass.storage.k8s.io/requests.storage=60Gi, limited: bronze.storageclass.storage.k8s.io/requests.storage=100Gi`
 	if d.Allowed || d.Message != want {
 		t.Errorf("got %q, want %q", d.Message, want)
 	}
-	if d := admitOne(t, claim("e", "gold", "300Gi"), QuotaState{Quota: q, Used: used}); !d.Allowed {
+	if d := admitOne(t, claim("e", "gold", "300Gi"), used); !d.Allowed {
 		t.Errorf("gold claim within limit refused: %s", d.Message)
 	}
 }

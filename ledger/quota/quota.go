@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/quotaledger/quota/ledger/object"
-	"github.com/quotaledger/quota/ledger/quantity"
 )
 
 // ScopeRequirement is one scope a quota is restricted to: an entry of
@@ -365,24 +364,4 @@ func (q *Quota) Mask(usage ResourceList) ResourceList {
 		}
 	}
 	return out
-}
-
-// SumMatching returns q's used: zero for every resource q tracks, plus the
-// tracked part of every charge q matches, summed in the order given (the
-// order decides the print format when formats are mixed, so callers pass
-// charges in a stable order, such as by object key).
-func SumMatching(q *Quota, charges []Charge) ResourceList {
-	used := make(ResourceList, len(q.Hard))
-	if q.Invalid != "" {
-		return used
-	}
-	for name := range q.Hard {
-		used[name] = quantity.NewInt(0)
-	}
-	for _, c := range charges {
-		if q.Matches(c) {
-			used = Add(used, q.Mask(c.Usage))
-		}
-	}
-	return used
 }

@@ -68,24 +68,6 @@ func (l ResourceList) String() string {
 	return strings.Join(parts, ",")
 }
 
-// Add returns a+b for every resource in either list. A resource only in b is
-// copied, so the sum keeps the format rules of quantity.Add.
-func Add(a, b ResourceList) ResourceList {
-	out := make(ResourceList, len(a)+len(b))
-	for k, v := range a {
-		if w, ok := b[k]; ok {
-			v = v.Add(w)
-		}
-		out[k] = v
-	}
-	for k, w := range b {
-		if _, ok := out[k]; !ok {
-			out[k] = w
-		}
-	}
-	return out
-}
-
 // SubtractNonNegative returns a-b clamped at zero for every resource in
 // either list, as an update is charged only for what grows.
 func SubtractNonNegative(a, b ResourceList) ResourceList {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -53,25 +52,6 @@ func readEvents(t testing.TB, path string) []watchEvent {
 	return out
 }
 
-// foldSample keeps the latest state of every object of a recording and
-// drops deleted ones, as the projection does.
-func foldSample(t testing.TB, dir string) map[string]*object.Object {
-	t.Helper()
-	latest := map[string]*object.Object{}
-	for _, ev := range readEvents(t, filepath.Join(dir, "events.jsonl")) {
-		o, err := object.Decode(ev.Object)
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
-		}
-		if ev.Type == "DELETED" {
-			delete(latest, o.Key())
-			continue
-		}
-		latest[o.Key()] = o
-	}
-	return latest
-}
-
 type expectedQuota struct {
 	Name   string
 	Raw    json.RawMessage
@@ -111,56 +91,12 @@ func readExpected(t testing.TB, dir string) []expectedQuota {
 	return out
 }
 
-func sortedCharges(t testing.TB, objects map[string]*object.Object, now time.Time) []Charge {
-	t.Helper()
-	keys := make([]string, 0, len(objects))
-	for k := range objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]Charge, 0, len(keys))
-	for _, k := range keys {
-		c, err := Evaluate(objects[k], now)
-		if err != nil {
-			t.Fatalf("%s: %v", k, err)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
 func printList(l ResourceList) map[string]string {
 	out := make(map[string]string, len(l))
 	for k, v := range l {
 		out[k] = v.String()
 	}
 	return out
-}
-
-func TestSampleFoldMatchesExpectedUsed(t *testing.T) {
-	for _, dir := range sampleDirs(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			objects := foldSample(t, dir)
-			charges := sortedCharges(t, objects, sampleNow)
-			for _, e := range readExpected(t, dir) {
-				o, err := object.Decode(e.Raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				q, err := FromObject(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if q.Invalid != "" {
-					t.Fatalf("quota %s invalid: %s", q.Name, q.Invalid)
-				}
-				got := printList(SumMatching(q, charges))
-				if !equalStrings(got, e.Status.Used) {
-					t.Errorf("quota %s used:\n got %v\nwant %v", q.Name, got, e.Status.Used)
-				}
-			}
-		})
-	}
 }
 
 func TestSampleTrimmedEvaluatesTheSame(t *testing.T) {

@@ -41,9 +41,6 @@ type replica struct {
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// startReplica starts a projector and an admission responder on url and
-// returns once the responder is subscribed. Everything stops when the test
-// ends.
 // clientConn is a client's connection to url, closed when the test ends.
 func clientConn(t testing.TB, url string) *nats.Conn {
 	t.Helper()
@@ -55,6 +52,9 @@ func clientConn(t testing.TB, url string) *nats.Conn {
 	return nc
 }
 
+// startReplica starts a projector and an admission responder on url and
+// returns once the responder is subscribed. Everything stops when the test
+// ends.
 func startReplica(t testing.TB, url string, cfg Config) *replica {
 	t.Helper()
 	connect := func(name string) *nats.Conn {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/sync/errgroup"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,20 +158,19 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 }
 
 // Run serves admission requests and sweeps expired reservations until ctx
-// ends. It takes the first request once the projection holds what the log
-// held when Run started (catchUp).
+// ends or its subscriptions close (ledger.Serve). It takes the first
+// request once the projection holds what the log held when Run started
+// (catchUp).
 //
 // Config.Subscribers subscriptions of the queue group share the requests.
 // Each subscription's goroutine decodes the requests it is given and
 // decides those that wait for nothing (dry runs, updates) itself, as they
 // arrive: replies written one after the other leave the connection
 // together, and a request costs no hand-off between goroutines, while the
-// subscriptions together keep every core busy. A
-// reserving create waits for its namespace's round (see commit.go), and
-// a decision in a namespace whose view waits for the projection (see
-// stateCache.get) would hold up every request behind it, so these go to
-// one of InFlightMax workers that live as long as Run: a worker's stack,
-// grown by the first rounds, serves the next ones as it is.
+// subscriptions together keep every core busy. A reserving create waits
+// for its namespace's round (see commit.go), and a decision in a namespace
+// whose view waits for the projection (see stateCache.get) would hold up
+// every request behind it, so these go to one of InFlightMax workers.
 func (r *Responder) Run(ctx context.Context) error {
 	if err := r.catchUp(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -178,125 +178,42 @@ func (r *Responder) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// Requests outlive ctx while the subscription drains: those received
-	// are answered, each within RequestTimeout.
-	handleCtx := context.WithoutCancel(ctx)
-	workers := r.startWorkers(handleCtx)
-	defer workers.stop()
-	handle := func(m *nats.Msg) {
-		defer ledger.Survive(r.cfg.Logger, "read an admission request", func(err error) { r.failed(decoded{m: m}, err) })
-		d := r.decode(m)
-		if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) {
-			r.answer(handleCtx, d)
-			return
-		}
-		if !workers.hand(d) {
-			// A request still in hand after the drain, the workers
-			// leaving: it is answered here.
-			r.answer(handleCtx, d)
-		}
-	}
-	subs := make([]*nats.Subscription, 0, r.cfg.Subscribers)
-	defer func() {
-		for _, sub := range subs {
-			if sub.IsValid() {
-				_ = sub.Unsubscribe()
-			}
-		}
-	}()
-	for range r.cfg.Subscribers {
-		sub, err := r.nc.QueueSubscribe(SubjectPrefix+"*", QueueGroup, handle)
-		if err == nil {
-			subs = append(subs, sub)
-			err = sub.SetPendingLimits(PendingMax, PendingBytesMax)
-		}
-		if err != nil {
-			return fmt.Errorf("subscribe %s*: %w", SubjectPrefix, err)
-		}
-	}
-	r.sweepUntilDone(ctx, subs)
-	return nil
-}
-
-// workers are the InFlightMax goroutines that answer the requests that
-// may wait: reserving creates, and decisions in a namespace whose view
-// waits for the projection.
-type workers struct {
-	work chan decoded
-	done chan struct{}
-	wg   sync.WaitGroup
-	// handing guards the hand-off to the workers: once closed is set no
-	// request goes to them, so every request handed over is answered
-	// before they leave.
-	handing sync.Mutex
-	closed  bool
-}
-
-// startWorkers starts the workers, answering under ctx.
-func (r *Responder) startWorkers(ctx context.Context) *workers {
-	w := &workers{work: make(chan decoded, PendingMax), done: make(chan struct{})}
-	for range InFlightMax {
-		w.wg.Go(func() {
-			for {
-				select {
-				case d := <-w.work:
-					r.answer(ctx, d)
-				case <-w.done:
-					for {
-						select {
-						case d := <-w.work:
-							r.answer(ctx, d)
-						default:
-							return
-						}
-					}
-				}
-			}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return ledger.Serve(ctx, r.nc, ledger.Route{
+			Subject: SubjectPrefix + "*", Queue: QueueGroup, Subscriptions: r.cfg.Subscribers,
+			PendingMsgsMax: PendingMax, PendingBytesMax: PendingBytesMax, InFlightMax: InFlightMax,
+			Handle: r.handle,
 		})
+	})
+	g.Go(func() error {
+		r.sweepUntil(ctx)
+		return nil
+	})
+	return g.Wait()
+}
+
+// handle reads a request on its subscription's goroutine. It answers
+// there a request that waits for nothing, and hands back the answer of
+// one that may wait, for a worker.
+func (r *Responder) handle(ctx context.Context, m *nats.Msg) func() {
+	defer ledger.Survive(r.cfg.Logger, "read an admission request", func(err error) { r.failed(decoded{m: m}, err) })
+	d := r.decode(m)
+	if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) {
+		r.answer(ctx, d)
+		return nil
 	}
-	return w
+	return func() { r.answer(ctx, d) }
 }
 
-// hand gives d to a worker, unless the workers are stopping: then it
-// returns false, and the caller answers d.
-func (w *workers) hand(d decoded) bool {
-	w.handing.Lock()
-	defer w.handing.Unlock()
-	if w.closed {
-		return false
-	}
-	w.work <- d
-	return true
-}
-
-// stop takes no more requests and returns once every request handed over
-// is answered.
-func (w *workers) stop() {
-	w.handing.Lock()
-	w.closed = true
-	w.handing.Unlock()
-	close(w.done)
-	w.wg.Wait()
-}
-
-// sweepUntilDone sweeps expired reservations every SweepInterval until
-// ctx ends, then drains subs: the requests they received are answered,
-// each within RequestTimeout.
-func (r *Responder) sweepUntilDone(ctx context.Context, subs []*nats.Subscription) {
+// sweepUntil sweeps expired reservations every SweepInterval until ctx
+// ends.
+func (r *Responder) sweepUntil(ctx context.Context) {
 	ticker := time.NewTicker(r.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			for _, sub := range subs {
-				if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-					r.cfg.Logger.Warn("drain admission subscription", "err", err)
-				}
-			}
-			deadline := time.Now().Add(RequestTimeout)
-			for _, sub := range subs {
-				projector.WaitDrained(sub, time.Until(deadline))
-			}
 			return
 		case <-ticker.C:
 			if err := r.sweepOnce(ctx); err != nil && ctx.Err() == nil {
@@ -400,9 +317,6 @@ type request struct {
 	// statusOfOther is set once the object of a status update is known
 	// not to be a claim, whose status alone quota evaluates.
 	statusOfOther bool
-	// object is Object decoded while the review was read (scanReview), or
-	// nil; the first decodeObject of Object takes it.
-	object *object.Object
 }
 
 // reserving reports whether req is a create or update that reserves: one
@@ -425,13 +339,6 @@ func (req *request) ignored() bool {
 		return req.Operation != admissionv1.Update || req.statusOfOther
 	}
 	return true
-}
-
-// takeObject returns the object decoded with the review, once.
-func (req *request) takeObject() *object.Object {
-	o := req.object
-	req.object = nil
-	return o
 }
 
 // Review answers one AdmissionReview for namespace. It always returns a
@@ -496,7 +403,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 	if op == admissionv1.Delete || op == admissionv1.Connect || req.ignored() {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
-	obj, err := decodeObjectAs(req.takeObject(), req.Object, namespace)
+	obj, err := decodeObject(req.Object, namespace)
 	if req.SubResource == "status" && (err != nil || obj.Resource != "persistentvolumeclaims") {
 		// Only a claim's status is evaluated; whatever else it is, it
 		// passes, as it did before it was read.
@@ -644,7 +551,7 @@ func expireEvent(ns string, rs []projector.Reservation) (ledger.Event, string) {
 	return ev, "expire/" + ns + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// clusterScoped is decodeObjectAs's error for an object of a
+// clusterScoped is decodeObject's error for an object of a
 // cluster-scoped kind, which no quota charges.
 type clusterScoped string
 
@@ -659,21 +566,12 @@ func isNull(raw []byte) bool {
 
 // decodeObject decodes an object of a request.
 func decodeObject(raw []byte, namespace string) (*object.Object, error) {
-	return decodeObjectAs(nil, raw, namespace)
-}
-
-// decodeObjectAs is decodeObject of raw, which decoded reads already
-// unless it is nil.
-func decodeObjectAs(decoded *object.Object, raw []byte, namespace string) (*object.Object, error) {
 	if isNull(raw) {
 		return nil, errors.New("missing")
 	}
-	o := decoded
-	if o == nil {
-		var err error
-		if o, err = object.DecodeForQuota(raw); err != nil {
-			return nil, err
-		}
+	o, err := object.Decode(raw)
+	if err != nil {
+		return nil, err
 	}
 	if o.ClusterScoped() {
 		return nil, clusterScoped(o.Kind)

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotaledger/quota/ledger/jsonscan"
-	"github.com/quotaledger/quota/ledger/object"
 )
 
 // decodeRequest reads the request of an AdmissionReview. It takes the
@@ -99,10 +98,8 @@ func scanRequest(s *jsonscan.Scanner, req *request) bool {
 			}
 			return true
 		case "object":
-			// The object is read in the same pass when it is a pod the
-			// walk reads, instead of skipped now and scanned again later.
-			o, raw, ok := object.DecodeForQuotaFrom(s)
-			req.Object, req.object = raw, o
+			raw, ok := s.Raw()
+			req.Object = raw
 			return ok
 		case "oldObject":
 			raw, ok := s.Raw()

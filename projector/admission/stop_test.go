@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector"
 )
@@ -107,5 +109,38 @@ func TestStopAnswersEveryRequestReceived(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("%d of %d requests answered", len(seen), requests)
 		}
+	}
+}
+
+// TestRunStopsWhenItsConnectionCloses closes the responder's connection
+// under it: Run returns ErrSubscriptionClosed rather than seem to run
+// while answering nothing.
+func TestRunStopsWhenItsConnectionCloses(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	proj, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "projection.db"), NoSync: true, Logger: discardLogger()}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proj.Close() })
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := NewResponder(nc, stream, proj, Config{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- resp.Run(t.Context()) }()
+	poll(t, "responder subscribed", func() bool { return nc.NumSubscriptions() > 0 })
+	nc.Close()
+	select {
+	case err := <-runDone:
+		if !errors.Is(err, ledger.ErrSubscriptionClosed) {
+			t.Fatalf("Run: %v, want ErrSubscriptionClosed", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not return once its connection closed")
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotaledger/quota/ledger/object"
 	"github.com/quotaledger/quota/ledger/quota"
@@ -83,18 +82,6 @@ func newMismatches(t *testing.T, name string) *mismatches {
 	return &mismatches{t: t, name: name, seed: baseSeed(t), kinds: map[string]int{}}
 }
 
-// report records a difference of the given kind for case i, with the input
-// that produced it and both outputs.
-func (m *mismatches) report(i int, kind string, input any, detail string) {
-	m.t.Helper()
-	m.failed++
-	m.kinds[kind]++
-	if m.kinds[kind] > 3 {
-		return
-	}
-	m.t.Errorf("%s: seed %d case %d: %s\n%s\ninput:\n%s", m.name, m.seed, i, kind, detail, toYAML(input))
-}
-
 // outcome is one side-by-side comparison of a generated tree: skip when
 // the input is outside what Kubernetes would ever hand the code under
 // comparison, otherwise the kind of difference ("" when both agree) and
@@ -143,22 +130,6 @@ func (m *mismatches) done() {
 		sort.Strings(ks)
 		m.t.Errorf("%s: %d of %d cases differed, by kind:\n%s", m.name, m.failed, m.failed+m.passed, strings.Join(ks, "\n"))
 	}
-}
-
-func toYAML(v any) string {
-	if b, ok := v.([]byte); ok {
-		var tree any
-		if json.Unmarshal(b, &tree) == nil {
-			v = tree
-		} else {
-			return string(b)
-		}
-	}
-	out, err := yaml.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%#v", v)
-	}
-	return string(out)
 }
 
 func mustJSON(v any) []byte {

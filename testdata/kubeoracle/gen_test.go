@@ -13,7 +13,7 @@ type obj = map[string]any
 
 // sortedKeys are m's keys in order: a generator drawing a random number
 // per key must visit them in a fixed order to be reproducible.
-func sortedKeys(m obj) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -112,6 +112,20 @@ func (g *Generator) container(s *podShape, name, image string, c int, cpu, mem i
 		g.w.kv("restartPolicy", "Always")
 	}
 	g.resources(s, cpu, mem)
+	g.volumeMounts(s, c)
+	if c == 0 && !sidecar {
+		g.readinessProbe()
+	}
+	g.w.kv("terminationMessagePath", "/dev/termination-log")
+	g.w.kv("terminationMessagePolicy", "File")
+	g.w.kv("imagePullPolicy", "IfNotPresent")
+	g.w.close()
+}
+
+// volumeMounts writes the volumeMounts of container c: the app's
+// configuration, its claim's data (the first container's, when the pod
+// has a claim) and the service account token.
+func (g *Generator) volumeMounts(s *podShape, c int) {
 	g.w.array("volumeMounts")
 	g.w.item()
 	g.w.open()
@@ -133,22 +147,20 @@ func (g *Generator) container(s *podShape, name, image string, c int, cpu, mem i
 	g.w.kv("mountPath", "/var/run/secrets/kubernetes.io/serviceaccount")
 	g.w.close()
 	g.w.closeArr()
-	if c == 0 && !sidecar {
-		g.w.object("readinessProbe")
-		g.w.object("httpGet")
-		g.w.kv("path", "/healthz")
-		g.w.kint("port", 8080)
-		g.w.kv("scheme", "HTTP")
-		g.w.close()
-		g.w.kint("timeoutSeconds", 1)
-		g.w.kint("periodSeconds", 10)
-		g.w.kint("successThreshold", 1)
-		g.w.kint("failureThreshold", 3)
-		g.w.close()
-	}
-	g.w.kv("terminationMessagePath", "/dev/termination-log")
-	g.w.kv("terminationMessagePolicy", "File")
-	g.w.kv("imagePullPolicy", "IfNotPresent")
+}
+
+// readinessProbe writes the readinessProbe of a pod's main container.
+func (g *Generator) readinessProbe() {
+	g.w.object("readinessProbe")
+	g.w.object("httpGet")
+	g.w.kv("path", "/healthz")
+	g.w.kint("port", 8080)
+	g.w.kv("scheme", "HTTP")
+	g.w.close()
+	g.w.kint("timeoutSeconds", 1)
+	g.w.kint("periodSeconds", 10)
+	g.w.kint("successThreshold", 1)
+	g.w.kint("failureThreshold", 3)
 	g.w.close()
 }
 

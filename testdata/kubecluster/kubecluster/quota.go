@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quotaledger/quota/ledger/ledgertest"
 )
 
 // Limits of the quota subprocesses.
@@ -72,27 +74,9 @@ func Quota(t testing.TB) string {
 type Proc struct {
 	t    testing.TB
 	Cmd  *exec.Cmd
-	Logs *LogBuffer
+	Logs *ledgertest.LogBuffer
 	done chan struct{}
 	err  error
-}
-
-// LogBuffer collects a subprocess's output; safe for concurrent use.
-type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *LogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *LogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // StartQuota runs the quota binary with args, its output collected in
@@ -116,7 +100,7 @@ func startProc(t testing.TB, lines func(string), args ...string) *Proc {
 		name, args = "taskset", append([]string{"-c", QuotaCPUs, name}, args...)
 	}
 	cmd := exec.Command(name, args...)
-	p := &Proc{t: t, Cmd: cmd, Logs: &LogBuffer{}, done: make(chan struct{})}
+	p := &Proc{t: t, Cmd: cmd, Logs: &ledgertest.LogBuffer{}, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {

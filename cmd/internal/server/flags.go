@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector/admission"
+)
+
+// Flags are the settings of `quota serve`: a Config, set directly by the
+// flags that need no reading, and the flags that are read into one.
+type Flags struct {
+	Config
+	// Sync is --sync: "always" (or zero) syncs every write; else an
+	// interval such as 1s.
+	Sync string
+	// MaxEventSize is --max-event-size: a quantity of bytes such as 4Mi.
+	// Zero: Config.Stream.MaxMsgSize is left as it is.
+	MaxEventSize string
+	// Release is --reservation-release: "ttl" (or zero) or "feed".
+	Release string
+	// AdmissionConfigFile is --admission-control-config-file: its
+	// limitedResources apply to admissions. Zero: none.
+	AdmissionConfigFile string
+	// EmbeddedGiven names the flags given that configure the embedded
+	// server only (listen, sync, auth): refused with --nats.
+	EmbeddedGiven []string
+}
+
+// Validate reports every flag of f that is wrong, in one error
+// (ErrInvalidFlags), each as serve has always worded it.
+func (f Flags) Validate() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if _, err := f.maxMsgSize(); err != nil {
+		add("%v", err)
+	}
+	if f.Admission.ReservationTTL <= 0 {
+		add("--reservation-ttl %s: want a positive duration such as 1m", f.Admission.ReservationTTL)
+	}
+	if f.Admission.StoreTimeout <= 0 {
+		add("--api-request-timeout %s: want a positive duration such as 60s, kube-apiserver's --request-timeout", f.Admission.StoreTimeout)
+	}
+	if f.Release != "" && f.Release != "ttl" && f.Release != "feed" {
+		add("--reservation-release %q: want ttl (a ledger fed by quota ingest) or feed (fed by quota export)", f.Release)
+	}
+	if f.Stream.DuplicateWindow <= 0 {
+		add("--duplicate-window %s: want a positive duration such as 24h", f.Stream.DuplicateWindow)
+	}
+	if _, err := f.syncInterval(); err != nil {
+		add("%v", err)
+	}
+	if f.NATSURL != "" {
+		for _, name := range f.EmbeddedGiven {
+			add("--%s configures the embedded NATS server; with --nats there is none (set it on that NATS server)", name)
+		}
+	}
+	if f.Stream.Replicas < 1 || f.Stream.Replicas > ledger.ReplicasMax {
+		add("--replicas %d: want 1 to %d", f.Stream.Replicas, ledger.ReplicasMax)
+	} else if f.Stream.Replicas > 1 && f.NATSURL == "" {
+		add("--replicas %d needs a NATS cluster (--nats); the embedded server is one node", f.Stream.Replicas)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return invalidFlags(problems)
+}
+
+// invalidFlags is ErrInvalidFlags, worded as its problems alone.
+type invalidFlags []string
+
+func (e invalidFlags) Error() string { return strings.Join(e, "; ") }
+func (e invalidFlags) Unwrap() error { return ErrInvalidFlags }
+
+// maxMsgSize is the largest event --max-event-size allows.
+func (f Flags) maxMsgSize() (int32, error) {
+	if f.MaxEventSize == "" {
+		return f.Stream.MaxMsgSize, nil
+	}
+	limit := resource.NewQuantity(ledger.MaxMsgSizeLimit, resource.BinarySI)
+	size, err := resource.ParseQuantity(f.MaxEventSize)
+	if err != nil || size.Sign() <= 0 || size.Cmp(*limit) > 0 {
+		return 0, fmt.Errorf("--max-event-size %q: want a size from 1 to %s, such as 4Mi", f.MaxEventSize, limit)
+	}
+	return int32(size.Value()), nil
+}
+
+// syncInterval is the embedded JetStream's sync interval --sync asks for:
+// zero for always.
+func (f Flags) syncInterval() (time.Duration, error) {
+	if f.Sync == "always" || f.Sync == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(f.Sync)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--sync %q: want 'always' or a positive interval such as 1s", f.Sync)
+	}
+	return d, nil
+}
+
+// Serve checks the flags, reads the admission configuration file, and
+// runs the ledger they configure until ctx ends (Run).
+func Serve(ctx context.Context, f Flags) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	cfg := f.Config
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if f.AdmissionConfigFile != "" {
+		limited, err := admission.LoadLimitedResources(f.AdmissionConfigFile)
+		if err != nil {
+			return err
+		}
+		cfg.Admission.Limited = limited
+		log.Info("admission configuration read", "file", f.AdmissionConfigFile, "limitedResources", len(limited))
+	}
+	cfg.Stream.MaxMsgSize, _ = f.maxMsgSize()
+	cfg.SyncInterval, _ = f.syncInterval()
+	cfg.Admission.ReleaseByFeed = f.Release == "feed"
+	cfg.Snapshots.Replicas = cfg.Stream.Replicas
+	return Run(ctx, cfg)
+}

@@ -1,0 +1,64 @@
+package server_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quotaledger/quota/cmd/internal/server"
+)
+
+// validFlags are serve's defaults, which Validate takes.
+func validFlags() server.Flags {
+	var f server.Flags
+	f.Sync, f.MaxEventSize, f.Release = "always", "1Mi", "ttl"
+	f.Admission.ReservationTTL, f.Admission.StoreTimeout = time.Minute, time.Minute
+	f.Stream.DuplicateWindow, f.Stream.Replicas = time.Hour, 1
+	return f
+}
+
+// TestFlagsValidate holds each rule of serve's flags, and the report of
+// every wrong flag in one message.
+func TestFlagsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*server.Flags)
+		want   []string // parts of the message; none: valid
+	}{
+		{"the defaults", func(*server.Flags) {}, nil},
+		{"a sync interval", func(f *server.Flags) { f.Sync = "1s" }, nil},
+		{"feed release", func(f *server.Flags) { f.Release = "feed" }, nil},
+		{"three replicas on a NATS cluster", func(f *server.Flags) { f.Stream.Replicas, f.NATSURL = 3, "nats://n:4222" }, nil},
+		{"a sync that is neither always nor an interval", func(f *server.Flags) { f.Sync = "never" }, []string{`--sync "never": want 'always' or a positive interval such as 1s`}},
+		{"an event size over the limit", func(f *server.Flags) { f.MaxEventSize = "1Ti" }, []string{`--max-event-size "1Ti": want a size from 1 to`}},
+		{"a release of neither kind", func(f *server.Flags) { f.Release = "never" }, []string{`--reservation-release "never"`}},
+		{"three replicas on the embedded server", func(f *server.Flags) { f.Stream.Replicas = 3 }, []string{"--replicas 3 needs a NATS cluster (--nats)"}},
+		{"embedded flags with --nats", func(f *server.Flags) {
+			f.NATSURL, f.EmbeddedGiven = "nats://n:4222", []string{"listen", "auth"}
+		}, []string{"--listen configures the embedded NATS server", "--auth configures the embedded NATS server"}},
+		{"every wrong flag at once", func(f *server.Flags) {
+			f.Sync, f.Admission.ReservationTTL, f.Stream.DuplicateWindow, f.Stream.Replicas = "-1s", 0, 0, 9
+		}, []string{"--sync", "--reservation-ttl 0s", "--duplicate-window 0s", "--replicas 9: want 1 to"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := validFlags()
+			tc.change(&f)
+			err := f.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("got %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, server.ErrInvalidFlags) {
+				t.Fatalf("got %v, want ErrInvalidFlags", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
