@@ -29,36 +29,3 @@ func (s *Stream) LastSubjectEvent(ctx context.Context, namespace string) (seq ui
 	}
 	return msg.Sequence, msg.Header.Get(jetstream.MsgIDHeader), nil
 }
-
-// SubjectRecords returns the events of namespace ns ("" for
-// cluster-scoped objects) with sequences after after and at most upTo, in
-// order, reading at most max of them. complete says the records are all
-// there are in that range; it is false when there are more than max. An
-// event that does not decode is returned with its Err set, as a Reader
-// returns it.
-func (s *Stream) SubjectRecords(ctx context.Context, namespace string, after, upTo uint64, max int) (records []Record, complete bool, err error) {
-	if namespace != "" {
-		if err := ValidateNamespace(namespace); err != nil {
-			return nil, false, fmt.Errorf("subject records: %w", err)
-		}
-	}
-	subject := Subject(namespace)
-	for next := after + 1; next <= upTo; {
-		if len(records) == max {
-			return records, false, nil
-		}
-		msg, err := s.events.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("events of %s after %d: %w", subject, next-1, err)
-		}
-		if msg.Sequence > upTo {
-			break
-		}
-		records = append(records, recordFrom(msg.Subject, msg.Data, msg.Sequence, msg.Time))
-		next = msg.Sequence + 1
-	}
-	return records, true, nil
-}

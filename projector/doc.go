@@ -1,17 +1,21 @@
 // Package projector folds the ledger's event stream into per-namespace quota
-// usage kept in a bbolt file, and answers queries (describe, explain, the
-// admission responder's reads) from that projection.
+// usage, a live state in memory checkpointed to a bbolt file, and answers
+// queries (describe, explain, the admission responder's reads) from it.
 //
 // The projection holds, per namespace, every object the stream reports with
 // its Charge (what quota accounting says it costs), and every ResourceQuota
-// with its Used. A batch of stream records is applied in one bbolt
-// transaction together with the sequence of the last record in it, so the
-// projection always reflects exactly a prefix of the stream.
+// with its Used. A batch of stream records is applied to the live state
+// (package buckets) together with the sequence of the last record in it,
+// and a read-only view of the result is published: every query reads one
+// view, so it sees exactly a prefix of the stream. The bbolt file is the
+// checkpoint of that state (checkpoint.go), written in the background
+// with the applied sequence it reflects.
 //
 // Invariants:
-//   - The applied sequence is stored in the same transaction as the state it
-//     produced, and only ever grows. A crash loses no acknowledged event and
-//     applies none twice.
+//   - The applied sequence is stored in the same view, and the same
+//     checkpoint, as the state it produced, and only ever grows. A crash
+//     loses no acknowledged event and applies none twice: a restart loads
+//     the last checkpoint and folds the log from the sequence after it.
 //   - Applying an object's state is idempotent: an upsert replaces the
 //     object's charge, a delete removes it.
 //   - A quota's Used is, at every sequence, the sum of what the live
@@ -51,7 +55,10 @@
 // # Caveats
 //
 // A projection file belongs to one Projector at a time: bbolt locks it.
-// Readers outside the process use the NATS query subjects instead. The file
+// Readers outside the process use the NATS query subjects instead. The
+// file lags the live state by up to a checkpoint's interval; DB writes a
+// checkpoint before it returns the file. The live state is in memory:
+// about the size of the file's data. The file
 // layout is versioned (SchemaVersion), and so are the rules it was folded
 // under (RulesVersion). A file of another layout is refused with
 // ErrSchemaVersion, and one of other rules is read as it is, charges and

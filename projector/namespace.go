@@ -105,7 +105,7 @@ func (st *NamespaceState) Reserve(c quota.Charge) {
 // the fold applies the reservation at all: not when the projection does
 // not hold the object, or charges it as much as c already (Stored.Adds); st
 // is then left as it is. The fold also skips a reservation whose id it
-// holds already (Lookup.Reserved). Like Reserve, it changes st in place
+// holds already (Objects.Reserved). Like Reserve, it changes st in place
 // and is for a Clone.
 func (st *NamespaceState) Hold(held Stored, c quota.Charge) (Stored, bool) {
 	if !held.Adds(c) {
@@ -134,7 +134,7 @@ func (st *NamespaceState) Hold(held Stored, c quota.Charge) (Stored, bool) {
 }
 
 // Stored is an object as the projection has it, with its holds, read to
-// decide a hold on it (Lookup.ForUpdate).
+// decide a hold on it (Objects.ForUpdate).
 type Stored struct {
 	rec *objectRecord
 }
@@ -150,47 +150,38 @@ func (h Stored) Adds(c quota.Charge) bool {
 	return h.rec != nil && !covers(h.rec.Charge, c)
 }
 
-// Has reports whether the projection has an object, or a reservation,
-// of that resource and name in namespace.
-func (p *Projector) Has(namespace, resource, name string) (bool, error) {
-	h, err := p.Lookup()
-	if err != nil {
-		return false, err
-	}
-	defer h.Close()
-	return h.Has(namespace, resource, name), nil
-}
-
-// Lookup answers Has for several objects from one view of the
-// projection (the state after one applied batch).
-type Lookup struct {
+// Objects reads the projection's objects and reservations for several
+// questions (Has, ForUpdate, Reserved) from one view (the state after one
+// applied batch), until Close.
+type Objects struct {
 	tx *buckets.Set
 }
 
-// Lookup starts a read for Lookup.Has.
-func (p *Projector) Lookup() (*Lookup, error) {
-	return &Lookup{tx: p.view.Load()}, nil
+// Objects starts a read of the projection's objects.
+func (p *Projector) Objects() (*Objects, error) {
+	return &Objects{tx: p.view.Load()}, nil
 }
 
-// Has is Projector.Has as of the read.
-func (h *Lookup) Has(namespace, resource, name string) bool {
-	return h.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
+// Has reports whether the projection has an object, or a reservation,
+// of that resource and name in namespace.
+func (o *Objects) Has(namespace, resource, name string) bool {
+	return o.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
 }
 
 // ForUpdate reads an object of namespace to decide a hold on it.
-func (h *Lookup) ForUpdate(namespace, resource, name string) (Stored, error) {
-	r, err := getObjectCharge(h.tx, objectKey(namespace, resource, name))
+func (o *Objects) ForUpdate(namespace, resource, name string) (Stored, error) {
+	r, err := getObjectCharge(o.tx, objectKey(namespace, resource, name))
 	return Stored{rec: r}, err
 }
 
 // Reserved reports whether the projection has a reservation of that id:
 // a create's or a hold.
-func (h *Lookup) Reserved(id string) bool {
-	return h.tx.Bucket(bucketReserved).Get([]byte(id)) != nil
+func (o *Objects) Reserved(id string) bool {
+	return o.tx.Bucket(bucketReserved).Get([]byte(id)) != nil
 }
 
 // Close ends the read.
-func (h *Lookup) Close() {}
+func (o *Objects) Close() {}
 
 // Namespace reads the state an admission decision in namespace needs.
 func (p *Projector) Namespace(namespace string) (*NamespaceState, error) {

@@ -306,7 +306,7 @@ func TestFoldUpdateHolds(t *testing.T) {
 		if rec.Event.Type == ledger.Reserve {
 			// What admission's view would charge, read before the fold.
 			owned = before.Clone()
-			h, err := p.Lookup()
+			h, err := p.Objects()
 			if err != nil {
 				t.Fatal(err)
 			}

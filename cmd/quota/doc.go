@@ -4,9 +4,12 @@
 // It owns the command line: flags, their defaults and their checks, the
 // connection options a client builds from them, and the exit codes. It
 // holds no logic of the ledger's: each subcommand parses its flags, builds
-// the configuration of one package and calls it (serve calls
-// cmd/internal/server's Run; the clients send one request over NATS, or
-// replay a stream through replay).
+// the configuration of one package and calls it. The packages that own the
+// work of a command and nothing else live under cmd/internal: serve calls
+// server.Serve, ingest ingestfiles.Run, admit admit.Run, export
+// exporter.Run; the query clients (describe, explain, status) send one
+// request over NATS through ask and query (client.go); replay runs a
+// stream through replay.
 //
 // Invariant: every subcommand runs on a context cancelled by the first
 // SIGINT or SIGTERM, so that it stops cleanly (serve commits the batch in

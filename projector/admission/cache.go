@@ -28,7 +28,13 @@ const ViewReservationsMax = 4096
 // namespace subject's last sequence the view accounts for: the expected
 // last subject sequence of the next reservation decided on it.
 //
-// A view is never changed once made; a reservation makes a new one.
+// A view's state and defaults never change once made: a round charges a
+// copy of the state (draft.own), and its reservations make a new view.
+// What a view says of its own reservations (reserved, has) is read from
+// the keys its chain of views shares (pending): it answers only for the
+// keys reserved up to its own SubjectSeq, and forgets a key once the
+// projection has applied the key's last reservation, when the projection
+// answers for the key instead (has).
 type view struct {
 	*projector.NamespaceState
 	// env holds the namespace's defaults (LimitRanges, classes) for
@@ -45,44 +51,10 @@ type view struct {
 	pending *pending
 }
 
-// reservedAt reports whether the view holds a reservation of the object
-// key on top of its read, and the sequence of the event that reserved it
-// last.
-func (v *view) reservedAt(key string) (uint64, bool) {
-	if v.pending == nil {
-		return 0, false
-	}
-	m, ok := v.pending.lookup(key, v.SubjectSeq)
-	return m.last, ok
-}
-
-// charge returns the charge the view holds the object key at, reading
-// the projection through l for an object the view did not reserve
-// itself; ok is false when the view holds no such object, holds a hold
-// on it, or the projection has it from an event the view does not
-// account for.
-func (v *view) charge(l *lookup, resource, name string) (c quota.Charge, ok bool, err error) {
-	if v.pending != nil {
-		if m, in := v.pending.lookup(objectKey(resource, name), v.SubjectSeq); in {
-			if m.charge == nil {
-				return quota.Charge{}, false, nil
-			}
-			return *m.charge, true, nil
-		}
-	}
-	if err := l.open(); err != nil {
-		return quota.Charge{}, false, err
-	}
-	return l.read.Charge(v.Namespace, resource, name, v.SubjectSeq)
-}
-
-// advancedTo returns the view accounting for the namespace's events up
-// to seq, which changed nothing it holds (see
-// projector.UnchangingUpsert).
-func (v *view) advancedTo(seq uint64) *view {
-	state := *v.NamespaceState
-	state.SubjectSeq = seq
-	return &view{NamespaceState: &state, env: v.env, pending: v.pending}
+// reserved reports whether the view holds a reservation of the object
+// key on top of its read that the projection may not have applied.
+func (v *view) reserved(key string) bool {
+	return v.pending != nil && v.pending.has(key, v.SubjectSeq)
 }
 
 // reservations returns how many object keys the view's chain holds on
@@ -96,57 +68,58 @@ func (v *view) reservations() int {
 
 // has reports whether the namespace has an object or reservation of
 // that resource and name in the view: a reservation of it charges nothing.
-func (v *view) has(l *lookup, resource, name string) (bool, error) {
-	if _, ok := v.reservedAt(objectKey(resource, name)); ok {
+func (v *view) has(o *objects, resource, name string) (bool, error) {
+	if v.reserved(objectKey(resource, name)) {
 		return true, nil
 	}
-	return l.has(v.Namespace, resource, name)
+	return o.has(v.Namespace, resource, name)
 }
 
-// lookup reads the projection for the lookups of one round: one read,
-// opened when first needed, until close.
-type lookup struct {
+// objects reads the projection's objects and reservations for one
+// attempt of a round: one read (projector.Objects), opened when first
+// needed, until close.
+type objects struct {
 	proj *projector.Projector
-	read *projector.Lookup
+	read *projector.Objects
 }
 
-func (l *lookup) has(namespace, resource, name string) (bool, error) {
-	if err := l.open(); err != nil {
+func (o *objects) has(namespace, resource, name string) (bool, error) {
+	if err := o.open(); err != nil {
 		return false, err
 	}
-	return l.read.Has(namespace, resource, name), nil
+	return o.read.Has(namespace, resource, name), nil
 }
 
 // forUpdate reads what the projection has of an object, to decide a
 // hold on it.
-func (l *lookup) forUpdate(namespace, resource, name string) (projector.Stored, error) {
-	if err := l.open(); err != nil {
+func (o *objects) forUpdate(namespace, resource, name string) (projector.Stored, error) {
+	if err := o.open(); err != nil {
 		return projector.Stored{}, err
 	}
-	return l.read.ForUpdate(namespace, resource, name)
+	return o.read.ForUpdate(namespace, resource, name)
 }
 
 // reserved reports whether the projection holds a reservation of id.
-func (l *lookup) reserved(id string) (bool, error) {
-	if err := l.open(); err != nil {
+func (o *objects) reserved(id string) (bool, error) {
+	if err := o.open(); err != nil {
 		return false, err
 	}
-	return l.read.Reserved(id), nil
+	return o.read.Reserved(id), nil
 }
 
-func (l *lookup) open() error {
-	if l.read != nil {
+func (o *objects) open() error {
+	if o.read != nil {
 		return nil
 	}
 	var err error
-	l.read, err = l.proj.Lookup()
+	o.read, err = o.proj.Objects()
 	return err
 }
 
-func (l *lookup) close() {
-	if l.read != nil {
-		l.read.Close()
-		l.read = nil
+func (o *objects) close() {
+	if o.read != nil {
+		o.read.Close()
+		o.read = nil
 	}
 }
 
@@ -155,7 +128,7 @@ func (l *lookup) close() {
 // state. Keys reserved at or before applied, the namespace's last
 // sequence the projection has applied, are in the projection and are
 // dropped.
-func (v *view) withReservations(st *projector.NamespaceState, keys []string, charges []*quota.Charge, seq, applied uint64) *view {
+func (v *view) withReservations(st *projector.NamespaceState, keys []string, seq, applied uint64) *view {
 	// st may be v's own state (when no reservation charged): the copy
 	// keeps v unchanged for the decisions still reading it.
 	state := *st
@@ -164,7 +137,7 @@ func (v *view) withReservations(st *projector.NamespaceState, keys []string, cha
 	if p == nil {
 		p = &pending{marks: map[string]mark{}}
 	}
-	p.add(keys, charges, seq, applied)
+	p.add(keys, seq, applied)
 	return &view{NamespaceState: &state, env: v.env, pending: p}
 }
 
@@ -172,11 +145,11 @@ func (v *view) withReservations(st *projector.NamespaceState, keys []string, cha
 // reserved on top of it. They share it: each round adds its keys, where
 // copying them into a view of its own would cost every round as much as
 // the reservations the projection has not applied yet, hundreds while it
-// gathers a commit. A view reads only the keys reserved up to its own
-// SubjectSeq, and a key dropped once the projection has applied it is
-// found in the projection instead, so the views before the last one still
-// read what they did. Only the last view of a chain is extended: a round
-// decided on an earlier one fails its compare-and-swap.
+// gathers a commit. A view reads only the keys first reserved up to its
+// own SubjectSeq, and a key dropped once the projection has applied it is
+// found in the projection instead. Only the last view of a chain is
+// extended, by the namespace's one round at a time; a round decided on an
+// earlier one would fail its compare-and-swap.
 type pending struct {
 	mu    sync.Mutex
 	marks map[string]mark
@@ -186,12 +159,9 @@ type pending struct {
 	head  int
 }
 
-// mark is an object key's first and last reservation in a chain, and
-// the charge the chain holds the object at: its create's reservation's,
-// or nil when not known (an update's hold).
+// mark is an object key's first and last reservation in a chain.
 type mark struct {
 	first, last uint64
-	charge      *quota.Charge
 }
 
 type reservedKey struct {
@@ -199,10 +169,9 @@ type reservedKey struct {
 	seq uint64
 }
 
-// add notes keys reserved at seq, with charges the charge each create's
-// reservation holds (nil for a hold), after dropping the keys whose last
+// add notes keys reserved at seq, after dropping the keys whose last
 // reservation is at or before applied.
-func (p *pending) add(keys []string, charges []*quota.Charge, seq, applied uint64) {
+func (p *pending) add(keys []string, seq, applied uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for p.head < len(p.order) && p.order[p.head].seq <= applied {
@@ -218,12 +187,10 @@ func (p *pending) add(keys []string, charges []*quota.Charge, seq, applied uint6
 		n := copy(p.order, p.order[p.head:])
 		p.order, p.head = p.order[:n], 0
 	}
-	for i, k := range keys {
+	for _, k := range keys {
 		m, ok := p.marks[k]
-		if ok {
-			m.charge = nil
-		} else {
-			m.first, m.charge = seq, charges[i]
+		if !ok {
+			m.first = seq
 		}
 		m.last = seq
 		p.marks[k] = m
@@ -231,16 +198,12 @@ func (p *pending) add(keys []string, charges []*quota.Charge, seq, applied uint6
 	}
 }
 
-// lookup reports whether key was reserved at or before upTo, and the
-// key's mark.
-func (p *pending) lookup(key string, upTo uint64) (mark, bool) {
+// has reports whether key was first reserved at or before upTo.
+func (p *pending) has(key string, upTo uint64) bool {
 	p.mu.Lock()
 	m, ok := p.marks[key]
 	p.mu.Unlock()
-	if !ok || m.first > upTo {
-		return mark{}, false
-	}
-	return m, true
+	return ok && m.first <= upTo
 }
 
 func (p *pending) len() int {
@@ -262,7 +225,7 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // decoding the namespace's quotas, LimitRanges and classes again.
 //
 // A view with no quota or no LimitRange may be missing one that is in the
-// log and not applied yet, so it is checked against the log first (see
+// log and not applied yet, so it is looked up in the log first (see
 // lookUp), as Kubernetes' quota and LimitRanger admission look a
 // namespace's quotas and LimitRanges up live when their caches hold none.
 type stateCache struct {

@@ -22,22 +22,6 @@ const (
 	roundBytesShare = 2
 )
 
-// A reserving create or update is decided in its namespace's next round.
-// A round takes every request queued for the namespace, decides them one
-// after the other against the namespace's view, each seeing the charges of
-// those before it, and appends the reservations of the allowed ones as one
-// Reserve event expecting the subject's last sequence to be the view's:
-// one compare-and-swap and one write to disk for the whole group. While a
-// round's append is on its way, the creates arriving meanwhile queue for
-// the next one, so the more clients admit into a namespace at once, the
-// more each write carries. On a conflict the round appends again at once
-// when the events in between changed nothing (unchangedSince), and
-// otherwise catches up with the subject and decides the whole group again.
-//
-// There is at most one round in flight per namespace: the first by the
-// request that found none running, the next ones by a goroutine that
-// lives while the namespace has creates queued.
-
 // job is a reserving create or update waiting for its round.
 type job struct {
 	req *request
@@ -74,6 +58,53 @@ type outcome struct {
 type queue struct {
 	jobs    []*job
 	running bool
+}
+
+// groupCommit decides j, a reserving create or update, in its namespace's
+// next round and returns its outcome: the group commit of reservations,
+// as bbolt's DB.Batch is the group commit of writes. Rounds, their
+// decide and commit steps, and the namespace's view in the cache
+// (stateCache) are one mechanism, with this contract:
+//
+// What is batched: the reserving requests of one namespace that queue
+// while a round is in flight there, up to RoundReservationsMax of them
+// and MaxMsgSize/roundBytesShare of the stream's bytes of objects; the
+// next round takes them all, and its reservations go to the log as one
+// Reserve event, with one compare-and-swap and one write to disk. A
+// responder has at most one round in flight per namespace: the request
+// that finds none running leads it on its own goroutine, and a goroutine
+// of the namespace's runs those that queued meanwhile, so the more
+// clients admit into a namespace at once, the more each write carries.
+//
+// What may be re-run: the decisions. An attempt reads the namespace's
+// view from the cache, decides the requests one after the other on it
+// (decideRound: each sees the charges of those before it, on a copy of
+// the view's state) and appends the allowed ones' reservations expecting
+// the subject's last sequence to be the view's (commitRound). When another
+// writer (a replica, ingest, a sweep) appended first, JetStream refuses
+// the append; the attempt leaves nothing behind but the requests' objects
+// prepared against the namespace's defaults, and once the projection has
+// applied the subject's new last event the whole group is decided again
+// on a fresh view. So deciding has no effect outside its attempt, and at
+// most ReserveAttemptsMax attempts are made before the round fails with
+// ErrContention.
+//
+// What a caller waits for: its own outcome, delivered once, when the
+// round's Reserve event is durable in the log (synced and acknowledged),
+// or when the round fails; a request that is denied or charges nothing
+// waits for its round all the same. The view with the round's
+// reservations on top is in the cache before any outcome is delivered, so
+// the next decisions in the namespace, the caller's included, see them
+// without waiting for the projection. ctx bounds only the caller's wait:
+// a round goes on without it, within RequestTimeout.
+func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (outcome, error) {
+	r.enqueue(namespace, j)
+	select {
+	case o := <-j.done:
+		return o, nil
+	case <-ctx.Done():
+		return outcome{}, fmt.Errorf("waiting for the namespace's reservations: %w", ctx.Err())
+	}
 }
 
 // enqueue queues j for its namespace's next round. When no round is
@@ -135,65 +166,50 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 }
 
 // round decides jobs together and reserves what they charge, delivering
-// each job's outcome.
+// each job's outcome (see groupCommit).
 func (r *Responder) round(namespace string, jobs []*job) {
 	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
 	defer cancel()
-	outcomes := make([]outcome, len(jobs))
-	deliver := func(err error) { deliverRound(jobs, outcomes, err) }
 	// A panic deciding the round fails its requests, each answered once,
 	// and leaves the namespace's queue running for the next round.
 	defer ledger.Survive(r.cfg.Logger, "decide a round of reservations", func(err error) { failUnanswered(jobs, err) })
-	// look is the attempt's read of the projection. A read left open
-	// would hold every later commit of the projection that grows the
-	// file, so it is closed however the attempt ends, a panic included.
-	var look *lookup
-	defer func() {
-		if look != nil {
-			look.close()
-		}
-	}()
+	outcomes := make([]outcome, len(jobs))
 	for range ReserveAttemptsMax {
-		v, applied, err := r.states.get(ctx, namespace)
-		if err != nil {
-			deliver(err)
+		again, err := r.attempt(ctx, namespace, jobs, outcomes)
+		if !again || err != nil {
+			deliverRound(jobs, outcomes, err)
 			return
 		}
-		look = &lookup{proj: r.proj}
-		d := &draft{
-			v:       v,
-			applied: applied,
-			st:      v.NamespaceState,
-			ids:     make(map[string]bool, len(jobs)),
-			look:    look,
-		}
-		err = r.decideRound(d, namespace, jobs, outcomes)
-		// The read ends before the append: held while waiting on the log,
-		// it would make a commit of the projection that grows the file wait.
-		look.close()
-		if err != nil {
-			deliver(err)
-			return
-		}
-		if d.wait != 0 {
-			if err := r.proj.WaitApplied(ctx, d.wait); err != nil {
-				deliver(err)
-				return
-			}
-			continue
-		}
-		if len(d.reservations) == 0 {
-			deliver(nil)
-			return
-		}
-		again, err := r.commitRound(ctx, namespace, d)
-		if again {
-			continue
-		}
-		deliver(err)
-		return
 	}
-	deliver(ErrContention)
+	deliverRound(jobs, outcomes, ErrContention)
+}
+
+// attempt decides jobs on the namespace's current view, setting their
+// outcomes, and appends their reservations. again says the round must
+// decide again: the projection has applied what the attempt waited for.
+func (r *Responder) attempt(ctx context.Context, namespace string, jobs []*job, outcomes []outcome) (again bool, err error) {
+	v, applied, err := r.states.get(ctx, namespace)
+	if err != nil {
+		return false, err
+	}
+	// A read of the projection left open would hold every later commit of
+	// the projection that grows the file, so it is closed however the
+	// decisions end, a panic included, and before the append, which may
+	// wait on the log.
+	objs := &objects{proj: r.proj}
+	defer objs.close()
+	d := &draft{v: v, applied: applied, st: v.NamespaceState, ids: make(map[string]bool, len(jobs)), objects: objs}
+	err = r.decideRound(d, namespace, jobs, outcomes)
+	objs.close()
+	switch {
+	case err != nil:
+		return false, err
+	case d.wait != 0:
+		return true, r.proj.WaitApplied(ctx, d.wait)
+	case len(d.reservations) == 0:
+		return false, nil
+	}
+	return r.commitRound(ctx, namespace, d)
 }
 
 // deliverRound answers each job of a round with its outcome, or with err
@@ -229,16 +245,13 @@ type draft struct {
 	st *projector.NamespaceState
 	// owned says st is the round's own copy, charged in place.
 	owned bool
-	// reservations are to be appended, for the objects keys; charges
-	// holds what each key's reservation charges when it is a create's,
-	// nil for a hold.
+	// reservations are to be appended, for the objects keys.
 	reservations []ledger.EncodedReservation
 	keys         []string
-	charges      []*quota.Charge
 	// ids are the reservations' IDs.
 	ids map[string]bool
-	// look is the round's read of the projection, for holds.
-	look *lookup
+	// objects is the attempt's read of the projection.
+	objects *objects
 	// updated are the objects the round's updates reserve, by key, as
 	// each reservation leaves them for the next; made by the first
 	// update, as most rounds hold creates only.
@@ -271,17 +284,18 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 		// it (see projector.NamespaceState.Hold).
 		u := j.update
 		key := objectKey(u.obj.Resource, u.obj.Name)
-		if at, ok := d.v.reservedAt(key); ok && at > d.applied {
+		if d.v.reserved(key) && d.v.SubjectSeq > d.applied {
 			// This responder reserved the object in a round the
-			// projection has not applied: the projection's read
-			// would miss that reservation, so decide once it is in.
-			d.wait = at
+			// projection may not have applied: the projection's read
+			// would miss that reservation, so decide once the view's
+			// reservations are all in.
+			d.wait = d.v.SubjectSeq
 			return nil
 		}
 		if d.updated == nil {
 			d.updated = map[string]projector.Stored{}
 		}
-		out, res, err := r.decideUpdate(d.v.env, d.st, d.look, j, d.updated, d.ids)
+		out, res, err := r.decideUpdate(d.v.env, d.st, d.objects, j, d.updated, d.ids)
 		if err != nil {
 			return err
 		}
@@ -293,7 +307,6 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 		d.updated[key], _ = d.st.Hold(d.updated[key], out.charge)
 		d.ids[res.ID()] = true
 		d.keys = append(d.keys, key)
-		d.charges = append(d.charges, nil)
 		d.reservations = append(d.reservations, res)
 	}
 	return nil
@@ -344,7 +357,7 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 	}
 	d.ids[res.ID()] = true
 	name := p.nameFor(res.ID())
-	held, err := d.v.has(d.look, p.object.Resource, name)
+	held, err := d.v.has(d.objects, p.object.Resource, name)
 	if err != nil {
 		return err
 	}
@@ -356,104 +369,35 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 		// the round charges a copy of its own.
 		d.own()
 		d.st.Reserve(p.charge)
-		charge := p.charge
 		d.keys = append(d.keys, key)
-		d.charges = append(d.charges, &charge)
 	}
 	d.reservations = append(d.reservations, res)
 	return nil
 }
 
 // commitRound appends the reservations of d, expecting the namespace's
-// subject where the view saw it. again says another writer came first and
-// the projection has caught up with it: the round decides again. When
-// every event the other writers appended changed nothing the round's
-// decisions read (unchangedSince), the decisions stand and are appended
-// again at once.
+// subject where the view saw it, and puts the view they make in the
+// cache. again says another writer came first: the projection has
+// applied its events, and the round decides again.
 func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft) (again bool, err error) {
-	for range ReserveAttemptsMax {
-		seq, err := r.reserve(ctx, namespace, d.reservations, d.v.SubjectSeq)
-		if errors.Is(err, ledger.ErrConflict) {
-			r.cfg.Metrics.conflict()
-			last, err := r.stream.LastSubjectSeq(ctx, namespace)
-			if err != nil {
-				return false, err
-			}
-			if v := r.unchangedSince(ctx, d, last); v != nil {
-				r.cfg.Metrics.conflictUnchanged()
-				d.v = v
-				continue
-			}
-			// Catch up with the subject and decide the group again.
-			if err := r.proj.WaitApplied(ctx, last); err != nil {
-				return false, err
-			}
-			return true, nil
-		}
+	seq, err := r.reserve(ctx, namespace, d.reservations, d.v.SubjectSeq)
+	if errors.Is(err, ledger.ErrConflict) {
+		r.cfg.Metrics.conflict()
+		last, err := r.stream.LastSubjectSeq(ctx, namespace)
 		if err != nil {
 			return false, err
 		}
-		r.cfg.Metrics.appended(len(d.reservations))
-		// The reservations are durable in the log: answer now. The next
-		// decisions in the namespace see them through the view, until the
-		// projection has applied them.
-		r.states.put(d.v.withReservations(d.st, d.keys, d.charges, seq, d.applied))
-		return false, nil
+		return true, r.proj.WaitApplied(ctx, last)
 	}
-	return false, ErrContention
-}
-
-// UnchangedEventsMax bounds the events a round whose append was refused
-// reads from the log to tell whether they changed anything; past it the
-// round waits for the projection instead.
-const UnchangedEventsMax = 32
-
-// unchangedSince returns d's view advanced to last when every event of
-// the namespace after the view, up to last, reports an object at the
-// charge the view holds it at (projector.UnchangingUpsert): the exporter's
-// ADDED event of a create reserved a moment ago, a pod's status. Such
-// events leave every figure a decision reads as it was, so the round's
-// decisions stand. It returns nil when any event may have changed
-// something, or the events cannot be read, or the projection has applied
-// them already: the round then catches up with the projection, the way
-// that always holds.
-func (r *Responder) unchangedSince(ctx context.Context, d *draft, last uint64) *view {
-	if applied, _, err := r.proj.SubjectSeqs(d.v.Namespace); err != nil || applied >= last {
-		// The projection has those events already: deciding again on it
-		// costs no wait, and no reads of the log.
-		return nil
+	if err != nil {
+		return false, err
 	}
-	records, complete, err := r.stream.SubjectRecords(ctx, d.v.Namespace, d.v.SubjectSeq, last, UnchangedEventsMax)
-	if err != nil || !complete || len(records) == 0 || records[len(records)-1].Seq != last {
-		return nil
-	}
-	look := &lookup{proj: r.proj}
-	defer look.close()
-	// seen holds the objects the events reported, at the view's charges.
-	seen := map[string]quota.Charge{}
-	for i := range records {
-		resource, name, charge, ok := projector.UnchangingUpsert(&records[i])
-		if !ok {
-			return nil
-		}
-		key := objectKey(resource, name)
-		if contains(d.keys, key) {
-			// The round reserves the object as new.
-			return nil
-		}
-		held, ok := seen[key]
-		if !ok {
-			var err error
-			if held, ok, err = d.v.charge(look, resource, name); err != nil || !ok {
-				return nil
-			}
-		}
-		if !projector.SameCharge(held, charge) {
-			return nil
-		}
-		seen[key] = held
-	}
-	return d.v.advancedTo(last)
+	r.cfg.Metrics.appended(len(d.reservations))
+	// The reservations are durable in the log: answer now. The next
+	// decisions in the namespace see them through the view, until the
+	// projection has applied them.
+	r.states.put(d.v.withReservations(d.st, d.keys, seq, d.applied))
+	return false, nil
 }
 
 // decideUpdate decides an update job of a round against st, with updated
@@ -464,7 +408,7 @@ func (r *Responder) unchangedSince(ctx context.Context, d *draft, last uint64) *
 // holds a reservation of already). The outcome's charge is what the reservation holds. The
 // error, when set, fails the round; one of the request alone is in the
 // outcome.
-func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, look *lookup, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
+func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, objs *objects, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update
 	d := decideUpdate(env, st, u.obj, u.old, u.subresource, r.cfg.Limited)
@@ -479,7 +423,7 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 	h, ok := updated[key]
 	if !ok {
 		var err error
-		if h, err = look.forUpdate(st.Namespace, u.obj.Resource, u.obj.Name); err != nil {
+		if h, err = objs.forUpdate(st.Namespace, u.obj.Resource, u.obj.Name); err != nil {
 			return outcome{}, none, err
 		}
 		updated[key] = h
@@ -492,7 +436,7 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 	// compare-and-swap finds that out (the round then catches up and
 	// decides again). If the projection was current, the fold charges the
 	// reservation nothing, and neither does the view.
-	if again, err := look.reserved(j.reservation); err != nil || again {
+	if again, err := objs.reserved(j.reservation); err != nil || again {
 		// A retried request whose reservation the projection holds.
 		return allowed, none, err
 	}

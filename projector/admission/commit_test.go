@@ -12,7 +12,6 @@ import (
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
-	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -191,51 +190,49 @@ func startWithQuota(t *testing.T, namespace string, hard map[string]string) (*re
 }
 
 // TestWithReservationsLeavesTheOldViewsAlone checks a chain of views made
-// from one read: each view reads the keys reserved up to its own
-// sequence and no later ones, a view made after a round in which no
-// reservation charged (its state is the old view's) does not change the
-// old view, and a key is dropped once the projection has applied its last
-// reservation (the views then find it in the projection), not its first.
+// from one read: each view holds the keys reserved up to its own
+// sequence and no later ones, whatever the later views reserve, a view
+// made after a round in which no reservation charged (its state is the old
+// view's) does not change the old view, and a key is forgotten once the
+// projection has applied its last reservation (the views then find it in
+// the projection), not its first.
 func TestWithReservationsLeavesTheOldViewsAlone(t *testing.T) {
-	type want struct {
-		at uint64
-		ok bool
-	}
-	check := func(step, name string, v *view, key string, w want) {
+	check := func(step, name string, v *view, key string, want bool) {
 		t.Helper()
-		at, ok := v.reservedAt(key)
-		if (want{at, ok}) != w {
-			t.Errorf("%s: %s: reservedAt(%s) = %d, %v, want %d, %v", step, name, key, at, ok, w.at, w.ok)
+		if got := v.reserved(key); got != want {
+			t.Errorf("%s: %s: reserved(%s) = %v, want %v", step, name, key, got, want)
 		}
 	}
 	read := &view{NamespaceState: &projector.NamespaceState{Namespace: "team", SubjectSeq: 3}, read: true}
-	v4 := read.withReservations(read.NamespaceState, []string{"pods/a"}, []*quota.Charge{nil}, 4, 3)
-	check("a reserved at 4", "the read", read, "pods/a", want{})
-	check("a reserved at 4", "the view after", v4, "pods/a", want{4, true})
+	v4 := read.withReservations(read.NamespaceState, []string{"pods/a"}, 4, 3)
+	check("a reserved at 4", "the read", read, "pods/a", false)
+	check("a reserved at 4", "the view after", v4, "pods/a", true)
 
-	v6 := v4.withReservations(v4.NamespaceState, []string{"pods/b"}, []*quota.Charge{nil}, 6, 3)
-	check("b reserved at 6", "the view before", v4, "pods/b", want{})
-	check("b reserved at 6", "the view after", v6, "pods/a", want{4, true})
-	check("b reserved at 6", "the view after", v6, "pods/b", want{6, true})
+	v6 := v4.withReservations(v4.NamespaceState, []string{"pods/b"}, 6, 3)
+	check("b reserved at 6", "the view before", v4, "pods/b", false)
+	check("b reserved at 6", "the view after", v6, "pods/a", true)
+	check("b reserved at 6", "the view after", v6, "pods/b", true)
 
 	// A round that charged nothing, once the projection applied seq 5.
-	v9 := v6.withReservations(v6.NamespaceState, nil, nil, 9, 5)
+	v9 := v6.withReservations(v6.NamespaceState, nil, 9, 5)
 	if read.SubjectSeq != 3 || v4.SubjectSeq != 4 || v6.SubjectSeq != 6 || v9.SubjectSeq != 9 {
 		t.Errorf("SubjectSeqs %d, %d, %d, %d, want 3, 4, 6, 9", read.SubjectSeq, v4.SubjectSeq, v6.SubjectSeq, v9.SubjectSeq)
 	}
-	check("seq 5 applied", "the view after", v9, "pods/a", want{})
-	check("seq 5 applied", "the view after", v9, "pods/b", want{6, true})
+	check("seq 5 applied", "the view after", v9, "pods/a", false)
+	check("seq 5 applied", "the view after", v9, "pods/b", true)
 
-	// b again at 11 before seq 6 is applied: kept past it.
-	v11 := v9.withReservations(v9.NamespaceState, []string{"pods/b"}, []*quota.Charge{nil}, 11, 5)
-	v12 := v11.withReservations(v11.NamespaceState, nil, nil, 12, 6)
-	check("b reserved again, seq 6 applied", "the view after", v12, "pods/b", want{11, true})
-	check("b reserved again, seq 6 applied", "an earlier view", v9, "pods/b", want{11, true})
+	// b again at 11 before seq 6 is applied: kept past it, and the
+	// views before still hold it as they did.
+	v11 := v9.withReservations(v9.NamespaceState, []string{"pods/b"}, 11, 5)
+	v12 := v11.withReservations(v11.NamespaceState, nil, 12, 6)
+	check("b reserved again, seq 6 applied", "the view after", v12, "pods/b", true)
+	check("b reserved again, seq 6 applied", "an earlier view", v9, "pods/b", true)
+	check("b reserved again, seq 6 applied", "a view before b", v4, "pods/b", false)
 	if n := v12.reservations(); n != 1 {
 		t.Errorf("%d keys held after the projection applied seq 6, want 1 (pods/b)", n)
 	}
-	v13 := v12.withReservations(v12.NamespaceState, nil, nil, 13, 11)
-	check("seq 11 applied", "the view after", v13, "pods/b", want{})
+	v13 := v12.withReservations(v12.NamespaceState, nil, 13, 11)
+	check("seq 11 applied", "the view after", v13, "pods/b", false)
 	if n := v13.reservations(); n != 0 {
 		t.Errorf("%d keys held after the projection applied seq 11, want none", n)
 	}

@@ -6,10 +6,11 @@
 // (its quotas with their usage, LimitRanges, RuntimeClasses) and the
 // sequence S of the namespace's last applied event, and asks ledger/quota
 // for the verdict. A view without quotas or without LimitRanges is first
-// checked against the log, at most once per namespace in LiveLookupTTL:
+// looked up in the log, at most once per namespace in LiveLookupTTL:
 // if the namespace's subject holds events beyond the view, the decision
 // waits for the projection to apply them, where Kubernetes' admission
-// would list the namespace's quotas and LimitRanges live. An allowed create that charges a quota is then reserved:
+// would list the namespace's quotas and LimitRanges live. An allowed
+// create that charges a quota is then reserved:
 // a Reserve event is appended to the namespace's subject expecting its last
 // sequence to still be S. If another admission (on any replica) or ingest
 // appended first, JetStream refuses the append, the responder waits for its
@@ -17,19 +18,13 @@
 // the last unit of a quota cannot both be allowed, whatever the number of
 // clients and replicas.
 //
-// Most appends that lose the race lose it to events that change nothing:
-// the exporter's ADDED event of a pod created a moment ago, whose
-// reservation it confirms at the same charge, or a pod's status. The
-// responder reads the events in between from the log; when each reports
-// an object at the charge the view holds it at
-// (projector.UnchangingUpsert), the decisions stand and the append is
-// made again at once, without waiting for the projection.
-//
 // Creates and updates in one namespace are decided in rounds (group
 // commit): those that queue while a round's append is on its way are decided
 // together in the next, one after the other, and their reservations go to
 // the log as one Reserve event, with one compare-and-swap and one write to
-// disk.
+// disk. A refused append decides the whole round again; the contract
+// (what is batched, what may be re-run, what a caller waits for) is
+// Responder.groupCommit's.
 //
 // Config.Limited carries the ResourceQuota plugin's limitedResources, as
 // kube-apiserver's admission configuration file sets them

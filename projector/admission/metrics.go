@@ -19,7 +19,6 @@ type Metrics struct {
 	appends      prometheus.Counter
 	reservations prometheus.Counter
 	conflicts    prometheus.Counter
-	unchanged    prometheus.Counter
 	released     prometheus.Counter
 }
 
@@ -70,18 +69,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quota_admission_reserve_conflicts_total",
-			Help: "Reserve appends refused because the namespace's subject had moved (another replica's append, a sweep, a cluster event); each round is then decided again, or appended again at once when the events in between changed nothing (quota_admission_reserve_conflicts_unchanged_total).",
-		}),
-		unchanged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "quota_admission_reserve_conflicts_unchanged_total",
-			Help: "Refused Reserve appends appended again at once, their decisions standing, because every event in between reported an object at the charge the namespace held it at (a create's own ADDED event, a pod's status).",
+			Help: "Reserve appends refused because the namespace's subject had moved (another replica's append, a sweep, a cluster event); each round is then decided again once the projection has applied what moved it.",
 		}),
 		released: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quota_admission_reservations_expired_total",
 			Help: "Unconfirmed reservations this responder's sweep released after their TTL.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.appends, m.reservations, m.conflicts, m.unchanged, m.released} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.appends, m.reservations, m.conflicts, m.released} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -124,12 +119,6 @@ func (m *Metrics) appended(n int) {
 func (m *Metrics) conflict() {
 	if m != nil {
 		m.conflicts.Inc()
-	}
-}
-
-func (m *Metrics) conflictUnchanged() {
-	if m != nil {
-		m.unchanged.Inc()
 	}
 }
 

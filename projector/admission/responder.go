@@ -38,8 +38,12 @@ const (
 	DefaultStoreTimeout = time.Minute
 	// DefaultSweepInterval is how often expired reservations are released.
 	DefaultSweepInterval = time.Second
-	// ReserveAttemptsMax bounds the decide-and-append rounds of one
-	// admission before it fails with ErrContention.
+	// ReserveAttemptsMax bounds the attempts of the round that decides a
+	// reserving request (see groupCommit). An attempt decides the round's
+	// requests on the namespace's current view and appends their
+	// reservations; one whose append another writer's came before, or
+	// that must first wait for the projection, is followed by another.
+	// Past it the round's requests fail with ErrContention.
 	ReserveAttemptsMax = 64
 	// RequestTimeout bounds the handling of one request.
 	RequestTimeout = 10 * time.Second
@@ -460,13 +464,11 @@ func (r *Responder) admitReserving(ctx context.Context, namespace string, req *r
 		j.prepared = prepare(env, obj, r.cfg.Limited)
 		j.prepared.reserveAs(reservation)
 	}
-	r.enqueue(namespace, j)
-	select {
-	case o := <-j.done:
-		return o.resp, o.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the namespace's reservations: %w", ctx.Err())
+	o, err := r.groupCommit(ctx, namespace, j)
+	if err != nil {
+		return nil, err
 	}
+	return o.resp, o.err
 }
 
 // sweep appends Expire events for the reservations past their expiry: one

@@ -54,11 +54,9 @@ type benchRun struct {
 	// webhook is the webhook's mean time over an allowed review, and
 	// reserve the ledger's over a reserving create (from their metrics).
 	webhook, reserve time.Duration
-	// appends, casConflicts and unchanged are the ledger's reservation
-	// appends, those the namespace's compare-and-swap refused, and those
-	// of them appended again at once, the events in between having
-	// changed nothing.
-	appends, casConflicts, unchanged float64
+	// appends and casConflicts are the ledger's reservation appends and
+	// those the namespace's compare-and-swap refused.
+	appends, casConflicts float64
 }
 
 func (r benchRun) perSecond() float64 { return float64(r.creates) / r.elapsed.Seconds() }
@@ -194,8 +192,8 @@ func printBench(creates int, cpus string, results map[string][]benchRun) {
 		fmt.Printf("%-7d creates/s: ledger/plugin %.2fx; to the ceiling (none): plugin %.2fx, ledger %.2fx. p99 ledger/plugin %.2fx\n", clients,
 			ledger.perSecond()/plugin.perSecond(), plugin.perSecond()/none.perSecond(), ledger.perSecond()/none.perSecond(),
 			float64(ledger.quantile(0.99))/float64(plugin.quantile(0.99)))
-		fmt.Printf("%-7d ledger: the webhook took %s a review, the ledger %s a reserving create; %.0f Reserve events for %d creates, %.0f refused by the compare-and-swap, %.0f of them appended again at once\n",
-			clients, ms(ledger.webhook), ms(ledger.reserve), ledger.appends, ledger.creates, ledger.casConflicts, ledger.unchanged)
+		fmt.Printf("%-7d ledger: the webhook took %s a review, the ledger %s a reserving create; %.0f Reserve events for %d creates, %.0f refused by the compare-and-swap\n",
+			clients, ms(ledger.webhook), ms(ledger.reserve), ledger.appends, ledger.creates, ledger.casConflicts)
 	}
 	fmt.Println("enforcer: the API server's mean time in the ResourceQuota plugin, or in its call of the webhook, over an allowed create")
 	fmt.Println("CPU per create: apiserver is the test process (kube-apiserver, etcd and the clients); serve, export and webhook the ledger's processes")
@@ -220,11 +218,11 @@ func splitCPUs(b *testing.B) string {
 
 // sample is what measure reads before and after a run.
 type sample struct {
-	cpu                              map[string]time.Duration
-	admissionSum, admissionCount     float64
-	webhookSum, webhookCount         float64
-	reserveSum, reserveCount         float64
-	appends, casConflicts, unchanged float64
+	cpu                          map[string]time.Duration
+	admissionSum, admissionCount float64
+	webhookSum, webhookCount     float64
+	reserveSum, reserveCount     float64
+	appends, casConflicts        float64
 }
 
 // measure reads the processes' CPU time and the metrics of the API server
@@ -251,7 +249,6 @@ func measure(b *testing.B, c *kubecluster.Cluster, e *enforcer) sample {
 	s.reserveCount = metric(b, ledger, `quota_admission_duration_seconds_count{mode="reserving"}`)
 	s.appends = metric(b, ledger, "quota_admission_reserve_appends_total")
 	s.casConflicts = metric(b, ledger, "quota_admission_reserve_conflicts_total")
-	s.unchanged = metric(b, ledger, "quota_admission_reserve_conflicts_unchanged_total")
 	return s
 }
 
@@ -272,7 +269,6 @@ func (s sample) since(before sample, r *benchRun) {
 	r.reserve = mean(s.reserveSum-before.reserveSum, s.reserveCount-before.reserveCount)
 	r.appends = s.appends - before.appends
 	r.casConflicts = s.casConflicts - before.casConflicts
-	r.unchanged = s.unchanged - before.unchanged
 }
 
 // cpuTime is the user and system CPU time process pid has spent, from
