@@ -14,7 +14,7 @@ var ErrReadOnly = errors.New("buckets: write to a read-only snapshot")
 // degree is the B-trees' degree: nodes of up to 2*degree-1 items, about
 // 1 KiB of item headers, so that a copy-on-write after a snapshot copies
 // little.
-const degree = 32
+const degree = 8
 
 type item struct{ k, v []byte }
 
