@@ -350,7 +350,7 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 		// the second reservation needs an ID of its own, and
 		// charges nothing when it names the same object.
 		var err error
-		if res, err = p.encode(newReservationID()); err != nil {
+		if res, err = p.encode(NewUID()); err != nil {
 			*o = outcome{err: err}
 			return nil
 		}

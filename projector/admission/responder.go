@@ -345,16 +345,10 @@ func (req *request) ignored() bool {
 	return true
 }
 
-// Review answers one AdmissionReview for namespace. It always returns a
-// reply to send; the error, when set, is what went wrong (the reply says it
-// too, with code 400 for a bad request and 500 otherwise).
-func (r *Responder) Review(ctx context.Context, namespace string, data []byte) (*admissionv1.AdmissionReview, error) {
-	req, err := decodeRequest(data)
-	return r.review(ctx, namespace, req, err)
-}
-
-// review is Review of a request decoded already, with decodeRequest's
-// error.
+// review answers one AdmissionReview for namespace, decoded already with
+// decodeRequest's error. It always returns a reply to send; the error,
+// when set, is what went wrong (the reply says it too, with code 400 for a
+// bad request and 500 otherwise).
 func (r *Responder) review(ctx context.Context, namespace string, req *request, err error) (*admissionv1.AdmissionReview, error) {
 	uid := types.UID("")
 	if err == nil && req == nil {
@@ -451,7 +445,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 func (r *Responder) admitReserving(ctx context.Context, namespace string, req *request, obj, old *object.Object) (*admissionv1.AdmissionResponse, error) {
 	reservation := string(req.UID)
 	if reservation == "" {
-		reservation = newReservationID()
+		reservation = NewUID()
 	}
 	j := &job{req: req, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 	if req.Operation == admissionv1.Update {
