@@ -61,42 +61,42 @@ type queue struct {
 }
 
 // groupCommit decides j, a reserving create or update, in its namespace's
-// next round and returns its outcome: the group commit of reservations,
-// as bbolt's DB.Batch is the group commit of writes. Rounds, their
-// decide and commit steps, and the namespace's view in the cache
-// (stateCache) are one mechanism, with this contract:
+// next round and returns its outcome: the group commit of reservations, as
+// bbolt's DB.Batch is the group commit of writes. Rounds, their decide and
+// commit steps, and the namespace's view in the cache (stateCache) are one
+// mechanism, with this contract:
 //
 // What is batched: the reserving requests of one namespace that queue
-// while a round is in flight there, up to RoundReservationsMax of them
-// and MaxMsgSize/roundBytesShare of the stream's bytes of objects; the
-// next round takes them all, and its reservations go to the log as one
-// Reserve event, with one compare-and-swap and one write to disk. A
+// while a round is in flight there; the next round takes them all, up to
+// RoundReservationsMax of them whose objects fit in the stream's
+// MaxMsgSize/roundBytesShare bytes, and its reservations go to the log as
+// one Reserve event, with one compare-and-swap and one write to disk. A
 // responder has at most one round in flight per namespace: the request
 // that finds none running leads it on its own goroutine, and a goroutine
-// of the namespace's runs those that queued meanwhile, so the more
-// clients admit into a namespace at once, the more each write carries.
+// of the namespace's runs those that queued meanwhile, so the more clients
+// admit into a namespace at once, the more each write carries.
 //
-// What may be re-run: the decisions. An attempt reads the namespace's
-// view from the cache, decides the requests one after the other on it
-// (decideRound: each sees the charges of those before it, on a copy of
-// the view's state) and appends the allowed ones' reservations expecting
-// the subject's last sequence to be the view's (commitRound). When another
+// What may be re-run: the decisions. An attempt reads the namespace's view
+// from the cache, decides the requests one after the other on it
+// (decideRound: each sees the charges of those before it, on a copy of the
+// view's state) and appends the allowed ones' reservations expecting the
+// subject's last sequence to be the view's (commitRound). When another
 // writer (a replica, ingest, a sweep) appended first, JetStream refuses
 // the append; the attempt leaves nothing behind but the requests' objects
 // prepared against the namespace's defaults, and once the projection has
-// applied the subject's new last event the whole group is decided again
-// on a fresh view. So deciding has no effect outside its attempt, and at
-// most ReserveAttemptsMax attempts are made before the round fails with
+// applied the subject's new last event the whole group is decided again on
+// a fresh view. So deciding has no effect outside its attempt, and at most
+// ReserveAttemptsMax attempts are made before the round fails with
 // ErrContention.
 //
 // What a caller waits for: its own outcome, delivered once, when the
-// round's Reserve event is durable in the log (synced and acknowledged),
+// round's Reserve event is durable in the log (JetStream acknowledged it),
 // or when the round fails; a request that is denied or charges nothing
-// waits for its round all the same. The view with the round's
-// reservations on top is in the cache before any outcome is delivered, so
-// the next decisions in the namespace, the caller's included, see them
-// without waiting for the projection. ctx bounds only the caller's wait:
-// a round goes on without it, within RequestTimeout.
+// waits for its round all the same. The view with the round's reservations
+// on top is in the cache before any outcome is delivered, so the next
+// decisions in the namespace, the caller's included, see them without
+// waiting for the projection. ctx bounds only the caller's wait: a round
+// goes on without it, within RequestTimeout.
 func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (outcome, error) {
 	r.enqueue(namespace, j)
 	select {
@@ -400,10 +400,10 @@ func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft)
 // the objects the round's earlier updates reserved. It returns the
 // reservation to append, a zero one when the update reserves nothing:
 // denied, charging no quota, or adding nothing to what the object the
-// projection holds charges (or a request the round or the projection
-// holds a reservation of already). The outcome's charge is what the reservation holds. The
-// error, when set, fails the round; one of the request alone is in the
-// outcome.
+// projection holds charges (or a request the round or the projection holds
+// a reservation of already). The outcome's charge is what the reservation
+// holds. The error, when set, fails the round; one of the request alone is
+// in the outcome.
 func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, objs *projector.Objects, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update

@@ -274,14 +274,7 @@ func (r *Responder) answer(ctx context.Context, d decoded) {
 	if err != nil {
 		r.cfg.Logger.Warn("admission request failed", "subject", d.m.Subject, "err", err)
 	}
-	b, err := encodeReply(review)
-	if err != nil {
-		r.cfg.Logger.Error("encode admission reply", "err", err)
-		return
-	}
-	if err := d.m.Respond(b); err != nil {
-		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
-	}
+	r.send(d.m, review)
 	if r.cfg.Metrics != nil {
 		r.cfg.Metrics.answered(d.mode(), review.Response, time.Since(d.received))
 	}
@@ -294,13 +287,18 @@ func (r *Responder) failed(d decoded, err error) {
 		uid = d.req.UID
 	}
 	r.cfg.Logger.Error("admission request failed", "subject", d.m.Subject, "uid", uid, "err", err)
-	b, merr := encodeReply(reply(uid, failure(500, metav1.StatusReasonInternalError, err.Error())))
-	if merr != nil {
-		r.cfg.Logger.Error("encode admission reply", "err", merr)
+	r.send(d.m, reply(uid, failure(500, metav1.StatusReasonInternalError, err.Error())))
+}
+
+// send replies to m with review.
+func (r *Responder) send(m *nats.Msg, review *admissionv1.AdmissionReview) {
+	b, err := encodeReply(review)
+	if err != nil {
+		r.cfg.Logger.Error("encode admission reply", "err", err)
 		return
 	}
-	if err := d.m.Respond(b); err != nil {
-		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
+	if err := m.Respond(b); err != nil {
+		r.cfg.Logger.Warn("admission reply not sent", "subject", m.Subject, "err", err)
 	}
 }
 
