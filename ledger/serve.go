@@ -60,25 +60,21 @@ func Serve(ctx context.Context, nc *nats.Conn, routes ...Route) error {
 	connClosed := nc.StatusChanged(nats.CLOSED)
 	defer nc.RemoveStatusListener(connClosed)
 	s := &serving{}
+	defer s.stop()
 	for _, rt := range routes {
 		if err := s.subscribe(context.WithoutCancel(ctx), nc, rt); err != nil {
-			s.stop()
 			return err
 		}
 	}
 	// A round trip to the server makes the subscriptions effective
 	// before the caller is seen to be serving.
 	if err := nc.Flush(); err != nil {
-		s.stop()
-		return fmt.Errorf("subscribe %s: %w", routes[0].Subject, err)
+		return fmt.Errorf("serve: subscribe: %w", err)
 	}
 	if subject := s.firstClosed(ctx, connClosed); subject != "" {
-		s.stop()
 		return fmt.Errorf("%w: %s", ErrSubscriptionClosed, subject)
 	}
-	err := s.drain(connClosed)
-	s.stop()
-	return err
+	return s.drain(connClosed)
 }
 
 // serving is what Serve keeps of its routes.
@@ -127,7 +123,7 @@ func (s *serving) subscribe(ctx context.Context, nc *nats.Conn, rt Route) error 
 }
 
 // firstClosed waits until ctx ends, returning "", or until a
-// subscription or the connection closes, returning the subject closed.
+// subscription or the connection closes, naming it.
 func (s *serving) firstClosed(ctx context.Context, connClosed <-chan nats.Status) string {
 	ended := make(chan string, len(s.closed))
 	quit := make(chan struct{})
@@ -147,7 +143,7 @@ func (s *serving) firstClosed(ctx context.Context, connClosed <-chan nats.Status
 	case subject := <-ended:
 		return subject
 	case <-connClosed:
-		return s.subs[0].Subject + " (connection closed)"
+		return "the connection"
 	}
 }
 

@@ -43,6 +43,43 @@ func (s *Scanner) Elements(element func() bool) bool {
 	return s.sequence('[', ']', element)
 }
 
+// Len returns the number of elements of the array at the cursor without
+// moving past it: the capacity of the slice its elements are read into.
+// It counts without checking the grammar, which reading the elements
+// does; on input that is not valid the count may be wrong.
+func (s *Scanner) Len() int {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return 0
+	}
+	depth, n := 0, 0
+	for i := s.i; i < len(s.b); i++ {
+		c := s.b[i]
+		if depth == 1 && n == 0 && c != ']' && c > ' ' {
+			n = 1
+		}
+		switch c {
+		case '"':
+			for i++; i < len(s.b) && s.b[i] != '"'; i++ {
+				if s.b[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth--; depth == 0 {
+				return n
+			}
+		case ',':
+			if depth == 1 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // sequence walks the comma-separated items between open and close.
 func (s *Scanner) sequence(open, close byte, item func() bool) bool {
 	s.space()

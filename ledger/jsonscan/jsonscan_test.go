@@ -14,7 +14,7 @@ var values = []string{
 	`{}`, `[]`, `""`, `"a\"b"`, `"a\\"`, `"\\\\\""`, `0`, `-1.5e3`, `true`, `false`, `null`,
 	`{"a":1,"b":[1,2,{"c":"}"}],"d":{"e":null}}`,
 	` { "a" : [ ] , "b" : { } } `,
-	`["x",{"y":"]"},[[]],"\u00e9"]`,
+	`["x",{"y":"]"},[[]],"\u00e9"]`, ` [ 1 , "a,\"]" ] `, `[{"a":[1,2]},3]`, `[null]`,
 	`{"k\u0069nd":"Pod","kind":"Service"}`,
 	"\"caf\xc3\xa9 \xff\x7f\"", `"\/\b\f\n\r\t\uABcd"`, `-0`, `0.5`, `1E+2`, `12e-03`,
 	// Not valid JSON: a Scanner must refuse each.
@@ -48,6 +48,12 @@ func checkSkip(t *testing.T, b []byte) {
 	raw, ok := New(b).Raw()
 	if !ok || !bytes.Equal(raw, bytes.TrimSpace(b)) {
 		t.Fatalf("Raw of %s: %q, %v", b, raw, ok)
+	}
+	var elements []json.RawMessage
+	if json.Unmarshal(b, &elements) == nil {
+		if got := New(b).Len(); got != len(elements) {
+			t.Fatalf("Len of %s: %d, want %d", b, got, len(elements))
+		}
 	}
 }
 

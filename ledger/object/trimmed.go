@@ -169,22 +169,14 @@ type trimmedLimitRangeSpec struct {
 // Trimmed returns the object's JSON reduced to the fields quota accounting
 // reads. Decode(Trimmed()) evaluates to the same charges as the original,
 // and two states that differ only in fields quota ignores give equal bytes.
-// It reads
-// the typed value, so changes made to it (defaulting, a namespace) are
-// included. The resourceVersion is left out (an event carries it beside
+// It reads the typed value, so changes made to it (defaulting, a
+// namespace) are included. The resourceVersion is left out (an event carries it beside
 // the object): it changes on every write, and keeping it would make
 // status-only churn look like a change.
 func (o *Object) Trimmed() ([]byte, error) {
 	t, err := o.trimmed()
 	if err != nil {
 		return nil, err
-	}
-	return o.encodeTrimmed(t)
-}
-
-func (o *Object) encodeTrimmed(t *trimmedObject) ([]byte, error) {
-	if b, ok := appendTrimmedPod(make([]byte, 0, 512), t); ok {
-		return b, nil
 	}
 	b, err := json.Marshal(t)
 	if err != nil {

@@ -29,7 +29,7 @@ func decodeTrimmed(b []byte) *Object {
 	s := jsonscan.New(b)
 	var h header
 	var pod *corev1.Pod
-	meta := &metav1.ObjectMeta{}
+	var meta *metav1.ObjectMeta
 	var metadata, spec, status bool
 	n := 0
 	walked := s.Members(func(key []byte, plain bool) bool {
@@ -46,6 +46,8 @@ func decodeTrimmed(b []byte) *Object {
 			var ok bool
 			if pod, ok = trimmedKind(h.APIVersion, h.Kind); pod != nil {
 				meta = &pod.ObjectMeta
+			} else {
+				meta = &metav1.ObjectMeta{}
 			}
 			return ok
 		case string(key) == "metadata" && !metadata:
@@ -116,9 +118,10 @@ func members(s *jsonscan.Scanner, keys []string, read func(i int) bool) bool {
 }
 
 // elements reads the array at the cursor into a slice, each element read
-// by read into its place.
+// by read into its place. The slice is made to size at once: a pod's
+// containers are large structs.
 func elements[T any](s *jsonscan.Scanner, dst *[]T, read func(*T) bool) bool {
-	out := []T{}
+	out := make([]T, 0, s.Len())
 	ok := s.Elements(func() bool {
 		var e T
 		out = append(out, e)

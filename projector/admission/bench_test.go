@@ -44,7 +44,7 @@ func BenchmarkReviewDryRun(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := range b.N {
-				out, err := r.resp.Review(ctx, c.namespace, bodies[i%len(bodies)])
+				out, err := r.resp.reviewBody(ctx, c.namespace, bodies[i%len(bodies)])
 				if err != nil || out.Response == nil {
 					b.Fatalf("no answer: %v", err)
 				}
@@ -151,7 +151,7 @@ func BenchmarkReviewReserving(b *testing.B) {
 			body := append(make([]byte, 0, size+2*len(n)), parts[0]...)
 			body = append(append(body, n...), parts[1]...)
 			body = append(append(body, n...), parts[2]...)
-			out, err := r.resp.Review(ctx, "bench", body)
+			out, err := r.resp.reviewBody(ctx, "bench", body)
 			if err != nil || !out.Response.Allowed {
 				b.Errorf("not allowed: %v %+v", err, out.Response.Result)
 				return

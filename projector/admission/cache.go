@@ -67,60 +67,11 @@ func (v *view) reservations() int {
 }
 
 // has reports whether the namespace has an object or reservation of
-// that resource and name in the view: a reservation of it charges nothing.
-func (v *view) has(o *objects, resource, name string) (bool, error) {
-	if v.reserved(objectKey(resource, name)) {
-		return true, nil
-	}
-	return o.has(v.Namespace, resource, name)
-}
-
-// objects reads the projection's objects and reservations for one
-// attempt of a round: one read (projector.Objects), opened when first
-// needed, until close.
-type objects struct {
-	proj *projector.Projector
-	read *projector.Objects
-}
-
-func (o *objects) has(namespace, resource, name string) (bool, error) {
-	if err := o.open(); err != nil {
-		return false, err
-	}
-	return o.read.Has(namespace, resource, name), nil
-}
-
-// forUpdate reads what the projection has of an object, to decide a
-// hold on it.
-func (o *objects) forUpdate(namespace, resource, name string) (projector.Stored, error) {
-	if err := o.open(); err != nil {
-		return projector.Stored{}, err
-	}
-	return o.read.ForUpdate(namespace, resource, name)
-}
-
-// reserved reports whether the projection holds a reservation of id.
-func (o *objects) reserved(id string) (bool, error) {
-	if err := o.open(); err != nil {
-		return false, err
-	}
-	return o.read.Reserved(id), nil
-}
-
-func (o *objects) open() error {
-	if o.read != nil {
-		return nil
-	}
-	var err error
-	o.read, err = o.proj.Objects()
-	return err
-}
-
-func (o *objects) close() {
-	if o.read != nil {
-		o.read.Close()
-		o.read = nil
-	}
+// that resource and name in the view, reading the projection through
+// objs for one the view did not reserve: a reservation of it charges
+// nothing.
+func (v *view) has(objs *projector.Objects, resource, name string) bool {
+	return v.reserved(objectKey(resource, name)) || objs.Has(v.Namespace, resource, name)
 }
 
 // withReservations returns the view after this responder's reservations

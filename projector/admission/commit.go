@@ -61,42 +61,42 @@ type queue struct {
 }
 
 // groupCommit decides j, a reserving create or update, in its namespace's
-// next round and returns its outcome: the group commit of reservations,
-// as bbolt's DB.Batch is the group commit of writes. Rounds, their
-// decide and commit steps, and the namespace's view in the cache
-// (stateCache) are one mechanism, with this contract:
+// next round and returns its outcome: the group commit of reservations, as
+// bbolt's DB.Batch is the group commit of writes. Rounds, their decide and
+// commit steps, and the namespace's view in the cache (stateCache) are one
+// mechanism, with this contract:
 //
 // What is batched: the reserving requests of one namespace that queue
-// while a round is in flight there, up to RoundReservationsMax of them
-// and MaxMsgSize/roundBytesShare of the stream's bytes of objects; the
-// next round takes them all, and its reservations go to the log as one
-// Reserve event, with one compare-and-swap and one write to disk. A
+// while a round is in flight there; the next round takes them all, up to
+// RoundReservationsMax of them whose objects fit in the stream's
+// MaxMsgSize/roundBytesShare bytes, and its reservations go to the log as
+// one Reserve event, with one compare-and-swap and one write to disk. A
 // responder has at most one round in flight per namespace: the request
 // that finds none running leads it on its own goroutine, and a goroutine
-// of the namespace's runs those that queued meanwhile, so the more
-// clients admit into a namespace at once, the more each write carries.
+// of the namespace's runs those that queued meanwhile, so the more clients
+// admit into a namespace at once, the more each write carries.
 //
-// What may be re-run: the decisions. An attempt reads the namespace's
-// view from the cache, decides the requests one after the other on it
-// (decideRound: each sees the charges of those before it, on a copy of
-// the view's state) and appends the allowed ones' reservations expecting
-// the subject's last sequence to be the view's (commitRound). When another
+// What may be re-run: the decisions. An attempt reads the namespace's view
+// from the cache, decides the requests one after the other on it
+// (decideRound: each sees the charges of those before it, on a copy of the
+// view's state) and appends the allowed ones' reservations expecting the
+// subject's last sequence to be the view's (commitRound). When another
 // writer (a replica, ingest, a sweep) appended first, JetStream refuses
 // the append; the attempt leaves nothing behind but the requests' objects
 // prepared against the namespace's defaults, and once the projection has
-// applied the subject's new last event the whole group is decided again
-// on a fresh view. So deciding has no effect outside its attempt, and at
-// most ReserveAttemptsMax attempts are made before the round fails with
+// applied the subject's new last event the whole group is decided again on
+// a fresh view. So deciding has no effect outside its attempt, and at most
+// ReserveAttemptsMax attempts are made before the round fails with
 // ErrContention.
 //
 // What a caller waits for: its own outcome, delivered once, when the
-// round's Reserve event is durable in the log (synced and acknowledged),
+// round's Reserve event is durable in the log (JetStream acknowledged it),
 // or when the round fails; a request that is denied or charges nothing
-// waits for its round all the same. The view with the round's
-// reservations on top is in the cache before any outcome is delivered, so
-// the next decisions in the namespace, the caller's included, see them
-// without waiting for the projection. ctx bounds only the caller's wait:
-// a round goes on without it, within RequestTimeout.
+// waits for its round all the same. The view with the round's reservations
+// on top is in the cache before any outcome is delivered, so the next
+// decisions in the namespace, the caller's included, see them without
+// waiting for the projection. ctx bounds only the caller's wait: a round
+// goes on without it, within RequestTimeout.
 func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (outcome, error) {
 	r.enqueue(namespace, j)
 	select {
@@ -196,11 +196,14 @@ func (r *Responder) attempt(ctx context.Context, namespace string, jobs []*job, 
 	// the projection that grows the file, so it is closed however the
 	// decisions end, a panic included, and before the append, which may
 	// wait on the log.
-	objs := &objects{proj: r.proj}
-	defer objs.close()
+	objs, err := r.proj.Objects()
+	if err != nil {
+		return false, err
+	}
+	defer objs.Close()
 	d := &draft{v: v, applied: applied, st: v.NamespaceState, ids: make(map[string]bool, len(jobs)), objects: objs}
 	err = r.decideRound(d, namespace, jobs, outcomes)
-	objs.close()
+	objs.Close()
 	switch {
 	case err != nil:
 		return false, err
@@ -251,7 +254,7 @@ type draft struct {
 	// ids are the reservations' IDs.
 	ids map[string]bool
 	// objects is the attempt's read of the projection.
-	objects *objects
+	objects *projector.Objects
 	// updated are the objects the round's updates reserve, by key, as
 	// each reservation leaves them for the next; made by the first
 	// update, as most rounds hold creates only.
@@ -274,9 +277,7 @@ func (d *draft) own() {
 func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcomes []outcome) error {
 	for i, j := range jobs {
 		if j.update == nil {
-			if err := r.decideCreate(d, namespace, j, &outcomes[i]); err != nil {
-				return err
-			}
+			r.decideCreate(d, namespace, j, &outcomes[i])
 			continue
 		}
 		// A hold (an update's reservation) is checked against what the
@@ -313,9 +314,9 @@ func (r *Responder) decideRound(d *draft, namespace string, jobs []*job, outcome
 }
 
 // decideCreate decides a create job of a round on d, setting its outcome
-// o and adding its reservation to d. The error, when set, fails the
-// round; one of the request alone is in o.
-func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome) error {
+// o (an error of the request alone included) and adding its reservation
+// to d.
+func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome) {
 	p := j.prepared
 	if p == nil || p.env != d.v.env {
 		// Prepared against other defaults (or not at all): the
@@ -325,7 +326,7 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 		obj, err := decodeObject(j.req.Object, namespace)
 		if err != nil {
 			*o = outcome{err: fmt.Errorf("%w: object: %v", ErrBadRequest, err)}
-			return nil
+			return
 		}
 		p = prepare(d.v.env, obj, r.cfg.Limited)
 		p.reserveAs(j.reservation)
@@ -334,15 +335,15 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 	dec := p.decide(d.st)
 	if !dec.allowed {
 		*o = outcome{resp: failure(dec.code, dec.reason(), dec.message)}
-		return nil
+		return
 	}
 	*o = outcome{resp: &admissionv1.AdmissionResponse{Allowed: true}}
 	if !dec.charged {
-		return nil
+		return
 	}
 	if p.err != nil {
 		*o = outcome{err: p.err}
-		return nil
+		return
 	}
 	res := p.reservation
 	if d.ids[res.ID()] {
@@ -350,19 +351,15 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 		// the second reservation needs an ID of its own, and
 		// charges nothing when it names the same object.
 		var err error
-		if res, err = p.encode(newReservationID()); err != nil {
+		if res, err = p.encode(NewUID()); err != nil {
 			*o = outcome{err: err}
-			return nil
+			return
 		}
 	}
 	d.ids[res.ID()] = true
 	name := p.nameFor(res.ID())
-	held, err := d.v.has(d.objects, p.object.Resource, name)
-	if err != nil {
-		return err
-	}
 	key := objectKey(p.object.Resource, name)
-	if !held && !contains(d.keys, key) {
+	if !d.v.has(d.objects, p.object.Resource, name) && !contains(d.keys, key) {
 		// The fold charges only the first reservation of an object
 		// the namespace does not hold yet; so does the view. The
 		// view's state is shared with the decisions reading it, so
@@ -372,7 +369,6 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 		d.keys = append(d.keys, key)
 	}
 	d.reservations = append(d.reservations, res)
-	return nil
 }
 
 // commitRound appends the reservations of d, expecting the namespace's
@@ -404,11 +400,11 @@ func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft)
 // the objects the round's earlier updates reserved. It returns the
 // reservation to append, a zero one when the update reserves nothing:
 // denied, charging no quota, or adding nothing to what the object the
-// projection holds charges (or a request the round or the projection
-// holds a reservation of already). The outcome's charge is what the reservation holds. The
-// error, when set, fails the round; one of the request alone is in the
-// outcome.
-func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, objs *objects, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
+// projection holds charges (or a request the round or the projection holds
+// a reservation of already). The outcome's charge is what the reservation
+// holds. The error, when set, fails the round; one of the request alone is
+// in the outcome.
+func (r *Responder) decideUpdate(env *quota.Environment, st *projector.NamespaceState, objs *projector.Objects, j *job, updated map[string]projector.Stored, ids map[string]bool) (outcome, ledger.EncodedReservation, error) {
 	var none ledger.EncodedReservation
 	u := j.update
 	d := decideUpdate(env, st, u.obj, u.old, u.subresource, r.cfg.Limited)
@@ -423,7 +419,7 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 	h, ok := updated[key]
 	if !ok {
 		var err error
-		if h, err = objs.forUpdate(st.Namespace, u.obj.Resource, u.obj.Name); err != nil {
+		if h, err = objs.ForUpdate(st.Namespace, u.obj.Resource, u.obj.Name); err != nil {
 			return outcome{}, none, err
 		}
 		updated[key] = h
@@ -436,9 +432,9 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 	// compare-and-swap finds that out (the round then catches up and
 	// decides again). If the projection was current, the fold charges the
 	// reservation nothing, and neither does the view.
-	if again, err := objs.reserved(j.reservation); err != nil || again {
+	if objs.Reserved(j.reservation) {
 		// A retried request whose reservation the projection holds.
-		return allowed, none, err
+		return allowed, none, nil
 	}
 	if u.trimmed == nil {
 		var err error

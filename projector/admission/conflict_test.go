@@ -24,7 +24,7 @@ func reviewBehind(t *testing.T, b *behind, namespace string, body []byte, wait t
 	t.Helper()
 	answered := make(chan *admissionv1.AdmissionReview, 1)
 	go func() {
-		out, err := b.resp.Review(t.Context(), namespace, body)
+		out, err := b.resp.reviewBody(t.Context(), namespace, body)
 		if err != nil {
 			t.Errorf("review: %v", err)
 		}

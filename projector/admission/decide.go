@@ -26,15 +26,15 @@ type decision struct {
 	charge quota.Charge
 }
 
-// decide applies what the API server would before quota admission (for a
-// create: defaulting, LimitRange defaults, RuntimeClass overhead) and asks
-// ledger/quota for the verdict against v, under the limitedResources
-// configuration limited; subresource is an update's. It may change obj (defaulting) and never changes
-// v, which other decisions may be reading.
 // testHookDecide, set by tests only, is called with every create's object
 // as it is decided.
 var testHookDecide func(*object.Object)
 
+// decide applies what the API server would before quota admission (for a
+// create: defaulting, LimitRange defaults, RuntimeClass overhead) and asks
+// ledger/quota for the verdict against v, under the limitedResources
+// configuration limited; subresource is an update's. It may change obj
+// (defaulting) and never changes v, which other decisions may be reading.
 func decide(v *view, op admissionv1.Operation, obj, old *object.Object, subresource string, limited []quota.LimitedResource) *decision {
 	if op == admissionv1.Create {
 		return prepare(v.env, obj, limited).decide(v.NamespaceState)
@@ -66,14 +66,14 @@ func decideUpdate(env *quota.Environment, st *projector.NamespaceState, obj, old
 		Now:         time.Now(),
 		VerdictOnly: true,
 	})
-	out := verdict(st, d)
+	out := decisionOf(st, d)
 	out.charge = d.Charge
 	return out
 }
 
-// verdict turns quota's decision into the responder's, noting whether an
-// allowed request charges some quota.
-func verdict(st *projector.NamespaceState, d quota.Decision) *decision {
+// decisionOf turns quota's decision into the responder's, noting whether
+// an allowed request charges some quota.
+func decisionOf(st *projector.NamespaceState, d quota.Decision) *decision {
 	out := &decision{allowed: d.Allowed, code: d.Code, message: d.Message}
 	if !d.Allowed {
 		return out
@@ -226,5 +226,5 @@ func (p *prepared) decide(st *projector.NamespaceState) *decision {
 	if p.evaluated {
 		req.Charge = &p.charge
 	}
-	return verdict(st, quota.Admit(req))
+	return decisionOf(st, quota.Admit(req))
 }

@@ -60,7 +60,7 @@ func (b *behind) answer(t *testing.T, ctx context.Context, namespace string, bod
 	t.Helper()
 	answered := make(chan *admissionv1.AdmissionReview, 1)
 	go func() {
-		out, err := b.resp.Review(ctx, namespace, body)
+		out, err := b.resp.reviewBody(ctx, namespace, body)
 		if err != nil {
 			t.Errorf("review: %v", err)
 		}

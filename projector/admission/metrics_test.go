@@ -111,7 +111,7 @@ func TestMetricsCountReserveConflicts(t *testing.T) {
 	defer cancel()
 	answered := make(chan *admissionv1.AdmissionReview, 1)
 	go func() {
-		out, err := b.resp.Review(ctx, ns, review("u1", admissionv1.Create, ns, podManifest(ns, "web", "100m"), "", false))
+		out, err := b.resp.reviewBody(ctx, ns, review("u1", admissionv1.Create, ns, podManifest(ns, "web", "100m"), "", false))
 		if err != nil {
 			t.Errorf("review: %v", err)
 		}

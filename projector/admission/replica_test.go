@@ -39,6 +39,13 @@ type replica struct {
 	client *nats.Conn
 }
 
+// reviewBody answers body, an AdmissionReview, on namespace's subject, as
+// the responder answers a request it receives.
+func (r *Responder) reviewBody(ctx context.Context, namespace string, body []byte) (*admissionv1.AdmissionReview, error) {
+	req, err := decodeRequest(body)
+	return r.review(ctx, namespace, req, err)
+}
+
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // clientConn is a client's connection to url, closed when the test ends.

@@ -274,14 +274,7 @@ func (r *Responder) answer(ctx context.Context, d decoded) {
 	if err != nil {
 		r.cfg.Logger.Warn("admission request failed", "subject", d.m.Subject, "err", err)
 	}
-	b, err := encodeReply(review)
-	if err != nil {
-		r.cfg.Logger.Error("encode admission reply", "err", err)
-		return
-	}
-	if err := d.m.Respond(b); err != nil {
-		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
-	}
+	r.send(d.m, review)
 	if r.cfg.Metrics != nil {
 		r.cfg.Metrics.answered(d.mode(), review.Response, time.Since(d.received))
 	}
@@ -294,13 +287,18 @@ func (r *Responder) failed(d decoded, err error) {
 		uid = d.req.UID
 	}
 	r.cfg.Logger.Error("admission request failed", "subject", d.m.Subject, "uid", uid, "err", err)
-	b, merr := encodeReply(reply(uid, failure(500, metav1.StatusReasonInternalError, err.Error())))
-	if merr != nil {
-		r.cfg.Logger.Error("encode admission reply", "err", merr)
+	r.send(d.m, reply(uid, failure(500, metav1.StatusReasonInternalError, err.Error())))
+}
+
+// send replies to m with review.
+func (r *Responder) send(m *nats.Msg, review *admissionv1.AdmissionReview) {
+	b, err := encodeReply(review)
+	if err != nil {
+		r.cfg.Logger.Error("encode admission reply", "err", err)
 		return
 	}
-	if err := d.m.Respond(b); err != nil {
-		r.cfg.Logger.Warn("admission reply not sent", "subject", d.m.Subject, "err", err)
+	if err := m.Respond(b); err != nil {
+		r.cfg.Logger.Warn("admission reply not sent", "subject", m.Subject, "err", err)
 	}
 }
 
@@ -345,16 +343,10 @@ func (req *request) ignored() bool {
 	return true
 }
 
-// Review answers one AdmissionReview for namespace. It always returns a
-// reply to send; the error, when set, is what went wrong (the reply says it
-// too, with code 400 for a bad request and 500 otherwise).
-func (r *Responder) Review(ctx context.Context, namespace string, data []byte) (*admissionv1.AdmissionReview, error) {
-	req, err := decodeRequest(data)
-	return r.review(ctx, namespace, req, err)
-}
-
-// review is Review of a request decoded already, with decodeRequest's
-// error.
+// review answers one AdmissionReview for namespace, decoded already with
+// decodeRequest's error. It always returns a reply to send; the error,
+// when set, is what went wrong (the reply says it too, with code 400 for a
+// bad request and 500 otherwise).
 func (r *Responder) review(ctx context.Context, namespace string, req *request, err error) (*admissionv1.AdmissionReview, error) {
 	uid := types.UID("")
 	if err == nil && req == nil {
@@ -451,7 +443,7 @@ func (r *Responder) admit(ctx context.Context, namespace string, req *request) (
 func (r *Responder) admitReserving(ctx context.Context, namespace string, req *request, obj, old *object.Object) (*admissionv1.AdmissionResponse, error) {
 	reservation := string(req.UID)
 	if reservation == "" {
-		reservation = newReservationID()
+		reservation = NewUID()
 	}
 	j := &job{req: req, reservation: reservation, size: len(req.Object), done: make(chan outcome, 1)}
 	if req.Operation == admissionv1.Update {

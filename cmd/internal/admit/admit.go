@@ -2,8 +2,6 @@ package admit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,7 +159,7 @@ func (c Config) review(raw []byte) (*admissionv1.AdmissionReview, string, error)
 	return &admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID(newUID()),
+			UID:       types.UID(admission.NewUID()),
 			Kind:      metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: meta.Kind},
 			Name:      meta.Metadata.Name,
 			Namespace: ns,
@@ -195,11 +193,4 @@ func (c Config) decision(reply []byte) error {
 		return ErrDenied
 	}
 	return fmt.Errorf("the ledger could not decide (%d): %s", resp.Result.Code, resp.Result.Message)
-}
-
-// newUID names one admission request (and so its reservation).
-func newUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
