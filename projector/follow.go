@@ -1,0 +1,111 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quotaledger/quota/ledger"
+)
+
+// Run follows the stream from the applied sequence onward, applying one
+// bounded batch per transaction, until ctx ends. A batch in hand when ctx
+// ends is still committed. It returns nil on cancellation and an error only
+// for a failure that must stop the projector (storage, a broken invariant).
+func (p *Projector) Run(ctx context.Context) error {
+	if p.stream == nil {
+		return errors.New("projector has no stream to follow")
+	}
+	log := p.cfg.Logger
+	reader, err := p.stream.Reader(ctx, p.Applied()+1)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("follow stream from seq %d: %w", p.Applied()+1, err)
+	}
+	defer reader.Close()
+	log.Info("projector following stream", "from_seq", p.Applied()+1, "path", p.cfg.Path)
+	// A checkpoint that fails stops the fold; a stop of the fold makes a
+	// last checkpoint.
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	ckCtx, stopCheckpoints := context.WithCancel(context.WithoutCancel(ctx))
+	checkpoints := make(chan error, 1)
+	go func() {
+		err := p.checkpointLoop(ckCtx)
+		stopFollow()
+		checkpoints <- err
+	}()
+	err = p.follow(followCtx, reader)
+	stopCheckpoints()
+	if ckErr := <-checkpoints; ckErr != nil {
+		return ckErr
+	}
+	return err
+}
+
+// follow applies the stream's records as they come until ctx ends.
+func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
+	for {
+		records, err := reader.Next(ctx, p.cfg.BatchSizeMax, p.cfg.FetchWaitTimeout)
+		if err == nil && len(records) > 0 {
+			records, err = p.gather(ctx, reader, records)
+		}
+		if len(records) > 0 {
+			if err := p.Apply(ctx, records); err != nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), err)
+		}
+	}
+}
+
+// gather lets a batch of reservations smaller than a quarter of
+// BatchSizeMax wait up to CommitDelay for more records, as long as no
+// query waits for a commit and no other kind of event comes.
+func (p *Projector) gather(ctx context.Context, reader *ledger.Reader, records []ledger.Record) ([]ledger.Record, error) {
+	if p.cfg.CommitDelay <= 0 || len(records) >= p.cfg.BatchSizeMax/4 || !reservationsOnly(records) {
+		return records, nil
+	}
+	// A wake-up left from a query that has been served since must not cut
+	// this batch short.
+	select {
+	case <-p.wake:
+	default:
+	}
+	deadline := time.Now().Add(p.cfg.CommitDelay)
+	for len(records) < p.cfg.BatchSizeMax && p.waiting.Load() == 0 {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			break
+		}
+		more, err := reader.NextUnless(ctx, p.cfg.BatchSizeMax-len(records), wait, p.wake)
+		records = append(records, more...)
+		if err != nil || !reservationsOnly(more) {
+			return records, err
+		}
+	}
+	return records, nil
+}
+
+// reservationsOnly reports whether records are all Reserve events: the
+// admissions' own trickle, which their views account for until the
+// projection applies it. A fact from the cluster, a release or anything
+// else is applied without waiting, so that a decision that does not
+// append (a denial, a dry run, an update of an object not known yet)
+// reads it as soon as it can.
+func reservationsOnly(records []ledger.Record) bool {
+	for i := range records {
+		if records[i].Err != nil || records[i].Event.Type != ledger.Reserve {
+			return false
+		}
+	}
+	return true
+}
