@@ -45,23 +45,27 @@ func (s *Scanner) Elements(element func() bool) bool {
 
 // Len returns the number of elements of the array at the cursor without
 // moving past it: the capacity of the slice its elements are read into.
-// It counts without checking the grammar, which reading the elements
-// does; on input that is not valid the count may be wrong.
+// It counts the commas between them without checking the grammar, which
+// reading the elements does; on input that is not valid the count may be
+// wrong.
 func (s *Scanner) Len() int {
 	s.space()
-	if s.i >= len(s.b) || s.b[s.i] != '[' {
+	b, i := s.b, s.i+1
+	if s.i >= len(b) || b[s.i] != '[' {
 		return 0
 	}
-	depth, n := 0, 0
-	for i := s.i; i < len(s.b); i++ {
-		c := s.b[i]
-		if depth == 1 && n == 0 && c != ']' && c > ' ' {
-			n = 1
-		}
-		switch c {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	if i >= len(b) || b[i] == ']' {
+		return 0
+	}
+	depth, n := 1, 1
+	for ; i < len(b); i++ {
+		switch b[i] {
 		case '"':
-			for i++; i < len(s.b) && s.b[i] != '"'; i++ {
-				if s.b[i] == '\\' {
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
 					i++
 				}
 			}
