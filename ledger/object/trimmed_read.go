@@ -304,18 +304,16 @@ func readTime(s *jsonscan.Scanner, dst **metav1.Time) bool {
 }
 
 // readList reads a ResourceList of plain names and quantities. A repeated
-// name, which encoding/json would let the last of win, gives up.
+// name (the list does not grow), which encoding/json would let the last
+// of win, gives up.
 func readList(s *jsonscan.Scanner, dst *corev1.ResourceList) bool {
 	l := corev1.ResourceList{}
 	*dst = l
 	return s.Members(func(key []byte, plain bool) bool {
-		name := resourceName(key)
-		if _, repeated := l[name]; repeated || !plain {
-			return false
-		}
 		q, ok := readQuantity(s)
-		l[name] = q
-		return ok
+		n := len(l)
+		l[resourceName(key)] = q
+		return ok && plain && len(l) > n
 	})
 }
 
