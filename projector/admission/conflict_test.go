@@ -42,13 +42,6 @@ func reviewBehind(t *testing.T, b *behind, namespace string, body []byte, wait t
 	}
 }
 
-// runBehind runs b's projection until the test ends.
-func runBehind(t *testing.T, b *behind) {
-	t.Helper()
-	ctx := untilCleanup(t, b)
-	go func() { b.running <- b.proj.Run(ctx) }()
-}
-
 // untilCleanup is a context for running b's projection that ends with
 // the test, which then checks how the projection stopped.
 func untilCleanup(t *testing.T, b *behind) context.Context {
