@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/ledger/object"
 )
@@ -191,22 +192,9 @@ func TestConfigValidate(t *testing.T) {
 // events are appended in order, and the checkpoint moves to a bookmark's
 // resourceVersion only once every event before it is in the log.
 func TestStreamStore(t *testing.T) {
-	_, _, js := ledgertest.StartServer(t)
-	ledgerStream := ledgertest.OpenStream(t, js)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cp, err := openCheckpoints(ctx, js, DefaultCheckpointBucket, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{JetStream: js, Stream: ledgerStream, InFlightMax: 2}.withDefaults()
-	m := newMetrics()
-	x := &Exporter{cfg: cfg, log: cfg.Log, stream: ledgerStream, metrics: m, window: newWindow(cfg.InFlightMax, m), checkpoints: cp, streams: map[string]*running{}}
-	res := resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true, MetadataOnly: true}
-	s, err := newStream(ctx, x, res, "", ReasonInitial)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, ledgerStream, cp := configMapStream(t, ctx, Config{InFlightMax: 2})
 	go s.appendLoop(ctx)
 	cm := func(ns, name, rv string) *item {
 		it, err := trim([]byte(`{"metadata":{"name":"`+name+`","namespace":"`+ns+`","uid":"u-`+name+`","resourceVersion":"`+rv+`"}}`), "v1", "ConfigMap")
@@ -243,6 +231,29 @@ func TestStreamStore(t *testing.T) {
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Errorf("log = %v, want %v", got, want)
 	}
+}
+
+// configMapStream builds an Exporter of cfg (its JetStream and Stream
+// those of a new embedded server) and the stream of its configmaps, as
+// the Reflector's store, for tests that drive the store by hand.
+func configMapStream(t *testing.T, ctx context.Context, cfg Config) (*Exporter, *stream, *ledger.Stream, *checkpoints) {
+	t.Helper()
+	_, _, js := ledgertest.StartServer(t)
+	ledgerStream := ledgertest.OpenStream(t, js)
+	cp, err := openCheckpoints(ctx, js, DefaultCheckpointBucket, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.JetStream, cfg.Stream = js, ledgerStream
+	cfg = cfg.withDefaults()
+	m := newMetrics()
+	x := &Exporter{cfg: cfg, log: cfg.Log, stream: ledgerStream, metrics: m, window: newWindow(cfg.InFlightMax, m), checkpoints: cp, streams: map[string]*running{}}
+	res := resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true, MetadataOnly: true}
+	s, err := newStream(ctx, x, res, "", ReasonInitial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, s, ledgerStream, cp
 }
 
 // waitCheckpoint polls until resource's checkpoint is rv.

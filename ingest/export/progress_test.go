@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 )
@@ -18,22 +16,9 @@ import (
 // bookmark at or past it is in the log, dated when it was asked; and a
 // resource whose versions do not compare records none.
 func TestStreamRecordsProgress(t *testing.T) {
-	_, _, js := ledgertest.StartServer(t)
-	ledgerStream := ledgertest.OpenStream(t, js)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cp, err := openCheckpoints(ctx, js, DefaultCheckpointBucket, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{JetStream: js, Stream: ledgerStream, Identity: "export-0", ProgressInterval: 20 * time.Millisecond}.withDefaults()
-	m := newMetrics()
-	x := &Exporter{cfg: cfg, log: cfg.Log, stream: ledgerStream, metrics: m, window: newWindow(cfg.InFlightMax, m), checkpoints: cp, streams: map[string]*running{}}
-	res := resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true, MetadataOnly: true}
-	s, err := newStream(ctx, x, res, "", ReasonInitial)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, s, ledgerStream, cp := configMapStream(t, ctx, Config{Identity: "export-0", ProgressInterval: 20 * time.Millisecond})
 	go s.appendLoop(ctx)
 	go x.appendProgress(ctx)
 
