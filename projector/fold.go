@@ -420,10 +420,17 @@ func (f *fold) unindex(id string, expiresAt time.Time, resource string) error {
 	if err := f.tx.Bucket(bucketReserved).Delete([]byte(id)); err != nil {
 		return err
 	}
-	if err := f.tx.Bucket(bucketFeedExpiry).Delete(feedExpiryKey(resource, expiresAt, id)); err != nil {
-		return err
+	// The bucket of a release rule not in use is empty: its key is not
+	// made nor searched for.
+	if b := f.tx.Bucket(bucketFeedExpiry); b.Len() > 0 {
+		if err := b.Delete(feedExpiryKey(resource, expiresAt, id)); err != nil {
+			return err
+		}
 	}
-	return f.tx.Bucket(bucketExpiry).Delete(expiryKey(expiresAt, id))
+	if b := f.tx.Bucket(bucketExpiry); b.Len() > 0 {
+		return b.Delete(expiryKey(expiresAt, id))
+	}
+	return nil
 }
 
 // expire releases a create's reservation or an update's hold not

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,15 +76,7 @@ func (fp *feedPoints) take() []ledger.FeedPoint {
 		out = append(out, p)
 	}
 	clear(fp.points)
-	slices.SortFunc(out, func(a, b ledger.FeedPoint) int {
-		if a.Resource < b.Resource {
-			return -1
-		}
-		if a.Resource > b.Resource {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ledger.FeedPoint) int { return strings.Compare(a.Resource, b.Resource) })
 	return out
 }
 
