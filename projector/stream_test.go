@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/ledger"
@@ -60,16 +59,7 @@ func TestOpenRefusesAProjectionOfAnotherStream(t *testing.T) {
 	}
 	p.Close()
 
-	renew := func() *ledger.Stream {
-		t.Helper()
-		for _, name := range []string{ledger.DefaultStreamName, ledger.DefaultRejectStreamName} {
-			if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-				t.Fatal(err)
-			}
-		}
-		return ledgertest.OpenStream(t, js)
-	}
-	other := renew()
+	other := ledgertest.RecreateStreams(t, js)
 	if other.Identity() == old {
 		t.Fatalf("the stream created again has the old identity %q", old)
 	}
@@ -92,7 +82,7 @@ func TestOpenRefusesAProjectionOfAnotherStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err = projector.Open(projector.Config{Path: path, NoSync: true}, renew())
+	_, err = projector.Open(projector.Config{Path: path, NoSync: true}, ledgertest.RecreateStreams(t, js))
 	if !errors.Is(err, projector.ErrOtherStream) || !strings.Contains(err.Error(), "up to seq 3") || !strings.Contains(err.Error(), "ends at seq 0") {
 		t.Fatalf("a file without its stream, applied past the stream's end: %v, want ErrOtherStream naming seq 3 and seq 0", err)
 	}

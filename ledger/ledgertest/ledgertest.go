@@ -2,6 +2,7 @@ package ledgertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,6 +53,33 @@ func OpenStreamConfig(t testing.TB, js jetstream.JetStream, cfg ledger.Config) *
 		t.Fatalf("open stream: %v", err)
 	}
 	return s
+}
+
+// RecreateStreams deletes the ledger's streams and opens them anew, as a
+// wiped JetStream store does. The server removes a deleted stream's files
+// after it answers, so creating the same name at once may meet its
+// "error creating store for stream" (10049); the open is retried for up to
+// ten seconds on that error alone.
+func RecreateStreams(t testing.TB, js jetstream.JetStream) *ledger.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{ledger.DefaultStreamName, ledger.DefaultRejectStreamName} {
+		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("delete stream %s: %v", name, err)
+		}
+	}
+	for {
+		s, err := ledger.Open(ctx, js, ledger.Config{})
+		var apiErr *jetstream.APIError
+		if err == nil {
+			return s
+		}
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.ErrorCode(10049) || ctx.Err() != nil {
+			t.Fatalf("open the streams again: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // ReadAll reads every record from fromSeq up to the stream's last sequence

@@ -99,13 +99,10 @@ func TestStopsWhenTheStreamIsGone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := js.DeleteStream(ctx, ledger.DefaultStreamName); err != nil {
-				t.Fatal(err)
-			}
 			if recreate {
-				if _, err := ledger.Open(ctx, js, ledger.Config{}); err != nil {
-					t.Fatal(err)
-				}
+				ledgertest.RecreateStreams(t, js)
+			} else if err := js.DeleteStream(ctx, ledger.DefaultStreamName); err != nil {
+				t.Fatal(err)
 			}
 			select {
 			case err := <-runDone:
