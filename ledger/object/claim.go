@@ -1,8 +1,6 @@
 package object
 
 import (
-	"encoding/json"
-
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,14 +16,14 @@ const claimAPIVersion = "resource.k8s.io/v1"
 // read into the v1 shape.
 func decodeClaim(raw []byte, apiVersion string) (runtime.Object, error) {
 	if apiVersion != "resource.k8s.io/v1beta1" {
-		var c resourcev1.ResourceClaim
-		if err := json.Unmarshal(raw, &c); err != nil {
+		c, err := unmarshal[resourcev1.ResourceClaim](raw)
+		if err != nil {
 			return nil, err
 		}
-		return &c, nil
+		return c, nil
 	}
-	var old resourcev1beta1.ResourceClaim
-	if err := json.Unmarshal(raw, &old); err != nil {
+	old, err := unmarshal[resourcev1beta1.ResourceClaim](raw)
+	if err != nil {
 		return nil, err
 	}
 	c := &resourcev1.ResourceClaim{TypeMeta: old.TypeMeta, ObjectMeta: old.ObjectMeta}

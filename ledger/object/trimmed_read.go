@@ -22,8 +22,8 @@ import (
 // unknown, repeated or escaped key, a null, a string that is not plain, a
 // value Kubernetes would refuse, an object Decode would reject, a kind
 // with a typed value other than a pod), and Decode then reads the input
-// through encoding/json. For every input it accepts it builds the Object
-// encoding/json would: TestDecodeTrimmedMatchesTyped and FuzzDecodeTrimmed
+// into the typed value. For every input it accepts it builds the Object
+// the typed decode would: TestDecodeTrimmedMatchesTyped and FuzzDecodeTrimmed
 // hold it to that.
 func decodeTrimmed(b []byte) *Object {
 	s := jsonscan.New(b)

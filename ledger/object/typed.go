@@ -1,7 +1,6 @@
 package object
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -12,7 +11,7 @@ import (
 	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
-// decodeTyped is Decode for any object, through encoding/json into the
+// decodeTyped is Decode for any object, through unmarshal into the
 // k8s.io/api type of its kind. The kind is read from the top-level keys
 // first (typeMeta), so that a typed value is decoded in one pass and the
 // identity taken from its metadata, which holds what the header would.
@@ -32,9 +31,11 @@ func decodeTyped(b []byte) (*Object, error) {
 		}
 	}
 	if v == nil {
-		if err := json.Unmarshal(b, &h); err != nil {
+		hp, err := unmarshal[header](b)
+		if err != nil {
 			return nil, fmt.Errorf("decode object: %w: %v", ErrMalformed, err)
 		}
+		h = *hp
 	}
 	o, info, known, err := identify(&h)
 	if err != nil {
