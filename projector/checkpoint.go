@@ -34,7 +34,7 @@ const (
 
 // loadSet reads every bucket of the file into a new set.
 func loadSet(db *bolt.DB) (*buckets.Set, error) {
-	set := buckets.New()
+	set := newSet()
 	err := db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, fb *bolt.Bucket) error {
 			b, err := set.CreateBucketIfNotExists(name)

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,7 +116,10 @@ func (fd *Fold) flush(tx *buckets.Set) error {
 			if !e.dirty {
 				continue
 			}
-			if err := putQuota(tx, e.rec); err != nil {
+			// The stored record is the view's; the cache's changes on.
+			r := e.rec.clone()
+			r.parsed = e.quota
+			if err := putQuota(tx, r); err != nil {
 				return err
 			}
 			e.dirty = false
@@ -132,15 +136,8 @@ func (fd *Fold) namespaceQuotas(tx *buckets.Set, namespace string) ([]*quotaEntr
 	}
 	entries := []*quotaEntry{}
 	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
-		e := &quotaEntry{rec: r}
-		if r.Invalid == "" {
-			q, err := decodeQuota(r)
-			if err != nil {
-				return err
-			}
-			e.quota = q
-		}
-		entries = append(entries, e)
+		// The cache's records change in place: a copy of the stored one.
+		entries = append(entries, &quotaEntry{rec: r.clone(), quota: r.parsed})
 		return nil
 	})
 	if err != nil {
@@ -224,10 +221,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	}
 	o := e.object
 	key := objectKey(o.Namespace, o.Resource, o.Name)
-	old, err := getObjectCharge(f.tx, key)
-	if err != nil {
-		return err
-	}
+	old := getObject(f.tx, key)
 	if reservation != "" && old != nil {
 		// The object exists already (or holds another reservation): a
 		// create of it would fail, so the reservation charges nothing.
@@ -242,18 +236,18 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		Name:        o.Name,
 		UID:         o.UID,
 		Kind:        o.Kind,
-		Object:      raw,
 		Charge:      e.charge,
 		Seq:         rec.Seq,
 		Reservation: reservation,
 	}
-	if reservation != "" {
-		// Nothing reads a reservation's object (the log keeps it): its
-		// record holds the charge only, a fraction of the bytes every
-		// commit of a reservation writes.
-		next.Object = nil
+	// Nothing reads a reservation's object (the log keeps it): its record
+	// holds the charge only. A reported object's bytes are copied out of
+	// the record's message, which the projection must not keep.
+	if reservation == "" {
+		next.Object = bytes.Clone(raw)
 	}
 	if o.Resource == "pods" && reservation == "" {
+		var err error
 		if next.Charge, err = f.deadlineCharge(o, next.Charge); err != nil {
 			return err
 		}
@@ -325,9 +319,9 @@ func (f *fold) index(id string, expiresAt time.Time, key []byte, resource, relea
 func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Duration) error {
 	o := e.object
 	key := objectKey(o.Namespace, o.Resource, o.Name)
-	old, err := getObject(f.tx, key)
-	if err != nil || old == nil {
-		return err
+	old := getObject(f.tx, key)
+	if old == nil {
+		return nil
 	}
 	if f.tx.Bucket(bucketReserved).Get([]byte(id)) != nil || covers(old.Charge, e.charge) {
 		// A hold of that id is held already (a retried request), or the
@@ -379,9 +373,9 @@ func (f *fold) reserve(rec *ledger.Record) error {
 // it is that create's reservation.
 func (f *fold) delete(namespace, resource, name, reservation string) error {
 	key := objectKey(namespace, resource, name)
-	old, err := getObjectCharge(f.tx, key)
-	if err != nil || old == nil {
-		return err
+	old := getObject(f.tx, key)
+	if old == nil {
+		return nil
 	}
 	if reservation != "" && old.Reservation != reservation {
 		return nil
@@ -440,10 +434,7 @@ func (f *fold) expire(id string) error {
 	if key == nil {
 		return nil // confirmed or released already
 	}
-	old, err := getObject(f.tx, key)
-	if err != nil {
-		return err
-	}
+	old := getObject(f.tx, key)
 	if old == nil {
 		return fmt.Errorf("%w: reservation %s points at missing object %q", ErrInvariant, id, key)
 	}

@@ -57,18 +57,9 @@ func encodeObjectRecord(r *objectRecord) []byte {
 	return b
 }
 
+// decodeObjectRecord reads a record written by encodeObjectRecord. The
+// record shares no memory with b.
 func decodeObjectRecord(b []byte) (*objectRecord, error) {
-	return decodeObjectRecordWith(b, true)
-}
-
-// decodeObjectCharge reads a record without copying its raw object: what
-// the fold needs of an object's previous state (identity, charge,
-// reservation).
-func decodeObjectCharge(b []byte) (*objectRecord, error) {
-	return decodeObjectRecordWith(b, false)
-}
-
-func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
 	if len(b) == 0 || b[0] != objectRecordVersion {
 		return nil, fmt.Errorf("object record version %v, want %d", b[:min(1, len(b))], objectRecordVersion)
 	}
@@ -77,10 +68,8 @@ func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
 	for _, dst := range []*string{&r.Resource, &r.Namespace, &r.Name, &r.UID, &r.Kind, &r.Reservation} {
 		*dst = string(d.bytes())
 	}
-	obj := d.bytes()
-	// The value belongs to bbolt's page, valid only in the transaction:
-	// copy what outlives it.
-	if withObject && d.err == nil {
+	// b may belong to bbolt's page, valid only in its transaction.
+	if obj := d.bytes(); d.err == nil {
 		r.Object = append(json.RawMessage(nil), obj...)
 	}
 	charge := d.bytes()

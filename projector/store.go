@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/quotaledger/quota/projector/buckets"
@@ -92,6 +93,9 @@ type quotaRecord struct {
 	Invalid string             `json:"invalid,omitempty"`
 	Used    quota.ResourceList `json:"used,omitempty"`
 	Seq     uint64             `json:"seq"`
+	// parsed is the valid quota read from Object, nil for an invalid one:
+	// the live state keeps it so that no read decodes it again.
+	parsed *quota.Quota
 }
 
 // skippedRecord notes a stream record that the fold could not apply.
@@ -196,41 +200,68 @@ func subjectSeq(tx *buckets.Set, namespace string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-// getObjectCharge reads an object's record without its raw object.
-func getObjectCharge(tx *buckets.Set, key []byte) (*objectRecord, error) {
-	v := tx.Bucket(bucketObjects).Get(key)
-	if v == nil {
-		return nil, nil
+// The codecs of the buckets the fold keeps decoded (see buckets.Codec):
+// the live state holds objects and quotas as records, and their bytes
+// are made only for a checkpoint or a comparison.
+var (
+	objectCodec = &buckets.Codec{
+		Encode: func(v any) []byte { return encodeObjectRecord(v.(*objectRecord)) },
+		Decode: func(b []byte) (any, error) { return decodeObjectRecord(b) },
 	}
-	r, err := decodeObjectCharge(v)
-	if err != nil {
-		return nil, fmt.Errorf("decode object %q: %w", key, err)
+	quotaCodec = &buckets.Codec{
+		Encode: func(v any) []byte {
+			b, err := json.Marshal(v.(*quotaRecord))
+			if err != nil {
+				panic(fmt.Sprintf("encode quota record: %v", err))
+			}
+			return b
+		},
+		Decode: func(b []byte) (any, error) {
+			var r quotaRecord
+			if err := json.Unmarshal(b, &r); err != nil {
+				return nil, err
+			}
+			if r.Invalid == "" {
+				var err error
+				if r.parsed, err = decodeQuota(&r); err != nil {
+					return nil, err
+				}
+			}
+			return &r, nil
+		},
 	}
-	return r, nil
+)
+
+// newSet returns an empty set with the projection's codecs.
+func newSet() *buckets.Set {
+	set := buckets.New()
+	set.SetCodec(bucketObjects, objectCodec)
+	set.SetCodec(bucketQuotas, quotaCodec)
+	return set
 }
 
-func getObject(tx *buckets.Set, key []byte) (*objectRecord, error) {
-	v := tx.Bucket(bucketObjects).Get(key)
-	if v == nil {
-		return nil, nil
-	}
-	r, err := decodeObjectRecord(v)
-	if err != nil {
-		return nil, fmt.Errorf("decode object %q: %w", key, err)
-	}
-	return r, nil
+// getObject returns an object's record, or nil. The record belongs to the
+// projection: the caller copies it to change it.
+func getObject(tx *buckets.Set, key []byte) *objectRecord {
+	r, _ := tx.Bucket(bucketObjects).Value(key).(*objectRecord)
+	return r
 }
 
+// putObject stores r, which the projection keeps as it is from now on.
 func putObject(tx *buckets.Set, r *objectRecord) error {
-	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), encodeObjectRecord(r))
+	return tx.Bucket(bucketObjects).PutValue(objectKey(r.Namespace, r.Resource, r.Name), r)
 }
 
+// putQuota stores r, which the projection keeps as it is from now on.
 func putQuota(tx *buckets.Set, r *quotaRecord) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode quota %s/%s: %w", r.Namespace, r.Name, err)
-	}
-	return tx.Bucket(bucketQuotas).Put(quotaKey(r.Namespace, r.Name), b)
+	return tx.Bucket(bucketQuotas).PutValue(quotaKey(r.Namespace, r.Name), r)
+}
+
+// clone returns a copy of r whose usage can change without changing r's.
+func (r *quotaRecord) clone() *quotaRecord {
+	c := *r
+	c.Used = maps.Clone(r.Used)
+	return &c
 }
 
 // forEachObject calls fn for every object of a namespace in key order.
@@ -244,38 +275,37 @@ func forEachObjectOf(tx *buckets.Set, namespace, resource string, fn func(*objec
 	return forEachObjectPrefix(tx, objectKey(namespace, resource, ""), fn)
 }
 
+// forEachObjectPrefix calls fn for every object whose key starts with
+// prefix, in key order. The records belong to the projection: fn must not
+// change them.
 func forEachObjectPrefix(tx *buckets.Set, prefix []byte, fn func(*objectRecord) error) error {
-	c := tx.Bucket(bucketObjects).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		r, err := decodeObjectRecord(v)
-		if err != nil {
-			return fmt.Errorf("decode object %q: %w", k, err)
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return forEachPrefix(tx, bucketObjects, prefix, fn)
 }
 
 // forEachQuota calls fn for every quota of a namespace ("" with all = true
-// for every namespace) in key order.
+// for every namespace) in key order. The records belong to the
+// projection: fn must not change them.
 func forEachQuota(tx *buckets.Set, namespace string, all bool, fn func(*quotaRecord) error) error {
-	c := tx.Bucket(bucketQuotas).Cursor()
 	var prefix []byte
 	if !all {
 		prefix = namespacePrefix(namespace)
 	}
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r quotaRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("decode quota %q: %w", k, err)
+	return forEachPrefix(tx, bucketQuotas, prefix, fn)
+}
+
+// forEachPrefix calls fn for every record of type T in a bucket with a
+// codec whose key starts with prefix, in key order.
+func forEachPrefix[T any](tx *buckets.Set, bucket, prefix []byte, fn func(*T) error) error {
+	return tx.Bucket(bucket).AscendValues(prefix, func(k []byte, v any) (bool, error) {
+		if !bytes.HasPrefix(k, prefix) {
+			return false, nil
 		}
-		if err := fn(&r); err != nil {
-			return err
+		r, ok := v.(*T)
+		if !ok {
+			return false, fmt.Errorf("%w: bucket %s holds a %T at %q", ErrInvariant, bucket, v, k)
 		}
-	}
-	return nil
+		return true, fn(r)
+	})
 }
 
 // keyAppliedTime holds the stream time of the last applied record, so that
