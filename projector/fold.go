@@ -61,6 +61,30 @@ func (fd *Fold) Forget() { fd.quotas = map[string][]*quotaEntry{} }
 // sequence break the exactly-once invariant and are refused with
 // ErrInvariant. It returns the records it skipped.
 func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []Skipped, err error) {
+	return fd.ApplyPrepared(tx, Prepare(records))
+}
+
+// Prepared is a batch of stream records with the evaluations of the
+// objects they carry, made by Prepare ahead of the fold, which is then
+// left with the part that needs the projection.
+type Prepared struct {
+	records []ledger.Record
+	pre     [][]evaluated
+}
+
+// Prepare evaluates the objects a batch of records carries, on every CPU.
+// It reads nothing of a projection, so it may run while another batch is
+// folded.
+func Prepare(records []ledger.Record) *Prepared {
+	return &Prepared{records: records, pre: evaluateAll(records)}
+}
+
+// Records returns the batch's records.
+func (b *Prepared) Records() []ledger.Record { return b.records }
+
+// ApplyPrepared is ApplyBatch of a prepared batch.
+func (fd *Fold) ApplyPrepared(tx *buckets.Set, b *Prepared) (skipped []Skipped, err error) {
+	records := b.records
 	if len(records) == 0 {
 		return nil, nil
 	}
@@ -70,7 +94,10 @@ func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []
 		}
 	}()
 	applied := appliedSeq(tx)
-	f := fold{tx: tx, cache: fd, pre: evaluateAll(records)}
+	f := fold{tx: tx, cache: fd, pre: b.pre}
+	// Each subject's last sequence in the batch, stored once at its end:
+	// nothing in the fold reads them.
+	subjects := map[string]uint64{}
 	for i := range records {
 		f.cur = i
 		rec := &records[i]
@@ -93,8 +120,11 @@ func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []
 		}
 		// The subject's namespace, not the event's: a record skipped as
 		// unreadable has no event, and still moves its subject on.
-		if err := tx.Bucket(bucketSubjects).Put(subjectKey(rec.Namespace), seqBytes(rec.Seq)); err != nil {
-			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
+		subjects[rec.Namespace] = rec.Seq
+	}
+	for namespace, seq := range subjects {
+		if err := tx.Bucket(bucketSubjects).Put(subjectKey(namespace), seqBytes(seq)); err != nil {
+			return skipped, fmt.Errorf("store subject %q seq %d: %w", namespace, seq, err)
 		}
 	}
 	if err := fd.flush(tx); err != nil {

@@ -382,6 +382,15 @@ func (p *Projector) Pending() uint64 { return p.pending.Load() }
 // records to the log and the stream's dead-letter place. A batch that
 // fails leaves the state as the last view had it.
 func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
+	return p.ApplyPrepared(ctx, Prepare(records))
+}
+
+// ApplyPrepared is Apply of a prepared batch.
+func (p *Projector) ApplyPrepared(ctx context.Context, b *Prepared) error {
+	records := b.records
+	if len(records) == 0 {
+		return nil
+	}
 	var skipped []Skipped
 	facts := lastFactTime(records)
 	// panicked says the fold panicked: a bug. The state goes back to the
@@ -389,7 +398,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	panicked := false
 	err := func() (err error) {
 		defer ledger.Survive(p.cfg.Logger, "apply a batch to the projection", func(e error) { err, panicked = e, true })
-		if skipped, err = p.fold.ApplyBatch(p.set, records); err != nil {
+		if skipped, err = p.fold.ApplyPrepared(p.set, b); err != nil {
 			return err
 		}
 		if b := p.set.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {

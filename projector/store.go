@@ -83,6 +83,14 @@ type objectRecord struct {
 	Holds []hold `json:"holds,omitempty"`
 }
 
+// holds returns r's holds; none for a nil r.
+func (r *objectRecord) holds() []hold {
+	if r == nil {
+		return nil
+	}
+	return r.Holds
+}
+
 // quotaRecord is one ResourceQuota with its usage.
 type quotaRecord struct {
 	Namespace string          `json:"namespace"`

@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	startPeak := func(part string) {
 		debug.FreeOSMemory()
 		resetPeakRSS()
-		r.mem = startMemSampler(part)
+		r.mem = startMemSampler(part, r.cfg.ProfileDir)
 	}
 	startPeak(FigureIngest)
 	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
