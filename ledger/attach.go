@@ -30,6 +30,9 @@ func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, e
 	if n := events.CachedInfo().Config.MaxMsgSize; n > 0 {
 		cfg.MaxMsgSize = n
 	}
+	if d := events.CachedInfo().Config.Duplicates; d > 0 {
+		cfg.DuplicateWindow = d
+	}
 	rejects, err := js.Stream(ctx, cfg.RejectStreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, ErrNoStream)

@@ -35,6 +35,15 @@
 //     has shown its resource's feed past its end, never by a clock
 //     (feed.go); another once its TTL has passed on the sweeping server's
 //     clock. A feed point never moves back.
+//   - Fenced by resourceVersion (fence.go): an upsert or delete of an
+//     object older than the state the projection holds for its name, or
+//     than the deletion of its uid, is skipped as stale, counted, and
+//     kept as a dead letter; a deleted uid's tombstone lasts the stream's
+//     duplicate window of stream time. A resync removes only what is
+//     older than its list, and a listed item older than the projection's
+//     state is left out and counted. Versions that cannot be compared
+//     (none, a manifest's, an aggregated API's own) fence nothing: such
+//     events apply in log order.
 //   - A record that cannot be decoded or evaluated is skipped with a record
 //     of why (in the projection's skipped bucket and in the log), never
 //     retried forever and never silently dropped.

@@ -17,7 +17,11 @@ import (
 
 // errSkip marks a record that the fold cannot apply (bad bytes, an object
 // that does not decode). The record is noted and the fold goes on.
-type errSkip struct{ reason string }
+// A stale one is a fact older than what the projection holds (fence.go).
+type errSkip struct {
+	reason string
+	stale  bool
+}
 
 func (e *errSkip) Error() string { return e.reason }
 
@@ -25,11 +29,23 @@ func skipf(format string, args ...any) error {
 	return &errSkip{reason: fmt.Sprintf(format, args...)}
 }
 
+// staleSkip is the skip of a fact older than the projection's state.
+func staleSkip(why string) error { return &errSkip{reason: "stale: " + why, stale: true} }
+
+// isStale reports whether err is a stale fact's skip.
+func isStale(err error) bool {
+	var skip *errSkip
+	return errors.As(err, &skip) && skip.stale
+}
+
 // Skipped describes a stream record that the fold noted and passed over.
 type Skipped struct {
 	Seq     uint64
 	Subject string
 	Reason  string
+	// Stale is set for a fact older than the projection's state (an
+	// upsert or delete), which was ignored.
+	Stale bool
 }
 
 // Fold applies stream records to a projection. It is the one fold: the
@@ -40,6 +56,20 @@ type Skipped struct {
 type Fold struct {
 	// quotas holds, per namespace, the namespace's quotas in key order.
 	quotas map[string][]*quotaEntry
+	// TombstoneTTL is how long, in stream time, a deleted uid's tombstone
+	// is kept (fence.go). Zero: ledger.DefaultDuplicateWindow.
+	TombstoneTTL time.Duration
+	// staleItems counts the resync items ignored as stale since the last
+	// TakeStaleItems.
+	staleItems uint64
+}
+
+// TakeStaleItems returns how many resync items the fold has ignored as
+// older than the projection's state since it was last asked.
+func (fd *Fold) TakeStaleItems() uint64 {
+	n := fd.staleItems
+	fd.staleItems = 0
+	return n
 }
 
 // quotaEntry is a cached quota record with its parsed spec.
@@ -109,7 +139,7 @@ func (fd *Fold) ApplyPrepared(tx *buckets.Set, b *Prepared) (skipped []Skipped, 
 		var skip *errSkip
 		switch {
 		case errors.As(err, &skip):
-			s := Skipped{Seq: rec.Seq, Subject: rec.Subject, Reason: skip.reason}
+			s := Skipped{Seq: rec.Seq, Subject: rec.Subject, Reason: skip.reason, Stale: skip.stale}
 			skipped = append(skipped, s)
 			b, _ := json.Marshal(skippedRecord{Seq: rec.Seq, Subject: rec.Subject, Time: rec.Time, Reason: skip.reason})
 			if err := tx.Bucket(bucketSkipped).Put(seqBytes(rec.Seq), b); err != nil {
@@ -121,6 +151,13 @@ func (fd *Fold) ApplyPrepared(tx *buckets.Set, b *Prepared) (skipped []Skipped, 
 		// The subject's namespace, not the event's: a record skipped as
 		// unreadable has no event, and still moves its subject on.
 		subjects[rec.Namespace] = rec.Seq
+	}
+	ttl := fd.TombstoneTTL
+	if ttl <= 0 {
+		ttl = ledger.DefaultDuplicateWindow
+	}
+	if err := pruneTombstones(tx, records[len(records)-1].Time, ttl); err != nil {
+		return skipped, fmt.Errorf("prune tombstones: %w", err)
 	}
 	for namespace, seq := range subjects {
 		if err := tx.Bucket(bucketSubjects).Put(subjectKey(namespace), seqBytes(seq)); err != nil {
@@ -199,7 +236,7 @@ func (f *fold) apply(rec *ledger.Record) error {
 	case ledger.Reserve:
 		return f.reserve(rec)
 	case ledger.Delete:
-		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
+		return f.deleteFact(rec)
 	case ledger.Deadline:
 		return f.deadline(rec)
 	case ledger.Expire:
@@ -257,6 +294,18 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		// create of it would fail, so the reservation charges nothing.
 		return nil
 	}
+	rv := factVersion(rec, o)
+	if reservation == "" {
+		if why := f.staleFact(o.UID, rv, old); why != "" {
+			return staleSkip(why)
+		}
+		// A new uid under the name: the old one was deleted by then.
+		if old != nil && old.Reservation == "" && old.UID != o.UID {
+			if err := f.bury(old.UID, rv, rec.Time); err != nil {
+				return err
+			}
+		}
+	}
 	if err := f.release(old, o, reservation); err != nil {
 		return err
 	}
@@ -275,6 +324,7 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	// the record's message, which the projection must not keep.
 	if reservation == "" {
 		next.Object = bytes.Clone(raw)
+		next.ResourceVersion = rv
 	}
 	if o.Resource == "pods" && reservation == "" {
 		var err error
@@ -509,23 +559,35 @@ func (f *fold) resync(rec *ledger.Record) error {
 		}
 		listed[e.object.Name] = true
 	}
-	var gone []string
+	// What the list lacks is gone, unless it is newer than the list: an
+	// object created after it.
+	var gone []*objectRecord
 	err := forEachObjectOf(f.tx, ev.Namespace, ev.Resource, func(r *objectRecord) error {
-		if r.Reservation == "" && !listed[r.Name] {
-			gone = append(gone, r.Name)
+		if r.Reservation == "" && !listed[r.Name] && !older(ev.ResourceVersion, r.ResourceVersion) {
+			gone = append(gone, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, name := range gone {
-		if err := f.delete(ev.Namespace, ev.Resource, name, ""); err != nil {
+	for _, r := range gone {
+		if err := f.delete(ev.Namespace, ev.Resource, r.Name, ""); err != nil {
+			return err
+		}
+		if err := f.bury(r.UID, newest(ev.ResourceVersion, r.ResourceVersion), rec.Time); err != nil {
 			return err
 		}
 	}
+	// A listed object older than the projection's state of it (or a
+	// deleted uid) is left as the projection has it.
 	for i, raw := range ev.Items {
-		if err := f.upsert(rec, raw, f.evaluated(i), "", 0); err != nil {
+		err := f.upsert(rec, raw, f.evaluated(i), "", 0)
+		if isStale(err) {
+			f.cache.staleItems++
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

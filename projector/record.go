@@ -13,25 +13,26 @@ import (
 )
 
 // objectRecordVersion is the first byte of an encoded objectRecord.
-const objectRecordVersion = 1
+const objectRecordVersion = 2
 
 var errShortRecord = errors.New("truncated object record")
 
 // encodeObjectRecord writes r in a compact binary form: the raw object is
 // stored as is, so reading a record back does not re-scan it as JSON.
 // Layout: version, then uvarint-length-prefixed strings (resource,
-// namespace, name, uid, kind, reservation, object, charge) and
+// namespace, name, uid, kind, reservation, resource version, object,
+// charge) and
 // uvarints (seq, expiry in Unix nanoseconds, 0 for none), then the number
 // of holds and per hold its id, expiry and charge.
 func encodeObjectRecord(r *objectRecord) []byte {
 	// The recorded samples' charges take 32 to 270 bytes (about 205 for a
 	// pod with requests and limits): room for one at once.
 	charge := appendCharge(make([]byte, 0, 320), &r.Charge)
-	n := 1 + 8*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
-		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
+	n := 1 + 9*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
+		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.ResourceVersion) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
 	b := make([]byte, 1, n)
 	b[0] = objectRecordVersion
-	for _, s := range []string{r.Resource, r.Namespace, r.Name, r.UID, r.Kind, r.Reservation} {
+	for _, s := range []string{r.Resource, r.Namespace, r.Name, r.UID, r.Kind, r.Reservation, r.ResourceVersion} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -65,7 +66,7 @@ func decodeObjectRecord(b []byte) (*objectRecord, error) {
 	}
 	d := recordReader{b: b[1:]}
 	var r objectRecord
-	for _, dst := range []*string{&r.Resource, &r.Namespace, &r.Name, &r.UID, &r.Kind, &r.Reservation} {
+	for _, dst := range []*string{&r.Resource, &r.Namespace, &r.Name, &r.UID, &r.Kind, &r.Reservation, &r.ResourceVersion} {
 		*dst = string(d.bytes())
 	}
 	// b may belong to bbolt's page, valid only in its transaction.

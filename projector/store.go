@@ -17,7 +17,7 @@ import (
 // refuses a file of another version with ErrSchemaVersion, and its owner
 // (`quota serve`) rebuilds it from the stream: the file holds nothing the
 // stream does not, so it is never migrated.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // RulesVersion is the version of the rules the fold charges by: what
 // ledger/quota charges for an object, and how the fold sums and prints
@@ -27,7 +27,7 @@ const SchemaVersion = 8
 // build would not make, and `quota serve` rebuilds it from the stream.
 // Any change that folds the same log to other usage bumps it (see
 // testdata/rules.golden).
-const RulesVersion = 2
+const RulesVersion = 3
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -43,6 +43,9 @@ var (
 	bucketFeeds     = []byte("feeds")     // resource → feedRecord, the feed's newest point (feed.go)
 	// bucketFeedExpiry indexes the reservations that end on the feed.
 	bucketFeedExpiry = []byte("feed-expiry") // resource\0 + end (Unix ns, big-endian) + reservation id → object key
+	// bucketTombstones keeps the deleted uids (fence.go).
+	bucketTombstones      = []byte("tombstones")       // uid → deletion time (Unix ns, big-endian) + resource version
+	bucketTombstoneExpiry = []byte("tombstone-expiry") // deletion time (Unix ns, big-endian) + uid → ""
 	// bucketStream names the stream a server's projection follows. It is
 	// not in allBuckets: it says where the file came from, not what it
 	// holds, so a replay (which follows no stream) has none and Compare
@@ -59,7 +62,7 @@ var (
 	keyFactTime = []byte("fact-time")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines, bucketFeeds, bucketFeedExpiry}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines, bucketFeeds, bucketFeedExpiry, bucketTombstones, bucketTombstoneExpiry}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
@@ -67,7 +70,10 @@ type objectRecord struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       string `json:"uid,omitempty"`
-	Kind      string `json:"kind,omitempty"`
+	// ResourceVersion is the cluster's version of the state held, empty
+	// for a reservation or an object reported without one.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Kind            string `json:"kind,omitempty"`
 	// Object is the trimmed object as the cluster reported it; empty for
 	// an object only reserved, whose trimmed form is in the log.
 	Object json.RawMessage `json:"object"`

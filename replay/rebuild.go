@@ -214,7 +214,9 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		}
 		return nil, err
 	}
-	if err := res.open(ctx, opts, target); err != nil {
+	// Tombstones live as long as the stream's duplicate window, as in the
+	// projection of a server on the same stream.
+	if err := res.open(ctx, opts, target, stream.Config().DuplicateWindow); err != nil {
 		return fail(err)
 	}
 	p := res.Projector
@@ -251,7 +253,7 @@ func newResult(path string) (*Result, error) {
 // open opens res's projection where the rebuild starts: the newest
 // snapshot of opts.Snapshots at or before target (and opts.At), else an
 // empty file; it sets res.Snapshot, res.Seq and res.Time.
-func (res *Result) open(ctx context.Context, opts Options, target uint64) error {
+func (res *Result) open(ctx context.Context, opts Options, target uint64, tombstoneTTL time.Duration) error {
 	path := res.Path
 	if opts.Snapshots != nil {
 		info, ok, err := opts.Snapshots.Newest(ctx, target, opts.At)
@@ -267,7 +269,8 @@ func (res *Result) open(ctx context.Context, opts Options, target uint64) error 
 		}
 	}
 
-	p, err := projector.Open(projector.Config{Path: path, NoSync: true, BatchSizeMax: opts.BatchSizeMax, Logger: opts.Logger}, nil)
+	p, err := projector.Open(projector.Config{Path: path, NoSync: true, BatchSizeMax: opts.BatchSizeMax, Logger: opts.Logger,
+		TombstoneTTL: tombstoneTTL}, nil)
 	if err != nil && res.Snapshot != nil {
 		// The file is the snapshot's copy, not one to move aside: the
 		// error says what is wrong with it without Open's advice.
