@@ -37,7 +37,7 @@ func QuotaList(tx *buckets.Set, namespace, name string, all bool) (*corev1.Resou
 		if name != "" && r.Name != name {
 			return nil
 		}
-		item, err := r.resourceQuota()
+		item, err := r.kubernetesObject()
 		if err != nil {
 			return err
 		}
@@ -51,6 +51,17 @@ func QuotaList(tx *buckets.Set, namespace, name string, all bool) (*corev1.Resou
 		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
 	}
 	return list, nil
+}
+
+// kubernetesObject returns the stored record r as the Kubernetes object,
+// rendered at its first read. The object's maps and slices are the
+// record's: the caller must not change them.
+func (r *quotaRecord) kubernetesObject() (*corev1.ResourceQuota, error) {
+	if r.rendered == nil {
+		return r.resourceQuota()
+	}
+	r.rendered.once.Do(func() { r.rendered.q, r.rendered.err = r.resourceQuota() })
+	return r.rendered.q, r.rendered.err
 }
 
 // resourceQuota renders a stored quota as the Kubernetes object: the spec as

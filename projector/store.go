@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/quotaledger/quota/projector/buckets"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotaledger/quota/ledger/quota"
 )
@@ -110,6 +112,18 @@ type quotaRecord struct {
 	// parsed is the valid quota read from Object, nil for an invalid one:
 	// the live state keeps it so that no read decodes it again.
 	parsed *quota.Quota
+	// rendered is the record as the Kubernetes object (resourceQuota),
+	// made by the first read that needs it; a record in the live state is
+	// never changed, so neither is its rendering. Nil for a record not
+	// yet stored.
+	rendered *rendering
+}
+
+// rendering holds a stored quota record's Kubernetes object, made once.
+type rendering struct {
+	once sync.Once
+	q    *corev1.ResourceQuota
+	err  error
 }
 
 // skippedRecord notes a stream record that the fold could not apply.
@@ -241,6 +255,7 @@ var (
 					return nil, err
 				}
 			}
+			r.rendered = new(rendering)
 			return &r, nil
 		},
 	}
@@ -268,6 +283,7 @@ func putObject(tx *buckets.Set, r *objectRecord) error {
 
 // putQuota stores r, which the projection keeps as it is from now on.
 func putQuota(tx *buckets.Set, r *quotaRecord) error {
+	r.rendered = new(rendering)
 	return tx.Bucket(bucketQuotas).PutValue(quotaKey(r.Namespace, r.Name), r)
 }
 
@@ -275,6 +291,7 @@ func putQuota(tx *buckets.Set, r *quotaRecord) error {
 func (r *quotaRecord) clone() *quotaRecord {
 	c := *r
 	c.Used = maps.Clone(r.Used)
+	c.rendered = nil
 	return &c
 }
 
