@@ -162,6 +162,8 @@ type Projector struct {
 	// skipped counts the records this process's Apply skipped.
 	skipped atomic.Uint64
 	stale   atomic.Uint64
+	// positions reads the stream's position for CatchUp.
+	positions positions
 	// pending is the stream's backlog behind the last record applied.
 	pending atomic.Uint64
 	// factTime is LastFactTime in Unix ns, 0 while unknown.
@@ -211,6 +213,9 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	}
 	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1),
 		checkpointDue: make(chan struct{}, 1)}
+	if stream != nil {
+		p.positions.read = stream.LastSeq
+	}
 	p.fold.TombstoneTTL = cfg.TombstoneTTL
 	if p.fold.TombstoneTTL == 0 && stream != nil {
 		p.fold.TombstoneTTL = stream.Config().DuplicateWindow
@@ -540,7 +545,7 @@ func (p *Projector) WaitApplied(ctx context.Context, seq uint64) error {
 // CatchUp waits until the projection reflects everything appended to the
 // stream before the call: the read-your-writes point for queries.
 func (p *Projector) CatchUp(ctx context.Context) error {
-	last, err := p.stream.LastSeq(ctx)
+	last, err := p.positions.last(ctx)
 	if err != nil {
 		return fmt.Errorf("read stream position: %w", err)
 	}
