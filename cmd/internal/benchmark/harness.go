@@ -118,6 +118,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Requests:     cfg.Requests,
 		Repeats:      cfg.Repeats,
 		GoVersion:    runtime.Version(),
+		MemoryLimit:  memoryLimit(),
 		CPUs:         runtime.NumCPU(),
 		Started:      time.Now().UTC(),
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
@@ -194,4 +196,13 @@ func (s memSample) note() string {
 	mib := func(v int64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
 	return fmt.Sprintf("largest sample (every %v), during %s: RSS %s, of it anonymous %s (the Go heap's objects %s, its free and unused memory %s, stacks %s) and mapped files %s",
 		memSampleInterval, s.part, mib(s.rss), mib(s.anon), mib(int64(s.heapObjects)), mib(int64(s.heapSpare)), mib(int64(s.stacks)), mib(s.file))
+}
+
+// memoryLimit is the Go runtime's soft memory limit, zero when none is
+// set (GOMEMLIMIT unset: math.MaxInt64).
+func memoryLimit() int64 {
+	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
+		return l
+	}
+	return 0
 }
