@@ -82,10 +82,10 @@ func typeMeta(b []byte) (apiVersion, kind string, ok bool) {
 		case !plain:
 			return false
 		case string(key) == "apiVersion":
-			haveVersion = readString(s, &apiVersion)
+			haveVersion = jsonscan.StringTo(s, &apiVersion)
 			return haveVersion
 		case string(key) == "kind":
-			haveKind = readString(s, &kind)
+			haveKind = jsonscan.StringTo(s, &kind)
 			return haveKind
 		case jsonscan.EqualFoldASCII(key, "apiVersion") || jsonscan.EqualFoldASCII(key, "kind"):
 			return false
