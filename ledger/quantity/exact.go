@@ -31,25 +31,14 @@ const (
 //	              when that is exact, the e-notation otherwise) and FORMAT is
 //	              DecimalSI, BinarySI or DecimalExponent
 func (q Quantity) Exact() string {
-	if q.s != "" {
-		return "=" + q.s
-	}
 	var buf [48]byte
-	b, lossless := q.appendCanonical(buf[:0])
-	if !lossless {
-		var t apd.Decimal
-		b, _ = appendDecimalBig(buf[:0], q.decimal(&t), DecimalExponent)
-	}
-	b = append(b, ';')
-	b = append(b, q.format.String()...)
-	return string(b)
+	return string(q.AppendExact(buf[:0]))
 }
 
 // AppendExact appends Exact() to b, without allocating when b has room.
 func (q Quantity) AppendExact(b []byte) []byte {
 	if q.s != "" {
-		b = append(b, '=')
-		return append(b, q.s...)
+		return append(append(b, '='), q.s...)
 	}
 	start := len(b)
 	b, lossless := q.appendCanonical(b)
@@ -77,16 +66,11 @@ func ParseExact(s string) (Quantity, error) {
 	if !ok {
 		return Quantity{}, fmt.Errorf("exact quantity %q has no format: %w", s, ErrExactForm)
 	}
-	var format Format
-	switch name {
-	case "DecimalSI":
-		format = DecimalSI
-	case "BinarySI":
-		format = BinarySI
-	case "DecimalExponent":
-		format = DecimalExponent
-	default:
-		return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
+	format := DecimalSI
+	for format.String() != name {
+		if format++; format > DecimalExponent {
+			return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
+		}
 	}
 	q, ok := parseExactInt64(value, format)
 	if !ok {

@@ -181,26 +181,6 @@ func TestNeg(t *testing.T) {
 	}
 }
 
-func TestMax(t *testing.T) {
-	tests := []struct {
-		name, a, b, want string
-	}{
-		{"larger second", "1Gi", "2Gi", "2Gi"},
-		{"larger first", "3", "2Gi", "2Gi"},
-		{"equal values keep the first", "1Gi", "1073741824", "1Gi"},
-		{"equal values keep the first reversed", "1073741824", "1Gi", "1073741824"},
-		{"negative", "-1", "-2", "-1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Max(MustParse(tt.a), MustParse(tt.b)).String(); got != tt.want {
-				t.Errorf("Max(%s, %s) = %s, want %s", tt.a, tt.b, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestRoundUp checks RoundUp(0), which Kubernetes applies to claimed storage.
 func TestRoundUp(t *testing.T) {
 	tests := []struct {
 		name, in, want string

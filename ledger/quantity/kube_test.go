@@ -274,12 +274,4 @@ func checkArithmetic(t testing.TB, a, b Quantity, ka, kb resource.Quantity) {
 	neg := ka.DeepCopy()
 	neg.Neg()
 	checkSame(t, "-"+a.String(), a.Neg(), neg)
-	m := Max(a, b)
-	want := a
-	if b.Cmp(a) > 0 {
-		want = b
-	}
-	if m.String() != want.String() || m.Format() != want.Format() {
-		t.Fatalf("Max(%s) = %s, want %s", what, m, want)
-	}
 }

@@ -224,16 +224,6 @@ func (q Quantity) Neg() Quantity {
 	return r
 }
 
-// Max returns the larger of a and b by value, and a when they are equal.
-// Which of two equal quantities is kept matters because they may print
-// differently ("1Gi" and "1073741824").
-func Max(a, b Quantity) Quantity {
-	if b.Cmp(a) > 0 {
-		return b
-	}
-	return a
-}
-
 // RoundUp returns q rounded away from zero to a multiple of 10^scale and
 // reports whether that lost nothing, as resource.Quantity.RoundUp does:
 // RoundUp(0) is what Kubernetes' quota evaluator applies to a claim's
