@@ -144,9 +144,9 @@ func Admit(req AdmitRequest) Decision {
 	limitedScopes := matchedLimitedScopes(input, req.Limited)
 	limitedNames := limitedNamesOf(o, input, req.Limited)
 
-	interesting, restrictedScopes, refusals := matchQuotas(states, o, input)
-	if len(refusals) > 0 {
-		return forbidden(d, o, firstByName(states, refusals))
+	interesting, restrictedScopes, refused := matchQuotas(states, o, input)
+	if refused != "" {
+		return forbidden(d, o, refused)
 	}
 
 	if neg := negativeNames(input.Usage); len(neg) > 0 {
@@ -180,8 +180,8 @@ func Admit(req AdmitRequest) Decision {
 		return d
 	}
 
-	if refusals := exceededRefusals(&req, states, interesting, delta); len(refusals) > 0 {
-		return forbidden(d, o, firstByName(states, refusals))
+	if refused := exceeded(&req, states, interesting, delta); refused != "" {
+		return forbidden(d, o, refused)
 	}
 	if d.Used != nil {
 		for j, i := range interesting {
@@ -228,11 +228,14 @@ func limitedNamesOf(o *object.Object, input Charge, limited []LimitedResource) [
 }
 
 // matchQuotas returns the indexes in states of the quotas that charge the
-// object o of charge input (interesting), the scopes of every quota that
-// match it (restricted, for limitedResources), and the refusals of the
-// quotas that match it but cannot take it: a constraint it breaks, or a
-// usage the quota does not know yet.
-func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesting []int, restricted []ScopeRequirement, refusals []refusal) {
+// object o of charge input (interesting) and the scopes of every quota that
+// match it (restricted, for limitedResources), or the refusal of the first
+// quota by name that matches it but cannot take it: a constraint it
+// breaks, or a usage the quota does not know yet. Kubernetes names the
+// first refusing quota its informer meets, a draw among several (a Go
+// map's order); states are in name order, so the ledger names the first
+// by name.
+func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesting []int, restricted []ScopeRequirement, refused string) {
 	// required holds, per quota in turn, the names the quota tracks that
 	// the object's evaluator produces; its order does not matter, as every
 	// message built from it sorts.
@@ -248,16 +251,14 @@ func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesti
 		}
 		required := producedNames(requiredBuf[:0], o.Resource, s.Quota.Hard)
 		if msg := constraints(o, required); msg != "" {
-			refusals = append(refusals, refusal{i, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg)})
-			continue
+			return nil, nil, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg)
 		}
 		if !hasUsage(s.Used, required) {
-			refusals = append(refusals, refusal{i, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required))})
-			continue
+			return nil, nil, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required))
 		}
 		interesting = append(interesting, i)
 	}
-	return interesting, restricted, refusals
+	return interesting, restricted, ""
 }
 
 // requestDeltas returns what each of the interesting quotas is charged
@@ -312,28 +313,26 @@ func requestDeltas(req *AdmitRequest, states []QuotaState, interesting []int, in
 	return delta, len(removeZeros(deltaNoQuota)) == 0, "", nil
 }
 
-// exceededRefusals returns the refusals of the interesting quotas that
-// the charges delta would take over their hard limits. Every charged
-// quota is checked before any new usage is built, so a denial reports the
-// usage as it was.
-func exceededRefusals(req *AdmitRequest, states []QuotaState, interesting []int, delta []ResourceList) []refusal {
-	var refusals []refusal
+// exceeded returns the refusal of the first of the interesting quotas, by
+// name, that the charges delta would take over its hard limits: "" when
+// none. Every charged quota is checked before any new usage is built, so
+// a denial reports the usage as it was. A claim's status update is never
+// refused for exceeding a quota.
+func exceeded(req *AdmitRequest, states []QuotaState, interesting []int, delta []ResourceList) string {
+	if req.Subresource == "status" {
+		return ""
+	}
 	for j, i := range interesting {
-		l := delta[j]
+		l, q := delta[j], states[i].Quota
 		if l == nil {
 			continue
 		}
-		q := states[i].Quota
-		if req.Subresource == "status" {
-			continue
-		}
-		if exceeded := exceededNames(states[i].Used, l, q.Hard); len(exceeded) > 0 {
-			requested := q.Mask(l)
-			refusals = append(refusals, refusal{i, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
-				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded))})
+		if names := exceededNames(states[i].Used, l, q.Hard); len(names) > 0 {
+			return fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
+				q.Name, maskNames(l, names), maskNames(states[i].Used, names), maskNames(q.Hard, names))
 		}
 	}
-	return refusals
+	return ""
 }
 
 // hasUsage reports whether used has a figure for every required name.
@@ -467,24 +466,4 @@ func uncoveredScopes(limited, matched []ScopeRequirement) []ScopeRequirement {
 		}
 	}
 	return out
-}
-
-// refusal is a quota that refuses a request, with the message naming it.
-type refusal struct {
-	state   int
-	message string
-}
-
-// firstByName returns the message of the refusal whose quota comes first
-// in name order. Kubernetes names the first refusing quota its informer
-// meets, which is a draw among several (a Go map's order); the ledger
-// names the first by name.
-func firstByName(states []QuotaState, refusals []refusal) string {
-	best := refusals[0]
-	for _, r := range refusals[1:] {
-		if states[r.state].Quota.Name < states[best.state].Quota.Name {
-			best = r
-		}
-	}
-	return best.message
 }
