@@ -146,11 +146,7 @@ func defaultPodRequests(pod *corev1.Pod) {
 			if r.Requests == nil {
 				r.Requests = corev1.ResourceList{}
 			}
-			for k, v := range r.Limits {
-				if _, ok := r.Requests[k]; !ok {
-					r.Requests[k] = v.DeepCopy()
-				}
-			}
+			fillMissing(r.Requests, r.Limits)
 		}
 	}
 	r := pod.Spec.Resources
@@ -257,37 +253,25 @@ func containerDefaults(lr *corev1.LimitRange) (requests, limits corev1.ResourceL
 		if item.Type != corev1.LimitTypeContainer {
 			continue
 		}
-		def := corev1.ResourceList{}
-		for k, v := range item.Default {
-			def[k] = v
-		}
-		for k, v := range item.Max {
-			if _, ok := def[k]; !ok {
-				def[k] = v
-			}
-		}
-		defReq := corev1.ResourceList{}
-		for k, v := range item.DefaultRequest {
-			defReq[k] = v
-		}
-		for k, v := range def {
-			if _, ok := defReq[k]; !ok {
-				defReq[k] = v
-			}
-		}
-		for k, v := range item.Min {
-			if _, ok := defReq[k]; !ok {
-				defReq[k] = v
-			}
-		}
-		for k, v := range defReq {
-			requests[k] = v.DeepCopy()
-		}
-		for k, v := range def {
-			limits[k] = v.DeepCopy()
-		}
+		def, defReq := corev1.ResourceList{}, corev1.ResourceList{}
+		fillMissing(def, item.Default)
+		fillMissing(def, item.Max)
+		fillMissing(defReq, item.DefaultRequest)
+		fillMissing(defReq, def)
+		fillMissing(defReq, item.Min)
+		maps.Copy(requests, defReq)
+		maps.Copy(limits, def)
 	}
 	return requests, limits
+}
+
+// fillMissing gives dst a copy of each quantity of src it lacks.
+func fillMissing(dst, src corev1.ResourceList) {
+	for k, v := range src {
+		if _, ok := dst[k]; !ok {
+			dst[k] = v.DeepCopy()
+		}
+	}
 }
 
 // limitRangeDefaults is LimitRanger's mutation: every container and init
@@ -298,32 +282,18 @@ func limitRangeDefaults(pod *corev1.Pod, ranges []*corev1.LimitRange) {
 			continue
 		}
 		requests, limits := containerDefaults(lr)
-		for i := range pod.Spec.Containers {
-			mergeDefaults(&pod.Spec.Containers[i], requests, limits)
-		}
-		for i := range pod.Spec.InitContainers {
-			mergeDefaults(&pod.Spec.InitContainers[i], requests, limits)
-		}
-	}
-}
-
-// mergeDefaults fills in the requests and limits a container does not
-// state, as the LimitRanger plugin does.
-func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
-	if len(limits) > 0 && c.Resources.Limits == nil {
-		c.Resources.Limits = corev1.ResourceList{}
-	}
-	if len(requests) > 0 && c.Resources.Requests == nil {
-		c.Resources.Requests = corev1.ResourceList{}
-	}
-	for k, v := range limits {
-		if _, ok := c.Resources.Limits[k]; !ok {
-			c.Resources.Limits[k] = v.DeepCopy()
-		}
-	}
-	for k, v := range requests {
-		if _, ok := c.Resources.Requests[k]; !ok {
-			c.Resources.Requests[k] = v.DeepCopy()
+		for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range cs {
+				r := &cs[i].Resources
+				if len(limits) > 0 && r.Limits == nil {
+					r.Limits = corev1.ResourceList{}
+				}
+				if len(requests) > 0 && r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				fillMissing(r.Limits, limits)
+				fillMissing(r.Requests, requests)
+			}
 		}
 	}
 }
