@@ -5,7 +5,6 @@ package quota
 import (
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,12 +80,7 @@ func volumeAttributesClasses(pvc *corev1.PersistentVolumeClaim) []string {
 	if len(set) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // serviceUsage counts a service, its load balancer and the node ports it

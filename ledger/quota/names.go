@@ -258,8 +258,7 @@ func evaluatorProduces(resource, name string) bool {
 	}
 	switch resource {
 	case "pods":
-		return podResources[name] || strings.HasPrefix(name, hugePagesPrefix) ||
-			strings.HasPrefix(name, requestsHugePagesPrefix) || isExtendedResourceNameForQuota(name)
+		return podResources[name] || isQuotaHugePages(name) || isExtendedResourceNameForQuota(name)
 	case "persistentvolumeclaims":
 		if name == countPrefix+resource || pvcQuotaResources[name] {
 			return true

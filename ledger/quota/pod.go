@@ -141,17 +141,22 @@ func (pc *podContainer) kubeList(s listSource) corev1.ResourceList {
 
 func (pc *podContainer) list(cv *converter, s listSource) []namedQuantity {
 	if !pc.done[s] {
-		l := pc.kubeList(s)
-		if len(l) > 0 {
-			out := make([]namedQuantity, 0, len(l))
-			for k, v := range l {
-				out = append(out, namedQuantity{name: string(k), value: cv.one(v)})
-			}
-			pc.converted[s] = out
-		}
+		pc.converted[s] = cv.pairs(pc.kubeList(s))
 		pc.done[s] = true
 	}
 	return pc.converted[s]
+}
+
+// pairs converts a container's resource list: nil when it is empty.
+func (cv *converter) pairs(l corev1.ResourceList) []namedQuantity {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]namedQuantity, 0, len(l))
+	for k, v := range l {
+		out = append(out, namedQuantity{name: string(k), value: cv.one(v)})
+	}
+	return out
 }
 
 // maxOf is the larger of the lists for each resource, a resource missing
@@ -343,11 +348,8 @@ func applyPodLevel(cv *converter, result ResourceList, podLevel corev1.ResourceL
 
 // overheadList returns the pod overhead converted, once.
 func (pc *podContainers) overheadList() []namedQuantity {
-	if pc.overhead == nil && len(pc.pod.Spec.Overhead) > 0 {
-		pc.overhead = make([]namedQuantity, 0, len(pc.pod.Spec.Overhead))
-		for k, v := range pc.pod.Spec.Overhead {
-			pc.overhead = append(pc.overhead, namedQuantity{name: string(k), value: pc.cv.one(v)})
-		}
+	if pc.overhead == nil {
+		pc.overhead = pc.cv.pairs(pc.pod.Spec.Overhead)
 	}
 	return pc.overhead
 }
