@@ -162,14 +162,31 @@ func (r *Report) Add(o Report) {
 	r.Unchanged += o.Unchanged
 	r.Bookmarks += o.Bookmarks
 	r.Rejected += o.Rejected
-	for _, rej := range o.Rejections {
-		if len(r.Rejections) < ReportRejectionsMax {
-			r.Rejections = append(r.Rejections, rej)
-		}
-	}
-	for _, w := range o.Warnings {
-		if len(r.Warnings) < ReportRejectionsMax {
-			r.Warnings = append(r.Warnings, w)
+	r.Rejections = listed(r.Rejections, o.Rejections...)
+	r.Warnings = listed(r.Warnings, o.Warnings...)
+}
+
+// listed appends rs to list while it holds fewer than ReportRejectionsMax.
+func listed(list []Rejection, rs ...Rejection) []Rejection {
+	return append(list, rs[:min(len(rs), max(ReportRejectionsMax-len(list), 0))]...)
+}
+
+// refuse counts and lists a record or a resync group that is not
+// appended.
+func (r *Report) refuse(source, reason string) {
+	r.Rejected++
+	r.Rejections = listed(r.Rejections, Rejection{Source: source, Reason: reason})
+}
+
+// count counts appends' results as appended or duplicates.
+func (r *Report) count(results []ledger.AppendResult) {
+	for _, res := range results {
+		switch {
+		case res.Seq == 0:
+		case res.Duplicate:
+			r.Duplicates++
+		default:
+			r.Appended++
 		}
 	}
 }
@@ -402,11 +419,9 @@ func msgID(o *object.Object, watchType string, digest [sha256.Size]byte) string 
 // that two events of one duplicate window are never taken for each other.
 const msgIDBytes = 16
 
+// reject refuses rec and keeps it in the dead-letter stream.
 func (r *run) reject(rec Record, reason string) error {
-	r.report.Rejected++
-	if len(r.report.Rejections) < ReportRejectionsMax {
-		r.report.Rejections = append(r.report.Rejections, Rejection{Source: rec.Source, Reason: reason})
-	}
+	r.report.refuse(rec.Source, reason)
 	err := r.in.stream.Reject(r.ctx, ledger.Rejection{Origin: ledger.OriginIngest, Source: rec.Source, Reason: reason, Raw: rec.Raw})
 	if err != nil {
 		return fmt.Errorf("keep rejection of %s: %w", rec.Source, err)

@@ -80,8 +80,9 @@ type pipeline struct {
 	applied chan struct{}
 	written chan struct{}
 
-	// Counted by the appending goroutine, added to the report at the end.
-	appended, duplicates, unchanged int
+	// appends is counted by the appending goroutine, added to the report
+	// at the end.
+	appends Report
 }
 
 func newPipeline(in *Ingester, ctx context.Context) *pipeline {
@@ -155,9 +156,7 @@ func (p *pipeline) finish(parseErr error) error {
 	p.workers.Wait()
 	<-p.applied
 	<-p.written
-	p.run.report.Appended += p.appended
-	p.run.report.Duplicates += p.duplicates
-	p.run.report.Unchanged += p.unchanged
+	p.run.report.Add(p.appends)
 	return p.err
 }
 
@@ -238,11 +237,7 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
-	for _, w := range pr.warnings {
-		if len(p.run.report.Warnings) < ReportRejectionsMax {
-			p.run.report.Warnings = append(p.run.report.Warnings, w)
-		}
-	}
+	p.run.report.Warnings = listed(p.run.report.Warnings, pr.warnings...)
 	if pr.reject != "" {
 		return p.run.reject(pr.rec, pr.reject)
 	}
@@ -295,17 +290,9 @@ func (p *pipeline) append() {
 			p.fail(err)
 			continue
 		}
-		p.unchanged += unchanged
+		p.appends.Unchanged += unchanged
 		results, err := p.in.stream.AppendBatch(p.ctx, entries)
-		for _, res := range results {
-			switch {
-			case res.Seq == 0:
-			case res.Duplicate:
-				p.duplicates++
-			default:
-				p.appended++
-			}
-		}
+		p.appends.count(results)
 		if err != nil {
 			p.fail(err)
 		}

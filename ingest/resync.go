@@ -199,7 +199,7 @@ func (in *Ingester) refuseResyncGroup(run *run, name string, k [2]string, g *res
 	if len(g.rejected) > 0 {
 		reason += " (this group's: " + strings.Join(g.rejected, ", ") + ")"
 	}
-	run.refuse(resyncSource(name, k), reason)
+	run.report.refuse(resyncSource(name, k), reason)
 	return ResyncGroup{Namespace: k[0], Resource: k[1], Items: len(g.items)}
 }
 
@@ -312,11 +312,7 @@ func (in *Ingester) resyncObject(run *run, rec *Record, defaultNS string) (*obje
 		return nil, fmt.Sprintf("a resync lists objects; a %s watch event is not one", rec.Type)
 	}
 	o, warn, reason := in.readObject(rec)
-	for _, w := range warn {
-		if len(run.report.Warnings) < ReportRejectionsMax {
-			run.report.Warnings = append(run.report.Warnings, w)
-		}
-	}
+	run.report.Warnings = listed(run.report.Warnings, warn...)
 	if reason != "" {
 		return nil, reason
 	}
@@ -345,11 +341,11 @@ func (in *Ingester) appendResyncGroup(ctx context.Context, run *run, name string
 		// Resync naming them, once every Upsert is in the log.
 		upserts, final, reason := splitResync(ev, g.objects, msgID, limit)
 		if reason != "" {
-			run.refuse(source, fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason))
+			run.report.refuse(source, fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason))
 			return rg, nil
 		}
 		results, err := in.stream.AppendBatch(ctx, upserts)
-		run.count(results)
+		run.report.count(results)
 		if err != nil {
 			return rg, fmt.Errorf("resync %s: its objects, before the list of their names: %w", source, err)
 		}
@@ -360,32 +356,11 @@ func (in *Ingester) appendResyncGroup(ctx context.Context, run *run, name string
 		return rg, fmt.Errorf("resync %s: %w", source, err)
 	}
 	rg.Seq, rg.Duplicate = res.Seq, res.Duplicate
-	run.count([]ledger.AppendResult{res})
+	run.report.count([]ledger.AppendResult{res})
 	// The resync may remove objects; an upsert of one of them must not
 	// be skipped later as unchanged.
 	in.forget(resource + "/" + ns + "/")
 	return rg, nil
-}
-
-// refuse counts and lists a group that is not appended.
-func (r *run) refuse(source, reason string) {
-	r.report.Rejected++
-	if len(r.report.Rejections) < ReportRejectionsMax {
-		r.report.Rejections = append(r.report.Rejections, Rejection{Source: source, Reason: reason})
-	}
-}
-
-// count counts appends' results as appended or duplicates.
-func (r *run) count(results []ledger.AppendResult) {
-	for _, res := range results {
-		switch {
-		case res.Seq == 0:
-		case res.Duplicate:
-			r.report.Duplicates++
-		default:
-			r.report.Appended++
-		}
-	}
 }
 
 // listedObject is what a split resync's Upsert of one object names.
