@@ -304,31 +304,3 @@ func checkRange64(v int64, e int64, max int64) error {
 	}
 	return nil
 }
-
-// MarshalJSON writes String() as a JSON string, as resource.Quantity does.
-func (q Quantity) MarshalJSON() ([]byte, error) {
-	out := make([]byte, 0, len(q.s)+24)
-	out = append(out, '"')
-	out, _ = q.AppendText(out)
-	return append(out, '"'), nil
-}
-
-// UnmarshalJSON reads a JSON string (or bare number) with Parse after
-// trimming spaces, as resource.Quantity does; JSON escapes are not decoded,
-// as Kubernetes does not decode them. null sets q to zero; Kubernetes would
-// also keep q's earlier format and printed text.
-func (q *Quantity) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*q = Quantity{}
-		return nil
-	}
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
-		b = b[1 : len(b)-1]
-	}
-	p, err := Parse(strings.TrimSpace(string(b)))
-	if err != nil {
-		return err
-	}
-	*q = p
-	return nil
-}

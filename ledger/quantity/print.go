@@ -18,15 +18,6 @@ func (q Quantity) String() string {
 	return string(b)
 }
 
-// AppendText appends String() to b, without allocating when b has room.
-func (q Quantity) AppendText(b []byte) ([]byte, error) {
-	if q.s != "" {
-		return append(b, q.s...), nil
-	}
-	b, _ = q.appendCanonical(b)
-	return b, nil
-}
-
 // appendCanonical appends Kubernetes' canonical form of q (CanonicalizeBytes)
 // and reports whether that text determines the value. It does not when
 // Kubernetes has no suffix for the exponent and prints the digits alone: a

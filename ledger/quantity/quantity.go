@@ -206,24 +206,6 @@ func (q Quantity) IsInteger() bool {
 	return r.Sign() == 0
 }
 
-// Neg returns -q in q's format. Unlike resource.Quantity.Neg it is exact for
-// the most negative int64, which Kubernetes leaves unchanged.
-func (q Quantity) Neg() Quantity {
-	r := q
-	r.s = ""
-	if q.d == nil {
-		if q.i != int64Min {
-			r.i = -q.i
-			return r
-		}
-		r.wide = true
-		r.setDecimal(new(apd.Decimal).Neg(new(apd.Decimal).SetFinite(q.i, q.scale)))
-		return r
-	}
-	r.setDecimal(new(apd.Decimal).Neg(q.d))
-	return r
-}
-
 // RoundUp returns q rounded away from zero to a multiple of 10^scale and
 // reports whether that lost nothing, as resource.Quantity.RoundUp does:
 // RoundUp(0) is what Kubernetes' quota evaluator applies to a claim's
@@ -271,12 +253,4 @@ func (q Quantity) RoundUp(scale int32) (Quantity, bool) {
 	}
 	r.setDecimal(d)
 	return r, exact
-}
-
-// Decimal returns a copy of q's exact value.
-func (q Quantity) Decimal() *apd.Decimal {
-	if q.d != nil {
-		return new(apd.Decimal).Set(q.d)
-	}
-	return apd.New(q.i, q.scale)
 }
