@@ -104,11 +104,8 @@ func (o Options) Validate() error {
 	default:
 		problems = append(problems, fmt.Sprintf("Validation %q is not strict, warn or ignore", o.Validation))
 	}
-	if o.Namespace != "" {
-		probe := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Delete, Resource: "pods", Name: "x", Namespace: o.Namespace}
-		if err := probe.Validate(); err != nil {
-			problems = append(problems, fmt.Sprintf("Namespace %q is not a DNS label", o.Namespace))
-		}
+	if o.Namespace != "" && ledger.ValidateNamespace(o.Namespace) != nil {
+		problems = append(problems, fmt.Sprintf("Namespace %q is not a DNS label", o.Namespace))
 	}
 	if len(problems) == 0 {
 		return nil
@@ -192,8 +189,8 @@ func (r *Report) count(results []ledger.AppendResult) {
 }
 
 // Ingester turns outside input into ledger events. Its calls are
-// serialised: one input is ingested at a time, so the unchanged-upsert
-// memory always reflects the order events reached the stream.
+// serialised, so the unchanged-upsert memory reflects the order events
+// reached the stream.
 type Ingester struct {
 	stream *ledger.Stream
 	opts   Options
@@ -213,12 +210,10 @@ func New(stream *ledger.Stream, opts Options) (*Ingester, error) {
 	return &Ingester{stream: stream, opts: opts.withDefaults(), last: make(map[string][sha256.Size]byte)}, nil
 }
 
-// IngestFile reads the input named name (see Parse for the formats) and
-// appends its events. It returns once every valid event is acknowledged by
-// JetStream; rejected records are in the Report and in the dead-letter
-// stream, and do not stop the records around them. The error is for
-// failures of reading or of the stream; the Report then counts what was
-// done before the failure.
+// IngestFile reads the input named name (see Parse) and appends its
+// events, returning once JetStream acknowledged every valid one. The
+// error is for failures of reading or of the stream; the Report then
+// counts what was done before the failure.
 func (in *Ingester) IngestFile(ctx context.Context, name string, r io.Reader) (Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -246,17 +241,14 @@ type run struct {
 // classifying, decoding, trimming, hashing, encoding and naming it.
 func (in *Ingester) prepare(rec Record) prepared {
 	pr := prepared{rec: rec}
-	// Classify: only ADDED, MODIFIED and DELETED carry an object.
 	if pr.reject, pr.bookmark = classify(rec); pr.reject != "" || pr.bookmark {
 		return pr
 	}
-	// Decode, after a plain object's check against its kind's fields.
 	o, reason := in.decode(&pr)
 	if reason != "" {
 		pr.reject = reason
 		return pr
 	}
-	// Make the event.
 	ev, reason := pr.event(o)
 	if reason != "" {
 		pr.reject = reason
@@ -393,15 +385,12 @@ func (in *Ingester) remember(key string, digest [sha256.Size]byte) {
 
 // msgID is the deduplication ID of an event: a digest of
 // <uid, or resource/namespace/name>/<resourceVersion>/<watch type>, so that
-// re-sending the same watch event is a no-op. Without a resourceVersion
-// (plain manifests) a digest of the object stands in for it, so that
-// re-ingesting the same manifest is a no-op and a changed one is not.
+// re-sending the same watch event is a no-op. Without a resourceVersion a
+// digest of the object stands in for it.
 //
-// The server remembers every ID it has seen within the stream's duplicate
-// window, a day by default: a million events a day are a million IDs
-// held in memory. The first 128 bits of the name's SHA-256, 22 characters
-// of base64url, take a 24-byte allocation each where the name itself, 50
-// to 60 characters, takes 64: about 40 bytes less per event remembered.
+// The server holds every ID of its duplicate window (a day by default) in
+// memory: 128 bits of SHA-256 in base64url take a 24-byte allocation where
+// the name itself, 50 to 60 characters, takes 64.
 func msgID(o *object.Object, watchType string, digest [sha256.Size]byte) string {
 	who := o.UID
 	if who == "" {

@@ -76,23 +76,11 @@ func (r Record) lineSource(l int) string {
 }
 
 // Parse reads the input named name and calls fn with each record in input
-// order. The format is told by the first byte that is not blank:
-//
-//   - '{' or '[': JSON, a sequence of values, each a watch event or an
-//     object, one to a line (JSON lines, what `kubectl get --raw
-//     '...?watch=true'` prints), spread over lines (`kubectl get -o json`,
-//     or a watch's `kubectl get -w --output-watch-events -o json`), or
-//     several on one line: a value ends where its JSON ends, never at a
-//     line break;
-//   - anything else: YAML, one or more documents separated by "---".
-//
-// Every format is streamed: each value or document is handed on once it
-// has been read whole, so a live feed piped in is read as it comes.
-//
-// In any format an object whose kind ends in "List" and that has items is
-// unpacked into its items. Parse returns fn's first error, or a read error;
-// input it cannot use is passed to fn as a Record with Err set, never
-// dropped.
+// order, in the formats the package doc describes (# Input). Every format
+// is streamed: each value or document is handed on once it has been read
+// whole, so a live feed piped in is read as it comes. Parse returns fn's
+// first error, or a read error; input it cannot use is passed to fn as a
+// Record with Err set, never dropped.
 func Parse(name string, r io.Reader, fn func(Record) error) error {
 	br, err := Text(r)
 	if err != nil {

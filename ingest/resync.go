@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -15,17 +14,6 @@ import (
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/object"
 )
-
-// ErrResyncIncomplete is the reason given when a resync group is not
-// appended because one of its records was rejected: a resync removes every
-// object it does not list, so a list with a hole would delete the object
-// that fell through it.
-var ErrResyncIncomplete = errors.New("resync list is incomplete")
-
-// ErrResyncTooLarge is the reason given for a record of a resync input
-// that lists more than ResyncGroupsMax groups or ResyncItemsMax objects;
-// the resync is then incomplete and not appended.
-var ErrResyncTooLarge = errors.New("resync too large")
 
 // ResyncOptions say which (namespace, resource) a resync input covers when
 // the input alone cannot say it.

@@ -86,18 +86,16 @@ var podResources = setOf(countPrefix+"pods", ResourceCPU, ResourceMemory, Resour
 var mustSpecify = setOf(ResourceCPU, ResourceMemory, ResourceRequestsCPU, ResourceRequestsMemory,
 	ResourceLimitsCPU, ResourceLimitsMemory)
 
-var standardResources = setOf(ResourceCPU, ResourceMemory, ResourceEphemeralStorage,
-	ResourceRequestsCPU, ResourceRequestsMemory, ResourceRequestsEphemeral,
-	ResourceLimitsCPU, ResourceLimitsMemory, ResourceLimitsEphemeral, ResourcePods, ResourceQuotas,
-	ResourceServices, ResourceReplicationControllers, ResourceSecrets, ResourceConfigMaps,
-	ResourcePersistentVolumeClaims, ResourceStorage, ResourceRequestsStorage,
-	ResourceServicesNodePorts, ResourceServicesLoadBalancers)
-
 var standardQuotaResources = setOf(ResourceCPU, ResourceMemory, ResourceEphemeralStorage,
 	ResourceRequestsCPU, ResourceRequestsMemory, ResourceRequestsStorage, ResourceRequestsEphemeral,
 	ResourceLimitsCPU, ResourceLimitsMemory, ResourceLimitsEphemeral, ResourcePods, ResourceQuotas,
 	ResourceServices, ResourceReplicationControllers, ResourceSecrets, ResourcePersistentVolumeClaims,
 	ResourceConfigMaps, ResourceServicesNodePorts, ResourceServicesLoadBalancers)
+
+// isStandardResourceName: the standard quota resources, and storage.
+func isStandardResourceName(name string) bool {
+	return standardQuotaResources[name] || name == ResourceStorage || isQuotaHugePages(name)
+}
 
 var integerResources = setOf(ResourcePods, ResourceQuotas, ResourceServices, ResourceReplicationControllers,
 	ResourceSecrets, ResourceConfigMaps, ResourcePersistentVolumeClaims, ResourceServicesNodePorts,
@@ -115,10 +113,6 @@ func isHugePages(name string) bool { return strings.HasPrefix(name, hugePagesPre
 
 func isQuotaHugePages(name string) bool {
 	return strings.HasPrefix(name, hugePagesPrefix) || strings.HasPrefix(name, requestsHugePagesPrefix)
-}
-
-func isStandardResourceName(name string) bool {
-	return standardResources[name] || isQuotaHugePages(name)
 }
 
 func isStandardQuotaResourceName(name string) bool {
