@@ -45,7 +45,7 @@ type Environment struct {
 // It must not be applied to objects that came from the API server.
 func Default(o *object.Object, env Environment) error {
 	if pvc, ok := o.Value.(*corev1.PersistentVolumeClaim); ok {
-		roundClaimResources(pvc)
+		roundLists(pvc.Spec.Resources.Limits, pvc.Spec.Resources.Requests, pvc.Status.Capacity, pvc.Status.AllocatedResources)
 		defaultStorageClass(pvc, env.StorageClasses)
 		return nil
 	}
@@ -71,18 +71,14 @@ func Default(o *object.Object, env Environment) error {
 // A container requesting 100u of cpu is charged, and stored with, 1m.
 const milliScale = -3
 
-// roundList rounds each quantity of l up to milliScale.
-func roundList(l corev1.ResourceList) {
-	for k, v := range l {
-		v.RoundUp(milliScale)
-		l[k] = v
+// roundLists rounds each quantity of the lists up to milliScale.
+func roundLists(lists ...corev1.ResourceList) {
+	for _, l := range lists {
+		for k, v := range l {
+			v.RoundUp(milliScale)
+			l[k] = v
+		}
 	}
-}
-
-// roundRequirements rounds a requirements' limits and requests.
-func roundRequirements(r *corev1.ResourceRequirements) {
-	roundList(r.Limits)
-	roundList(r.Requests)
 }
 
 // roundPodResources applies the defaulting's rounding to every resource
@@ -92,44 +88,33 @@ func roundRequirements(r *corev1.ResourceRequirements) {
 func roundPodResources(pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
-			roundRequirements(&cs[i].Resources)
+			roundLists(cs[i].Resources.Limits, cs[i].Resources.Requests)
 		}
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		roundRequirements(&pod.Spec.EphemeralContainers[i].Resources)
+		r := &pod.Spec.EphemeralContainers[i].Resources
+		roundLists(r.Limits, r.Requests)
 	}
-	roundList(pod.Spec.Overhead)
-	if r := pod.Spec.Resources; r != nil {
-		roundRequirements(r)
+	roundLists(pod.Spec.Overhead, pod.Status.AllocatedResources)
+	for _, r := range []*corev1.ResourceRequirements{pod.Spec.Resources, pod.Status.Resources} {
+		if r != nil {
+			roundLists(r.Limits, r.Requests)
+		}
 	}
 	for i := range pod.Spec.Volumes {
 		if e := pod.Spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
 			r := &e.VolumeClaimTemplate.Spec.Resources
-			roundList(r.Limits)
-			roundList(r.Requests)
+			roundLists(r.Limits, r.Requests)
 		}
 	}
 	for _, ss := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for i := range ss {
-			roundList(ss[i].AllocatedResources)
+			roundLists(ss[i].AllocatedResources)
 			if r := ss[i].Resources; r != nil {
-				roundRequirements(r)
+				roundLists(r.Limits, r.Requests)
 			}
 		}
 	}
-	if r := pod.Status.Resources; r != nil {
-		roundRequirements(r)
-	}
-	roundList(pod.Status.AllocatedResources)
-}
-
-// roundClaimResources applies the defaulting's rounding to a claim's
-// resource lists.
-func roundClaimResources(pvc *corev1.PersistentVolumeClaim) {
-	roundList(pvc.Spec.Resources.Limits)
-	roundList(pvc.Spec.Resources.Requests)
-	roundList(pvc.Status.Capacity)
-	roundList(pvc.Status.AllocatedResources)
 }
 
 // defaultPodRequests is the API defaulting of container requests: a
@@ -161,13 +146,8 @@ func defaultPodRequests(pod *corev1.Pod) {
 		limits = corev1.ResourceList{}
 	}
 	for k, v := range aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }) {
-		if !isHugePages(string(k)) {
-			continue
-		}
-		if _, ok := r.Requests[k]; ok {
-			continue
-		}
-		if _, ok := limits[k]; !ok {
+		_, requested := r.Requests[k]
+		if _, limited := limits[k]; !requested && !limited && isHugePages(string(k)) {
 			limits[k] = v
 		}
 	}
