@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -439,23 +440,10 @@ func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
 	return corev1.PodQOSBestEffort
 }
 
-func crossNamespaceTerms(terms []corev1.PodAffinityTerm) bool {
-	for i := range terms {
-		if len(terms[i].Namespaces) != 0 || terms[i].NamespaceSelector != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func crossNamespaceWeighted(terms []corev1.WeightedPodAffinityTerm) bool {
-	for i := range terms {
-		t := &terms[i].PodAffinityTerm
-		if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
-			return true
-		}
-	}
-	return false
+// crossNamespace reports whether an affinity term names namespaces or a
+// namespace selector.
+func crossNamespace(t corev1.PodAffinityTerm) bool {
+	return len(t.Namespaces) != 0 || t.NamespaceSelector != nil
 }
 
 func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
@@ -463,13 +451,19 @@ func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
 	if a == nil {
 		return false
 	}
-	if p := a.PodAffinity; p != nil && (crossNamespaceTerms(p.RequiredDuringSchedulingIgnoredDuringExecution) ||
-		crossNamespaceWeighted(p.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		return true
+	var required [2][]corev1.PodAffinityTerm
+	var preferred [2][]corev1.WeightedPodAffinityTerm
+	if p := a.PodAffinity; p != nil {
+		required[0], preferred[0] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
 	}
-	if p := a.PodAntiAffinity; p != nil && (crossNamespaceTerms(p.RequiredDuringSchedulingIgnoredDuringExecution) ||
-		crossNamespaceWeighted(p.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		return true
+	if p := a.PodAntiAffinity; p != nil {
+		required[1], preferred[1] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	weighted := func(w corev1.WeightedPodAffinityTerm) bool { return crossNamespace(w.PodAffinityTerm) }
+	for i := range required {
+		if slices.ContainsFunc(required[i], crossNamespace) || slices.ContainsFunc(preferred[i], weighted) {
+			return true
+		}
 	}
 	return false
 }

@@ -2,8 +2,8 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -92,12 +92,7 @@ func FromObject(o *object.Object) (*Quota, error) {
 // listing them are stable where Kubernetes walks a Go map (a quota's
 // validation, LimitRanger's refusals).
 func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(l))
-	for k := range l {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
+	return slices.Sorted(maps.Keys(l))
 }
 
 // validateSpec is Kubernetes' ValidateResourceQuotaSpec.

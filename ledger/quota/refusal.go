@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,16 +14,11 @@ import (
 
 // The words of a refusal, as kube-apiserver's quota admission puts them.
 
+// joinSorted joins the distinct names, sorted, with commas.
 func joinSorted(names []string) string {
-	s := append([]string(nil), names...)
-	sort.Strings(s)
-	out := s[:0]
-	for i, n := range s {
-		if i == 0 || n != s[i-1] {
-			out = append(out, n)
-		}
-	}
-	return strings.Join(out, ",")
+	s := slices.Clone(names)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
 }
 
 // forbidden turns d into a 403 with kube-apiserver's message layout:
