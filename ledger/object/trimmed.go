@@ -167,12 +167,10 @@ type trimmedLimitRangeSpec struct {
 }
 
 // Trimmed returns the object's JSON reduced to the fields quota accounting
-// reads. Decode(Trimmed()) evaluates to the same charges as the original,
-// and two states that differ only in fields quota ignores give equal bytes.
-// It reads the typed value, so changes made to it (defaulting, a
-// namespace) are included. The resourceVersion is left out (an event carries it beside
-// the object): it changes on every write, and keeping it would make
-// status-only churn look like a change.
+// reads, from the typed value (defaulting included). Decode(Trimmed())
+// evaluates to the same charges as the original, and two states that
+// differ only in fields quota ignores give equal bytes: the
+// resourceVersion, which changes on every write, is left to the event.
 func (o *Object) Trimmed() ([]byte, error) {
 	t, err := o.trimmed()
 	if err != nil {

@@ -14,16 +14,12 @@ import (
 )
 
 // decodeTrimmed reads, in one pass and without reflection, what Trimmed
-// writes for pods and for the kinds the ledger keeps no value of: the
-// form the projector and replay read back for every event. apiVersion and
-// kind come first, then only the members Trimmed writes, each once, with
-// plain strings and integers. It returns nil for anything else (an
-// unknown, repeated or escaped key, a null, a string that is not plain, a
-// value Kubernetes would refuse, an object Decode would reject, a kind
-// with a typed value other than a pod), and Decode then reads the input
-// into the typed value. For every input it accepts it builds the Object
-// the typed decode would: TestDecodeTrimmedMatchesTyped and FuzzDecodeTrimmed
-// hold it to that.
+// writes for pods and for the kinds the ledger keeps no value of:
+// apiVersion and kind first, then only the members Trimmed writes, each
+// once, with plain strings and integers. It returns nil for anything else,
+// which Decode then reads into the typed value. What it accepts it reads
+// as the typed decode would (TestDecodeTrimmedMatchesTyped,
+// FuzzDecodeTrimmed).
 func decodeTrimmed(b []byte) *Object {
 	s := jsonscan.New(b)
 	var h header
