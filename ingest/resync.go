@@ -1,13 +1,15 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,22 +20,18 @@ import (
 // ResyncOptions say which (namespace, resource) a resync input covers when
 // the input alone cannot say it.
 type ResyncOptions struct {
-	// Namespace is given to namespaced objects that name none, and limits
-	// the input to one namespace: an object of another namespace is
-	// rejected. Zero: each object's own namespace (falling back to
-	// Options.Namespace).
+	// Namespace is given to namespaced objects that name none, and an
+	// object of another namespace is rejected. Zero: each object's own
+	// namespace (falling back to Options.Namespace).
 	Namespace string
 	// Resource, with Namespace, declares that the input is the complete
-	// list of this resource ("pods", "jobs.batch") in Namespace even when
-	// it lists nothing: an empty list then removes every such object.
-	// Zero: only the (namespace, resource) groups present in the input are
-	// resynced.
+	// list of this resource ("pods", "jobs.batch") in Namespace, so that an
+	// empty list removes every such object. Zero: only the (namespace,
+	// resource) groups present in the input are resynced.
 	Resource string
-	// ClusterScoped, with Resource and no Namespace, declares that the
-	// input is the complete list of the cluster-scoped Resource
-	// ("storageclasses.storage.k8s.io") even when it lists nothing: an
-	// empty list then removes every such object. A namespaced object in
-	// the input is rejected.
+	// ClusterScoped, with Resource and no Namespace, declares the input the
+	// complete list of the cluster-scoped Resource, as Resource does for a
+	// namespace; a namespaced object in the input is rejected.
 	ClusterScoped bool
 }
 
@@ -46,7 +44,7 @@ type ResyncGroup struct {
 	// Seq is the stream sequence of the event; zero when not appended.
 	Seq uint64
 	// Duplicate is set when the same list was appended within the stream's
-	// duplicate window and nothing new was written.
+	// duplicate window.
 	Duplicate bool
 	// Split is set when the list was too large for one event: its objects
 	// were appended as Upserts, then the Resync (at Seq) naming them.
@@ -69,26 +67,24 @@ const (
 	ResyncItemsMax = ListItemsMax
 )
 
-// Resync reads a complete list of objects (a List or plain objects in JSON
-// or YAML, e.g. `kubectl get pods -n NS -o json`; see Parse) and appends,
-// per (namespace, resource), one ledger.Resync event carrying the trimmed
-// objects: "this is everything of that resource in that namespace now". The
-// projector then removes the objects it holds that the list lacks, upserts
-// the listed ones and recounts the namespace's quotas; the event stays in
-// the log, so replay shows when and why usage changed.
+// Resync reads a complete list of objects (a List or plain objects, e.g.
+// `kubectl get pods -n NS -o json`; see Parse) and appends, per
+// (namespace, resource), one ledger.Resync event carrying the trimmed
+// objects: "this is everything of that resource in that namespace now".
+// The projector then removes the objects it holds that the list lacks and
+// upserts the listed ones; the event stays in the log, so replay shows
+// when and why usage changed.
 //
 // Watch events other than ADDED are rejected: a resync states what exists.
 // When any record of the input is rejected, no group is appended
-// (ErrResyncIncomplete): the list is not known to be complete. An input
-// over ResyncGroupsMax groups or ResyncItemsMax objects is rejected so
-// (ErrResyncTooLarge).
+// (ErrResyncIncomplete), nor is an input over ResyncGroupsMax groups or
+// ResyncItemsMax objects (ErrResyncTooLarge).
 //
-// The same input again is a duplicate, and appends nothing, when the last
-// event of each of its namespaces is its own resync (within the stream's
-// duplicate window); after any other event of a namespace, its groups in
-// that namespace are appended again, as they may undo that event. An
-// event another writer appends between two groups of one namespace of
-// the input is not seen by the next run.
+// The same input again appends nothing when the last event of each of its
+// namespaces is its own resync (within the stream's duplicate window);
+// after any other event of a namespace, its groups there are appended
+// again, as they may undo that event. An event another writer appends
+// between two groups of one namespace is not seen by the next run.
 func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts ResyncOptions) (ResyncReport, error) {
 	if err := opts.validate(); err != nil {
 		return ResyncReport{}, err
@@ -96,32 +92,32 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	run := &run{in: in, ctx: ctx}
-
-	// Read the list, grouped by namespace and resource.
 	groups, err := in.readResync(ctx, run, name, r, opts)
 	if err != nil {
 		return ResyncReport{Report: run.report}, fmt.Errorf("resync %s: %w", name, err)
 	}
-
-	// Append each group, in the order of namespace, then resource; the
-	// groups of one namespace are placed together.
-	report := ResyncReport{}
-	recordsRejected := run.report.Rejected
+	// The groups are appended by namespace, then resource.
+	var appended []ResyncGroup
 	keys := groups.sortedKeys()
+	if rejected := run.report.Rejected; rejected > 0 {
+		for _, k := range keys {
+			appended = append(appended, refuseResyncGroup(run, name, k, groups.byKey[k], rejected))
+		}
+		return ResyncReport{Report: run.report, Groups: appended}, nil
+	}
 	for i := 0; i < len(keys); {
 		j := i
 		for j < len(keys) && keys[j][0] == keys[i][0] {
 			j++
 		}
-		rgs, err := in.appendResyncNamespace(ctx, run, name, keys[i:j], groups, recordsRejected)
-		report.Groups = append(report.Groups, rgs...)
+		rgs, err := in.appendResyncNamespace(ctx, run, name, keys[i:j], groups)
+		appended = append(appended, rgs...)
 		if err != nil {
-			return ResyncReport{Report: run.report, Groups: report.Groups}, err
+			return ResyncReport{Report: run.report, Groups: appended}, err
 		}
 		i = j
 	}
-	report.Report = run.report
-	return report, nil
+	return ResyncReport{Report: run.report, Groups: appended}, nil
 }
 
 // appendResyncNamespace appends the groups of keys, all of one namespace.
@@ -129,15 +125,9 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 // namespace's last event before them, so that the same input again, with
 // no other event of the namespace after it, is a duplicate, and after
 // another event is new. The error is the stream's.
-func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name string, keys [][2]string, groups *resyncGroups, recordsRejected int) ([]ResyncGroup, error) {
+func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name string, keys [][2]string, groups *resyncGroups) ([]ResyncGroup, error) {
 	ns := keys[0][0]
 	var rgs []ResyncGroup
-	if recordsRejected > 0 {
-		for _, k := range keys {
-			rgs = append(rgs, in.refuseResyncGroup(run, name, k, groups.byKey[k], recordsRejected))
-		}
-		return rgs, nil
-	}
 	events := make([]ledger.Event, len(keys))
 	lists := make([]string, len(keys))
 	for i, k := range keys {
@@ -157,8 +147,8 @@ func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name st
 	}
 	after := lastSeq
 	if _, rest, ok := strings.Cut(lastID, tag); ok {
-		// The namespace's last event is this input's: appended again
-		// with the IDs it had, it is a duplicate.
+		// The namespace's last event is this input's: the same IDs make
+		// it a duplicate.
 		seq, _, _ := strings.Cut(rest, "/")
 		if prev, err := strconv.ParseUint(seq, 10, 64); err == nil {
 			after = prev
@@ -180,7 +170,7 @@ func resyncSource(name string, k [2]string) string {
 
 // refuseResyncGroup refuses group k: recordsRejected says the input is
 // not a complete list.
-func (in *Ingester) refuseResyncGroup(run *run, name string, k [2]string, g *resyncGroup, recordsRejected int) ResyncGroup {
+func refuseResyncGroup(run *run, name string, k [2]string, g *resyncGroup, recordsRejected int) ResyncGroup {
 	// A rejected record may belong to any group (one that did not parse
 	// names none), so no group of this input is complete.
 	reason := fmt.Sprintf("%v: not appended, %d records of the input were rejected", ErrResyncIncomplete, recordsRejected)
@@ -233,17 +223,9 @@ func (g *resyncGroups) get(ns, resource string) *resyncGroup {
 }
 
 func (g *resyncGroups) sortedKeys() [][2]string {
-	keys := make([][2]string, 0, len(g.byKey))
-	for k := range g.byKey {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
+	return slices.SortedFunc(maps.Keys(g.byKey), func(a, b [2]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
 	})
-	return keys
 }
 
 // readResync reads a resync input into its groups, rejecting (into run)
