@@ -45,11 +45,10 @@ type Record struct {
 	Err error
 }
 
-// Reader reads the event stream in sequence order from a starting sequence,
-// through an ordered consumer: an ephemeral, flow-controlled consumer that
-// the client recreates from the last delivered sequence whenever it detects
-// a gap, so records arrive exactly once and in order. A Reader is used by one
-// goroutine at a time.
+// Reader reads the event stream in sequence order through an ordered
+// consumer, which the client recreates from the last delivered sequence
+// on a gap, so records arrive exactly once and in order. A Reader is used
+// by one goroutine at a time.
 type Reader struct {
 	iter    jetstream.MessagesContext
 	records chan Record
@@ -157,11 +156,10 @@ func decodeSurviving(raw []byte) (ev Event, err error) {
 }
 
 // Next returns up to max records in sequence order. It waits at most wait
-// for the first one (returning none, and no error, if none arrives) and
-// then takes only what has already arrived, so a caller applying batches
-// gets large batches under load and small ones when idle. It returns ctx's
-// error when ctx ends and ErrReaderClosed after Close or when the consumer
-// failed for good (wrapping that failure).
+// for the first one (returning none if none arrives), then takes only what
+// has arrived: large batches under load, small ones when idle. It returns
+// ctx's error when ctx ends and ErrReaderClosed after Close or when the
+// consumer failed for good (wrapping that failure).
 func (r *Reader) Next(ctx context.Context, max int, wait time.Duration) ([]Record, error) {
 	return r.NextUnless(ctx, max, wait, nil)
 }

@@ -75,8 +75,8 @@ func Evaluate(o *object.Object, now time.Time) (Charge, error) {
 		}
 	default:
 		c.Usage = ResourceList{countPrefix + o.Resource: quantity.NewInt(1)}
-		if legacy, ok := legacyCountNames[o.Resource]; ok {
-			c.Usage[legacy] = quantity.NewInt(1)
+		if legacyCounts[o.Resource] {
+			c.Usage[o.Resource] = quantity.NewInt(1)
 		}
 	}
 	switch {

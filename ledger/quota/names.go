@@ -168,16 +168,10 @@ func scopeValidForResource(scope, name string) bool {
 	}
 }
 
-// legacyCountNames are the object counts that predate count/<resource>.
-var legacyCountNames = map[string]string{
-	"pods":                   ResourcePods,
-	"services":               ResourceServices,
-	"persistentvolumeclaims": ResourcePersistentVolumeClaims,
-	"secrets":                ResourceSecrets,
-	"configmaps":             ResourceConfigMaps,
-	"replicationcontrollers": ResourceReplicationControllers,
-	"resourcequotas":         ResourceQuotas,
-}
+// legacyCounts are the resources whose object count predates
+// count/<resource>: it is named by the resource itself.
+var legacyCounts = setOf(ResourcePods, ResourceServices, ResourcePersistentVolumeClaims, ResourceSecrets,
+	ResourceConfigMaps, ResourceReplicationControllers, ResourceQuotas)
 
 // ignoredResources are the resources Kubernetes' quota leaves alone:
 // virtual ones that are never stored, and events. No quota is charged for
@@ -225,14 +219,9 @@ func UsageTracked(name string) (tracked, known bool) {
 			return true, true
 		}
 	}
-	for _, legacy := range legacyCountNames {
-		if name == legacy {
-			return true, true
-		}
-	}
 	resource, ok := strings.CutPrefix(name, countPrefix)
 	if !ok {
-		return false, true
+		return legacyCounts[name], true
 	}
 	if servedResources[resource] {
 		return true, true
@@ -268,6 +257,5 @@ func evaluatorProduces(resource, name string) bool {
 	if name == countPrefix+resource {
 		return true
 	}
-	legacy, ok := legacyCountNames[resource]
-	return ok && name == legacy
+	return legacyCounts[resource] && name == resource
 }
