@@ -456,10 +456,5 @@ func defaultStorageClass(pvc *corev1.PersistentVolumeClaim, classes []*storagev1
 }
 
 func isDefaultClass(sc *storagev1.StorageClass) bool {
-	for _, key := range object.DefaultStorageClassAnnotations {
-		if sc.Annotations[key] == "true" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(object.DefaultStorageClassAnnotations, func(key string) bool { return sc.Annotations[key] == "true" })
 }

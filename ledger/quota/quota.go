@@ -282,10 +282,7 @@ func scopeMatches(s ScopeRequirement, c Charge) bool {
 		case ScopeCrossNamespacePodAffinity:
 			return c.Scope.CrossNamespacePodAffinity
 		case ScopePriorityClass:
-			if c.Scope.PriorityClass == "" {
-				return labelMatches(s, nil)
-			}
-			return labelMatches(s, []string{c.Scope.PriorityClass})
+			return labelMatches(s, c.Scope.PriorityClass)
 		}
 		return false
 	}
@@ -294,10 +291,10 @@ func scopeMatches(s ScopeRequirement, c Charge) bool {
 			return len(c.Scope.VolumeAttributesClasses) != 0
 		}
 		if len(c.Scope.VolumeAttributesClasses) == 0 {
-			return labelMatches(s, nil)
+			return labelMatches(s, "")
 		}
 		for _, name := range c.Scope.VolumeAttributesClasses {
-			if labelMatches(s, []string{name}) {
+			if labelMatches(s, name) {
 				return true
 			}
 		}
@@ -306,23 +303,15 @@ func scopeMatches(s ScopeRequirement, c Charge) bool {
 }
 
 // labelMatches evaluates s as a label selector requirement on a label set
-// holding the scope name with value values[0], or no such label when values
-// is empty.
-func labelMatches(s ScopeRequirement, values []string) bool {
-	present := len(values) == 1
-	in := func() bool {
-		for _, v := range s.Values {
-			if present && v == values[0] {
-				return true
-			}
-		}
-		return false
-	}
+// holding the scope name with value, or no such label when value is "".
+func labelMatches(s ScopeRequirement, value string) bool {
+	present := value != ""
+	in := present && slices.Contains(s.Values, value)
 	switch s.Operator {
 	case OperatorIn:
-		return present && in()
+		return in
 	case OperatorNotIn:
-		return !present || !in()
+		return !in
 	case OperatorExists:
 		return present
 	case OperatorDoesNotExist:
