@@ -1,6 +1,7 @@
 package quantity
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/cockroachdb/apd/v3"
@@ -175,7 +176,7 @@ func (q Quantity) cmpInt(v int64) int {
 // Sign is -1, 0 or +1.
 func (q Quantity) Sign() int {
 	if q.d == nil {
-		return sign64(q.i)
+		return cmp.Compare(q.i, 0)
 	}
 	return q.d.Sign()
 }
