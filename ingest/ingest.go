@@ -43,29 +43,20 @@ type Options struct {
 	// BatchSize is the number of events appended together. Zero:
 	// DefaultBatchSize.
 	BatchSize int
-	// FlushDelay bounds how long an event waits for its batch to fill:
-	// once the oldest event of a batch has waited this long, the batch is
-	// appended as it is, so that a live feed (a watch piped in, which may
-	// not send a thousand events in hours) reaches the stream as it comes.
-	// A file read as fast as it is appended fills its batches first. Zero:
-	// DefaultFlushDelay.
+	// FlushDelay bounds how long an event waits for its batch to fill, so
+	// that a live feed (a watch piped in) reaches the stream as it comes.
+	// Zero: DefaultFlushDelay.
 	FlushDelay time.Duration
 	// Validation says what a field of a plain object that its kind does
-	// not have does: ValidateStrict rejects the object, ValidateWarn
-	// reports it in Report.Warnings, ValidateIgnore lets it pass. Watch
-	// events, which an API server wrote, are not checked. Zero:
-	// ValidateStrict.
+	// not have does (see Validation). Zero: ValidateStrict.
 	Validation Validation
-	// States tells what the log says objects are now: a plain object
-	// (a manifest, not a watch event) is skipped as unchanged only when
-	// it states what its object is now in the log. Zero: plain objects
-	// are appended every time, with no message ID, as nothing tells
-	// their current state.
+	// States tells what the log says objects are now, so that a plain
+	// object is skipped when it states what its object is. Zero: plain
+	// objects are appended every time, with no message ID.
 	States States
 	// UnchangedKeysMax bounds the objects remembered for skipping unchanged
-	// upserts. Zero: DefaultUnchangedKeysMax. When it is reached an
-	// arbitrary remembered object is forgotten; its next upsert is appended
-	// even if unchanged, which is harmless.
+	// upserts; past it an arbitrary one is forgotten, and its next upsert
+	// appended even if unchanged. Zero: DefaultUnchangedKeysMax.
 	UnchangedKeysMax int
 }
 
@@ -304,8 +295,7 @@ func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
 	case o.ClusterScoped() || o.Namespace != "":
 	case pr.rec.Watched && o.TakeClusterScoped():
 		// A custom resource the API server sent without a namespace is
-		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
-		// quota.
+		// cluster-scoped (a ClusterIssuer, say).
 	case in.opts.Namespace == "":
 		return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
 	default:
@@ -314,10 +304,9 @@ func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
 	return o, ""
 }
 
-// readObject decodes rec's object, or says why it cannot. A plain object
-// is first checked against its kind's fields, as kubectl checks a
-// manifest: a rejection then names the line of its first problem in
-// rec.Source. It returns the check's warnings either way.
+// readObject decodes rec's object, or says why it cannot, after a plain
+// object's check against its kind's fields (whose rejection names the line
+// of its first problem in rec.Source). It returns the check's warnings.
 func (in *Ingester) readObject(rec *Record) (*object.Object, []Rejection, string) {
 	var warn []Rejection
 	if !rec.Watched {

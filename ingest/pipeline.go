@@ -168,9 +168,8 @@ func (p *pipeline) prepareLoop() {
 }
 
 // apply takes prepared records in input order, updates the unchanged-upsert
-// memory and the report, keeps rejections, and hands batches on: a full
-// one at once, one that is not filling up once its oldest event has
-// waited FlushDelay.
+// memory and the report, keeps rejections, and hands a batch on when it is
+// full or its oldest event has waited FlushDelay.
 func (p *pipeline) apply() {
 	defer close(p.applied)
 	defer close(p.batches)
@@ -247,9 +246,9 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	}
 	switch {
 	case pr.plain:
-		// Judged against the log when its batch is appended (see
-		// appendBatch); a watch event of the object after it must not be
-		// skipped on a state remembered from before it.
+		// Judged against the log when its batch is appended (judgePlain); a
+		// later watch event of the object must not be skipped on a state
+		// remembered from before it.
 		delete(p.in.last, pr.key)
 	case pr.deleted:
 		delete(p.in.last, pr.key)
@@ -267,8 +266,8 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	return nil
 }
 
-// pendingEntry is an event on its way to the stream with what
-// appendBatch needs to judge a plain object's against the log.
+// pendingEntry is an event on its way to the stream with what judgePlain
+// needs to judge a plain object against the log.
 type pendingEntry struct {
 	entry   ledger.BatchEntry
 	key     string

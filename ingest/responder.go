@@ -71,12 +71,10 @@ func NewResponder(nc *nats.Conn, in *Ingester, log *slog.Logger) *Responder {
 	return &Responder{nc: nc, in: in, log: log}
 }
 
-// Run answers requests in QueueGroup until ctx ends (ledger.Serve); then
-// it drains the subscriptions, answering the requests already received,
-// and returns once they are answered. Each subscription handles its
-// requests one at a time, in the order received. When its Ingester has
-// Options.States, it answers lookups on StatesSubject too. It returns
-// ledger.ErrSubscriptionClosed if a subscription closes first.
+// Run answers requests in QueueGroup, one at a time in the order received,
+// until ctx ends (ledger.Serve, whose drain and errors it shares). When
+// its Ingester has Options.States, it answers lookups on StatesSubject
+// too.
 func (r *Responder) Run(ctx context.Context) error {
 	routes := []ledger.Route{r.route(Subject, r.handle)}
 	if r.in.opts.States != nil {
