@@ -32,24 +32,16 @@
 // object by this Ingester is skipped as unchanged.
 //
 // A plain object (a manifest) states what its object is. It is skipped as
-// unchanged only when the log holds its object in that state now:
-// Options.States answers that (the projection of a ledger server, caught
-// up with the stream, over NATS for `quota ingest`), asked once per batch,
-// after every batch before it was acknowledged, and within a batch the
-// events before it count. So create, delete and create again, or an edit
-// and its revert, always land, and ingesting an unchanged file again
-// appends nothing. Its message ID is a digest of the object, its state
-// and what it follows (the namespace's last sequence the lookup reflected,
-// or the event before it in its batch): the same change made twice on the
-// same state is kept once, any other change is new.
-//
-// Several clients ingesting one object at once are ordered as their
-// appends land, as two kubectl applys racing are: each compares its
-// manifest with the state it read, so a skip is as if the manifest had
-// been appended when the state was read, and an append made after another
-// client's change still lands after it (the later wins). Nothing is held
-// outside the log: a new process, or another ledger server's projection,
-// gives the same answers.
+// unchanged only when the log holds its object in that state now, as
+// Options.States tells (a ledger server's projection, caught up with the
+// stream), asked once per batch after every batch before it was
+// acknowledged; within a batch the events before it count. So create,
+// delete and create again, or an edit and its revert, always land, and an
+// unchanged file ingested again appends nothing. Its message ID is a
+// digest of the object, its state and what it follows: the same change
+// made twice on the same state is kept once. Clients racing on one object
+// are ordered as their appends land, as two kubectl applys are, and
+// nothing is held outside the log.
 //
 // # Field validation
 //
@@ -79,8 +71,7 @@
 //     memory (bounded by Options.UnchangedKeysMax); a new process appends
 //     the first state it sees of each object again (deduplicated when the
 //     message ID is the same).
-//   - Without Options.States a plain object is appended every time, with
-//     no message ID. A lookup that fails (no ledger server answers, its
+//   - A lookup of Options.States that fails (no ledger server answers, its
 //     projection does not catch up within ResponderRequestTimeout) fails
 //     the ingest like a failed append.
 //   - A JSON value that does not parse is rejected with what follows it

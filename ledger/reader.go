@@ -113,6 +113,7 @@ func (r *Reader) pump() {
 	}
 }
 
+// recordOf decodes a stored message into a record.
 func recordOf(msg jetstream.Msg) Record {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -120,30 +121,18 @@ func recordOf(msg jetstream.Msg) Record {
 		// always provides it, so this is a broken invariant of the client.
 		panic(fmt.Sprintf("ledger: message on %s without JetStream metadata: %v", msg.Subject(), err))
 	}
-	rec := recordFrom(msg.Subject(), msg.Data(), meta.Sequence.Stream, meta.Timestamp)
-	rec.Pending = meta.NumPending
-	return rec
-}
-
-// recordFrom decodes the event of a stored message into a record.
-func recordFrom(subject string, data []byte, seq uint64, at time.Time) Record {
-	rec := Record{Subject: subject, Raw: data, Seq: seq, Time: at}
-	ns, err := NamespaceOf(rec.Subject)
-	if err != nil {
-		rec.Err = err
+	rec := Record{Subject: msg.Subject(), Raw: msg.Data(), Seq: meta.Sequence.Stream, Time: meta.Timestamp, Pending: meta.NumPending}
+	if rec.Namespace, rec.Err = NamespaceOf(rec.Subject); rec.Err != nil {
 		return rec
 	}
-	rec.Namespace = ns
-	ev, err := decodeSurviving(rec.Raw)
-	if err != nil {
+	switch ev, err := decodeSurviving(rec.Raw); {
+	case err != nil:
 		rec.Err = err
-		return rec
-	}
-	if ev.Namespace != ns {
+	case ev.Namespace != rec.Namespace:
 		rec.Err = fmt.Errorf("%w: event of namespace %q on subject %s", ErrInvalidEvent, ev.Namespace, rec.Subject)
-		return rec
+	default:
+		rec.Event = ev
 	}
-	rec.Event = ev
 	return rec
 }
 
