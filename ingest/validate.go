@@ -266,15 +266,13 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, de
 		return
 	}
 	switch t.Kind() {
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		if node.Kind != yaml3.MappingNode {
 			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
 			return
 		}
-		walkStruct(c, node, t, path, map[string]bool{}, depth)
-	case reflect.Map:
-		if node.Kind != yaml3.MappingNode {
-			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
+		if t.Kind() == reflect.Struct {
+			walkStruct(c, node, t, path, map[string]bool{}, depth)
 			return
 		}
 		seen := map[string]bool{}
