@@ -17,10 +17,9 @@ type Scanner struct {
 // New returns a Scanner at the start of b.
 func New(b []byte) *Scanner { return &Scanner{b: b} }
 
-// Members walks the members of the object at the cursor. For each member
-// it calls member with the key's bytes and whether the key is plain;
-// member must consume the value (with String, Raw, Skip, Members,
-// Elements, Null or Literal) and return true, or return false to stop. Members reports
+// Members walks the members of the object at the cursor, calling member
+// with each key's bytes and whether the key is plain; member must consume
+// the value and return true, or return false to stop. Members reports
 // whether the object was walked to its end.
 func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 	return s.sequence('{', '}', func() bool {
@@ -70,9 +69,8 @@ func (s *Scanner) Elements(element func() bool) bool {
 }
 
 // Len returns the number of elements of the array at the cursor without
-// moving past it: the capacity of the slice its elements are read into.
-// It counts the commas between them without checking the grammar, which
-// reading the elements does; on input that is not valid the count may be
+// moving past it, to size the slice they are read into. It counts commas
+// without checking the grammar: on input that is not valid it may be
 // wrong.
 func (s *Scanner) Len() int {
 	s.space()

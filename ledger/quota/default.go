@@ -363,8 +363,7 @@ var systemPriorityClasses = map[string]int32{"system-node-critical": 2000001000,
 // priority class gets the global default one, a pod naming a class that
 // does not exist is refused, and so is a pod stating a priority or a
 // preemption policy other than its class's (0 and PreemptLowerPriority
-// without a class). The refusals need the
-// cluster's classes: with none in the environment (none ingested), a
+// without a class). With no classes in the environment (none ingested), a
 // class name is taken as it is.
 func priorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) error {
 	name := pod.Spec.PriorityClassName
