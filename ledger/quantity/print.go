@@ -82,25 +82,25 @@ func appendDecimalBig(out []byte, d *apd.Decimal, format Format) ([]byte, bool) 
 }
 
 // decimalSuffixes are Kubernetes' suffixes for 10^-9 to 10^18, a power of
-// 1000 apart; binarySuffixes those for 1024^0 to 1024^6.
-var (
-	decimalSuffixes = [...]string{"n", "u", "m", "", "k", "M", "G", "T", "P", "E"}
-	binarySuffixes  = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-)
+// 1000 apart, 10^0 having none (the space); binarySuffixes those for
+// 1024^0 to 1024^6.
+const decimalSuffixes = "num kMGTPE"
+
+var binarySuffixes = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
 
 // appendDecimalSuffix appends the suffix for 10^e, which is a multiple of 3.
 // For DecimalSI Kubernetes has suffixes from n to E only; beyond them it
 // prints no suffix at all.
 func appendDecimalSuffix(out []byte, e int64, format Format) ([]byte, bool) {
 	switch {
-	case format == DecimalExponent && e == 0:
+	case e == 0:
 		return out, true
 	case format == DecimalExponent:
 		return strconv.AppendInt(append(out, 'e'), e, 10), true
 	case e < -9 || e > 18:
 		return out, false
 	}
-	return append(out, decimalSuffixes[(e+9)/3]...), true
+	return append(out, decimalSuffixes[(e+9)/3]), true
 }
 
 // appendBinary appends a whole q of magnitude at least 1024 as a multiple of
