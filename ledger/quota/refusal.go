@@ -64,40 +64,33 @@ func constraints(o *object.Object, required []string) string {
 	if o.Resource != "pods" || !ok || podLevelSet(pod) {
 		return ""
 	}
-	var missing map[string]map[string]bool
-	check := func(c *corev1.Container) {
-		for _, r := range required {
-			if !mustSpecify[r] || specifies(c, r) {
-				continue
+	// missing holds the containers missing each resource.
+	var missing map[string][]string
+	for _, cs := range [2][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			for _, r := range required {
+				if mustSpecify[r] && !specifies(&cs[i], r) {
+					if missing == nil {
+						missing = map[string][]string{}
+					}
+					missing[r] = append(missing[r], cs[i].Name)
+				}
 			}
-			if missing == nil {
-				missing = map[string]map[string]bool{}
-			}
-			if missing[r] == nil {
-				missing[r] = map[string]bool{}
-			}
-			missing[r][c.Name] = true
 		}
-	}
-	for i := range pod.Spec.Containers {
-		check(&pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.InitContainers {
-		check(&pod.Spec.InitContainers[i])
 	}
 	return mustSpecifyMessage(missing)
 }
 
 // mustSpecifyMessage words the resources missing from containers, by
 // resource name then container name: "" when none is.
-func mustSpecifyMessage(missing map[string]map[string]bool) string {
+func mustSpecifyMessage(missing map[string][]string) string {
 	if len(missing) == 0 {
 		return ""
 	}
 	names := slices.Sorted(maps.Keys(missing))
 	parts := make([]string, len(names))
 	for i, r := range names {
-		parts[i] = r + " for: " + containerNames(missing[r])
+		parts[i] = r + " for: " + joinSorted(missing[r])
 	}
 	return "must specify " + strings.Join(parts, "; ")
 }
