@@ -238,14 +238,10 @@ type envelope struct {
 	Items      json.RawMessage `json:"items"`
 }
 
-func (p *parser) value(line int, raw []byte) error {
-	return p.valueWithRaw(line, line, raw, raw)
-}
-
-// valueWithRaw handles one JSON value starting at line; text is the input
-// as written (the YAML text for YAML), kept with rejections, whose first
-// line is textLine.
-func (p *parser) valueWithRaw(line, textLine int, raw, text []byte) error {
+// value handles one JSON value starting at line; text is the input as
+// written (the YAML text for YAML), kept with rejections, whose first line
+// is textLine.
+func (p *parser) value(line, textLine int, raw, text []byte) error {
 	source := p.source(line)
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {

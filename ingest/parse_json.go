@@ -44,7 +44,7 @@ func (p *parser) decodeJSON(in *jsonInput) (resume bool, err error) {
 		var syntax *json.SyntaxError
 		switch {
 		case err == nil:
-			if err := p.value(line, raw); err != nil {
+			if err := p.value(line, line, raw, raw); err != nil {
 				return false, err
 			}
 			continue

@@ -118,7 +118,7 @@ func (d *yamlDocument) flush() error {
 	// The line of the text's first line, before which TrimSpace took only
 	// blank lines.
 	lead := raw[:len(raw)-len(bytes.TrimLeft(raw, " \t\r\n"))]
-	return p.valueWithRaw(d.start, d.docLine+bytes.Count(lead, []byte("\n")), js, text)
+	return p.value(d.start, d.docLine+bytes.Count(lead, []byte("\n")), js, text)
 }
 
 func isYAMLSeparator(t []byte) bool {
