@@ -66,11 +66,16 @@ func ParseExact(s string) (Quantity, error) {
 	if !ok {
 		return Quantity{}, fmt.Errorf("exact quantity %q has no format: %w", s, ErrExactForm)
 	}
-	format := DecimalSI
-	for format.String() != name {
-		if format++; format > DecimalExponent {
-			return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
-		}
+	var format Format
+	switch name {
+	case "DecimalSI":
+		format = DecimalSI
+	case "BinarySI":
+		format = BinarySI
+	case "DecimalExponent":
+		format = DecimalExponent
+	default:
+		return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
 	}
 	q, ok := parseExactInt64(value, format)
 	if !ok {
