@@ -175,8 +175,6 @@ func plainMsgID(key string, digest [sha256.Size]byte, after string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:msgIDBytes])
 }
 
-func afterSeq(seq uint64) string { return "seq:" + strconv.FormatUint(seq, 10) }
-
 // batchState is what the events before one in its batch made of an
 // object: it exists with digest, or not; chain is the message ID of the
 // last of them.
@@ -238,7 +236,7 @@ func (in *Ingester) judgePlain(ctx context.Context, batch []pendingEntry) (entri
 			same, after = st.exists && st.digest == pe.digest, "event:"+st.chain
 		} else {
 			st := logged[pe.key]
-			same, after = st.Digest == stateDigest(pe.digest), afterSeq(st.After)
+			same, after = st.Digest == stateDigest(pe.digest), "seq:"+strconv.FormatUint(st.After, 10)
 		}
 		if same {
 			unchanged++
