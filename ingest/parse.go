@@ -63,6 +63,9 @@ type Record struct {
 	// zero when Raw's lines are not the input's (a List's item).
 	File string
 	Line int
+	// ListResourceVersion is the metadata.resourceVersion of the List an
+	// item came in (as `kubectl get -o json` prints it), "" otherwise.
+	ListResourceVersion string
 }
 
 // lineSource is "FILE:LINE" for line l of Raw, or Source when that line
@@ -236,6 +239,9 @@ type envelope struct {
 	Kind       string          `json:"kind"`
 	APIVersion string          `json:"apiVersion"`
 	Items      json.RawMessage `json:"items"`
+	Metadata   struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
 }
 
 // value handles one JSON value starting at line; text is the input as
@@ -294,7 +300,7 @@ func (p *parser) list(source string, env envelope, text []byte) error {
 		if itemKind != "" {
 			raw = withKind(raw, itemKind, env.APIVersion)
 		}
-		if err := p.valueItem(src, raw); err != nil {
+		if err := p.valueItem(src, raw, env.Metadata.ResourceVersion); err != nil {
 			return err
 		}
 	}
@@ -303,12 +309,12 @@ func (p *parser) list(source string, env envelope, text []byte) error {
 
 // valueItem handles a List item: an object, never a watch event or a
 // nested list.
-func (p *parser) valueItem(source string, raw []byte) error {
+func (p *parser) valueItem(source string, raw []byte, listVersion string) error {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
 		return p.reject(source, raw, fmt.Errorf("%w: list item is not an object", ErrNotKubernetes))
 	}
-	return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: t})
+	return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: t, ListResourceVersion: listVersion})
 }
 
 // withKind sets kind and apiVersion on an object that lacks them.

@@ -33,6 +33,13 @@ type ResyncOptions struct {
 	// complete list of the cluster-scoped Resource, as Resource does for a
 	// namespace; a namespaced object in the input is rejected.
 	ClusterScoped bool
+	// ResourceVersion is the list's resourceVersion, carried by every
+	// resync event: the projection then removes only objects older than
+	// the list. Zero: the version the input's one List states
+	// (metadata.resourceVersion, as `kubectl get -o json` prints it), if
+	// any; else the list's version is not known, and whatever the list
+	// lacks is removed.
+	ResourceVersion string
 }
 
 // ResyncGroup is one resync event appended (or refused).
@@ -131,7 +138,8 @@ func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name st
 	events := make([]ledger.Event, len(keys))
 	lists := make([]string, len(keys))
 	for i, k := range keys {
-		events[i] = ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Resync, Resource: k[1], Namespace: ns, Items: groups.byKey[k].items, Source: name}
+		events[i] = ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Resync, Resource: k[1], Namespace: ns,
+			ResourceVersion: groups.resourceVersion, Items: groups.byKey[k].items, Source: name}
 		encoded, err := ledger.Encode(events[i])
 		if err != nil {
 			return rgs, fmt.Errorf("resync %s: %w", resyncSource(name, k), err)
@@ -207,6 +215,8 @@ type resyncGroup struct {
 type resyncGroups struct {
 	byKey map[[2]string]*resyncGroup
 	items int
+	// resourceVersion is the list's (ResyncOptions.ResourceVersion).
+	resourceVersion string
 }
 
 // get returns the group of (ns, resource), nil when the input already has
@@ -231,7 +241,7 @@ func (g *resyncGroups) sortedKeys() [][2]string {
 // readResync reads a resync input into its groups, rejecting (into run)
 // what cannot be listed.
 func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.Reader, opts ResyncOptions) (*resyncGroups, error) {
-	groups := &resyncGroups{byKey: map[[2]string]*resyncGroup{}}
+	groups := &resyncGroups{byKey: map[[2]string]*resyncGroup{}, resourceVersion: opts.ResourceVersion}
 	if opts.Resource != "" {
 		groups.get(opts.Namespace, opts.Resource)
 	}
@@ -239,10 +249,14 @@ func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.
 	if defaultNS == "" {
 		defaultNS = in.opts.Namespace
 	}
+	// Without a version in opts, the list's own is taken when the whole
+	// input is one List that states it.
+	lists := map[string]bool{}
 	err := Parse(name, r, func(rec Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		lists[rec.ListResourceVersion] = true
 		o, reason := in.resyncObject(run, &rec, defaultNS)
 		if reason != "" {
 			return run.reject(rec, reason)
@@ -263,11 +277,17 @@ func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.
 			g.rejected = append(g.rejected, rec.Source)
 			return run.reject(rec, err.Error())
 		}
-		g.items = append(g.items, trimmed)
+		// The item keeps its version, which the projection fences by.
+		g.items = append(g.items, object.WithResourceVersion(trimmed, o.ResourceVersion))
 		g.objects = append(g.objects, listedObject{name: o.Name, uid: o.UID, resourceVersion: o.ResourceVersion})
 		groups.items++
 		return nil
 	})
+	if groups.resourceVersion == "" && len(lists) == 1 {
+		for rv := range lists {
+			groups.resourceVersion = rv
+		}
+	}
 	return groups, err
 }
 
@@ -344,7 +364,8 @@ type listedObject struct {
 // Upserts message IDs from the list's own. It returns why it cannot,
 // instead, when an item or the list of names is itself too large.
 func splitResync(ev ledger.Event, objects []listedObject, msgID string, limit int) (upserts []ledger.BatchEntry, final ledger.Event, reason string) {
-	final = ledger.Event{Version: ev.Version, Type: ledger.Resync, Resource: ev.Resource, Namespace: ev.Namespace, Source: ev.Source}
+	final = ledger.Event{Version: ev.Version, Type: ledger.Resync, Resource: ev.Resource, Namespace: ev.Namespace,
+		ResourceVersion: ev.ResourceVersion, Source: ev.Source}
 	for i, item := range ev.Items {
 		o := objects[i]
 		up := ledger.Event{Version: ev.Version, Type: ledger.Upsert, Resource: ev.Resource, Namespace: ev.Namespace,

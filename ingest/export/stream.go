@@ -389,7 +389,7 @@ func (s *stream) Replace(list []any, rv string) error {
 	}
 	start := time.Now()
 	s.split = 0
-	appended, err := s.resync(s.ctx, items, rv)
+	appended, err := s.resync(s.ctx, items, rv, "list at resourceVersion "+rv)
 	if err != nil {
 		return err
 	}
@@ -421,7 +421,7 @@ func (s *stream) gone(ctx context.Context) {
 	}
 	// A name of its own, so that the resync is not a duplicate of an
 	// earlier one of the same (empty) content.
-	if _, err := s.resync(ctx, nil, "gone at "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := s.resync(ctx, nil, "", "gone at "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		s.log.Warn("cannot remove the objects of a resource the API server no longer serves", "err", err)
 		return
 	}
@@ -445,17 +445,18 @@ func (s *stream) markSynced(rv string) {
 	}
 }
 
-// resync appends one resync per namespace (or one of the cluster scope),
-// and returns how many.
-func (s *stream) resync(ctx context.Context, items []*item, rv string) (int, error) {
-	name := fmt.Sprintf("export %s list at resourceVersion %s", s.res.Name(), rv)
+// resync appends one resync per namespace (or one of the cluster scope)
+// of a list taken at resourceVersion rv ("" when there is none), named
+// by what, and returns how many.
+func (s *stream) resync(ctx context.Context, items []*item, rv, what string) (int, error) {
+	name := fmt.Sprintf("export %s %s", s.res.Name(), what)
 	if !s.res.Namespaced {
 		var lines bytes.Buffer
 		for _, it := range items {
 			lines.Write(it.trimmed)
 			lines.WriteByte('\n')
 		}
-		return 1, s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Resource: s.res.Name(), ClusterScoped: true})
+		return 1, s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Resource: s.res.Name(), ClusterScoped: true, ResourceVersion: rv})
 	}
 	byNamespace := map[string][]*item{}
 	for _, it := range items {
@@ -484,7 +485,7 @@ func (s *stream) resync(ctx context.Context, items []*item, rv string) (int, err
 			lines.WriteByte('\n')
 		}
 		delete(byNamespace, ns)
-		if err := s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Namespace: ns, Resource: s.res.Name()}); err != nil {
+		if err := s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Namespace: ns, Resource: s.res.Name(), ResourceVersion: rv}); err != nil {
 			return 0, err
 		}
 	}

@@ -1,8 +1,10 @@
 package object
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -397,4 +399,28 @@ func trimService(s *corev1.Service) *trimmedServiceSpec {
 		spec.Ports[i] = trimmedServicePort{Port: p.Port, NodePort: p.NodePort}
 	}
 	return spec
+}
+
+// metadataKey is where every trimmed object's metadata begins: the
+// trimmed envelope always prints apiVersion, kind, then metadata.
+var metadataKey = []byte(`"metadata":{`)
+
+// WithResourceVersion puts rv into a trimmed object's metadata, which
+// Trimmed leaves out (so that equal states give equal bytes): a listed
+// object carries its version this way, which the projection fences
+// resyncs by. An empty rv leaves trimmed as it is.
+func WithResourceVersion(trimmed []byte, rv string) []byte {
+	i := bytes.Index(trimmed, metadataKey)
+	if rv == "" || i < 0 {
+		return trimmed
+	}
+	at := i + len(metadataKey)
+	field := `"resourceVersion":` + strconv.Quote(rv)
+	if trimmed[at] != '}' {
+		field += ","
+	}
+	out := make([]byte, 0, len(trimmed)+len(field))
+	out = append(out, trimmed[:at]...)
+	out = append(out, field...)
+	return append(out, trimmed[at:]...)
 }
