@@ -2,11 +2,13 @@ package projector
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
 )
 
 // fenceQuota is the quota every fencing case counts against.
@@ -182,4 +184,46 @@ func skippedRecords(t *testing.T, p *Projector) []skippedRecord {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestVersionDigestsOverNATS: the versions query answers, per namespace,
+// the digest of the reported objects' versions, leaving reservations and
+// other resources out, after catching up with the log.
+func TestVersionDigestsOverNATS(t *testing.T) {
+	_, nc, js := ledgertest.StartServer(t)
+	stream := ledgertest.OpenStream(t, js)
+	ctx := t.Context()
+	p, err := Open(Config{Path: filepath.Join(t.TempDir(), "p.db"), NoSync: true}, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	go p.Run(ctx)
+	go NewResponder(nc, p, nil).Run(ctx)
+	pod := func(name, uid, rv string) json.RawMessage {
+		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"team","uid":"` + uid + `","resourceVersion":"` + rv + `"},"spec":{"containers":[{"name":"c"}]}}`)
+	}
+	for i, o := range []json.RawMessage{pod("a", "u1", "10"), pod("b", "u2", "11")} {
+		ev := ledger.Event{Type: ledger.Upsert, Resource: "pods", Namespace: "team", Name: []string{"a", "b"}[i], Object: o}
+		if _, err := stream.Append(ctx, ev, ledger.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, _ := json.Marshal(ledger.VersionsRequest{Resource: "pods"})
+	msg, err := nc.Request(ledger.SubjectVersions, req, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply ledger.VersionsReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Error != "" {
+		t.Fatalf("reply %s: %v", msg.Data, err)
+	}
+	want := ledger.VersionsDigest([]ledger.ObjectVersion{{Name: "a", UID: "u1", ResourceVersion: "10"}, {Name: "b", UID: "u2", ResourceVersion: "11"}})
+	if len(reply.Digests) != 1 || reply.Digests["team"] != want {
+		t.Fatalf("digests %v, want team: %s", reply.Digests, want)
+	}
+	msg, err = nc.Request(ledger.SubjectVersions, []byte(`{}`), 10*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), "resource is required") {
+		t.Fatalf("a request without a resource: %v %s", err, msg.Data)
+	}
 }
