@@ -3,6 +3,7 @@ package export_test
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -222,4 +223,41 @@ func TestExportAPIOutage(t *testing.T) {
 	if os.Getenv("EXPORT_SHOW_LOGS") != "" {
 		t.Logf("exporter log:\n%s", x.Logs)
 	}
+}
+
+// TestExportPausedLeader pauses the leading exporter (SIGSTOP) past its
+// lease while the cluster changes and the standby takes over, then
+// resumes it: the paused one's watches still hold the events of the
+// pause, older than what the new leader listed, and it may append some
+// before it notices it lost the lease. The ledger fences them by
+// resourceVersion and equals the cluster.
+func TestExportPausedLeader(t *testing.T) {
+	c, l, n := populated(t, nil)
+	a := startExporter(t, c, l, "exporter-a")
+	a.waitReady(t)
+	b := startExporter(t, c, l, "exporter-b")
+	converge(t, c, l, a.Logs, b.Logs)
+
+	mutate(t, c, "team-a", n)
+	must(t, a.Cmd.Process.Signal(syscall.SIGSTOP))
+	for range 3 {
+		mutate(t, c, "team-a", n)
+	}
+	b.waitReady(t)
+	converge(t, c, l, b.Logs)
+
+	must(t, a.Cmd.Process.Signal(syscall.SIGCONT))
+	deadline := time.Now().Add(convergeTimeout)
+	for a.leads(t) && !a.Exited() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed exporter still leads\n%s", a.Logs)
+		}
+		time.Sleep(pollInterval)
+	}
+	// Whatever the resumed one appended, the ledger equals the cluster
+	// before anything changes again.
+	converge(t, c, l, a.Logs, b.Logs)
+	t.Logf("stale facts the ledger ignored: %d", strings.Count(l.Logs.String(), "reason=\"stale: "))
+	mutate(t, c, "team-a", n)
+	converge(t, c, l, b.Logs)
 }
