@@ -54,6 +54,9 @@ func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
 			records, err = p.gather(ctx, reader, records)
 		}
 		if len(records) > 0 {
+			if err := contiguous(p.Applied(), records); err != nil {
+				return err
+			}
 			if err := p.Apply(ctx, records); err != nil {
 				return err
 			}
@@ -65,6 +68,20 @@ func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
 			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), err)
 		}
 	}
+}
+
+// contiguous checks that records continue applied without a gap: the
+// log has none (deleting single events is denied), but a log trimmed
+// (Retainer) past a projection that was not following it would hand it
+// the events after the trim as if nothing lay between.
+func contiguous(applied uint64, records []ledger.Record) error {
+	for _, r := range records {
+		if r.Seq != applied+1 {
+			return fmt.Errorf("%w: the log gave seq %d after applied seq %d: the events between were removed from it; move the projection file aside to start from the newest checkpoint", ErrLogGap, r.Seq, applied)
+		}
+		applied = r.Seq
+	}
+	return nil
 }
 
 // gather lets a batch of reservations smaller than a quarter of
