@@ -208,8 +208,9 @@ func TestOneTrimmerAtATime(t *testing.T) {
 }
 
 // TestACheckpointIsReadBackBeforeItIsNamed writes a checkpoint: it is
-// listed under its own name, with no pending copy left, and SameState,
-// which compared it with the live state, names an entry that differs.
+// listed under its own name, with no pending copy left; read back, it
+// equals the state it was written from and not a later one; and
+// SameState names an entry that differs.
 func TestACheckpointIsReadBackBeforeItIsNamed(t *testing.T) {
 	r := newRetentionRig(t, 3)
 	r.add(12)
@@ -220,6 +221,17 @@ func TestACheckpointIsReadBackBeforeItIsNamed(t *testing.T) {
 	}
 	if again := r.checkpoint(); again.Name != info.Name {
 		t.Errorf("a second write at the same seq made %s", again.Name)
+	}
+	// The stored file, read back through bbolt, against the state it was
+	// written from and against a later one.
+	at12 := r.p.View()
+	r.add(3)
+	ctx := context.Background()
+	if err := r.snaps.validate(ctx, info.Name, at12, t.TempDir()); err != nil {
+		t.Errorf("the checkpoint against the state it was written from: %v", err)
+	}
+	if err := r.snaps.validate(ctx, info.Name, r.p.View(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "differs") {
+		t.Errorf("the checkpoint at seq 12 against the state at seq 15: %v, want a difference named", err)
 	}
 	live := r.p.View()
 	changed := live.Clone()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/quotaledger/quota/projector/buckets"
 )
@@ -82,8 +84,9 @@ type SnapshotConfig struct {
 	// Bucket is the object store name. Zero: DefaultSnapshotBucket.
 	Bucket string
 	// Every is the number of applied events between periodic snapshots.
-	// Zero: DefaultSnapshotEvery. Negative: no periodic snapshots (the
-	// store still serves verify snapshots).
+	// Zero: DefaultSnapshotEvery. Negative: none by count (with Interval
+	// negative too, no periodic snapshots at all; the store still serves
+	// verify snapshots).
 	Every int64
 	// Interval is the longest a periodic snapshot waits once anything
 	// was applied since the newest. Zero: DefaultSnapshotInterval.
@@ -162,7 +165,7 @@ type SnapshotInfo struct {
 	// Size is the file's size in bytes.
 	Size uint64 `json:"size"`
 	// Written is when a pending checkpoint was stored (zero otherwise):
-	// one left pending longer than SnapshotTimeout was abandoned.
+	// one left pending twice SnapshotTimeout was abandoned.
 	Written time.Time `json:"-"`
 }
 
@@ -319,7 +322,10 @@ func (s *Snapshots) putCheckpoint(ctx context.Context, info SnapshotInfo, f *os.
 }
 
 // validate reads the stored snapshot called name back into a file in dir
-// and checks that it holds exactly view's state, key for key.
+// and checks that it holds exactly view's state, key for key. The file is
+// compared where it lies, through bbolt's mapping, not loaded: a copy of
+// a large projection in memory would double the server's heap while it
+// is checked.
 func (s *Snapshots) validate(ctx context.Context, name string, view *buckets.Set, dir string) error {
 	f, err := os.CreateTemp(dir, ".snapshot-check-*.db")
 	if err != nil {
@@ -331,18 +337,60 @@ func (s *Snapshots) validate(ctx context.Context, name string, view *buckets.Set
 	if _, err := s.Download(ctx, name, path); err != nil {
 		return fmt.Errorf("validate: %w", err)
 	}
-	stored, err := LoadFile(path)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: openTimeout})
 	if err != nil {
 		return fmt.Errorf("validate: the copy read back: %w", err)
 	}
-	return SameState(view, stored)
+	defer db.Close()
+	if err := Check(db); err != nil {
+		return fmt.Errorf("validate: the copy read back: %w", err)
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		var names []string
+		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			names = append(names, string(name))
+			return nil
+		})
+		return sameBuckets(view.Names(), names, func(name string) kvCursor {
+			if b := view.Bucket([]byte(name)); b != nil {
+				return b.Cursor()
+			}
+			return nil
+		}, func(name string) kvCursor {
+			if b := tx.Bucket([]byte(name)); b != nil {
+				return b.Cursor()
+			}
+			return nil
+		})
+	})
 }
 
 // SameState reports whether a and b hold the same keys and values in
 // every bucket: nil, or an error naming the first entry that differs.
 func SameState(a, b *buckets.Set) error {
+	cursor := func(s *buckets.Set) func(string) kvCursor {
+		return func(name string) kvCursor {
+			if bk := s.Bucket([]byte(name)); bk != nil {
+				return bk.Cursor()
+			}
+			return nil
+		}
+	}
+	return sameBuckets(a.Names(), b.Names(), cursor(a), cursor(b))
+}
+
+// kvCursor walks a bucket in key order: the live state's, or a bbolt
+// file's.
+type kvCursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+}
+
+// sameBuckets compares the buckets of two states, named by aNames and
+// bNames and opened by a and b (nil: none), key for key.
+func sameBuckets(aNames, bNames []string, a, b func(string) kvCursor) error {
 	names := map[string]bool{}
-	for _, n := range append(a.Names(), b.Names()...) {
+	for _, n := range append(aNames, bNames...) {
 		names[n] = true
 	}
 	sorted := make([]string, 0, len(names))
@@ -351,8 +399,7 @@ func SameState(a, b *buckets.Set) error {
 	}
 	sort.Strings(sorted)
 	for _, name := range sorted {
-		key, differ := firstDifference(a.Bucket([]byte(name)), b.Bucket([]byte(name)))
-		if differ {
+		if key, differ := firstDifference(a(name), b(name)); differ {
 			e := ReadEntry(name, key, nil)
 			return fmt.Errorf("bucket %s differs at %s (key %q)", name, e.Name, key)
 		}
@@ -362,16 +409,13 @@ func SameState(a, b *buckets.Set) error {
 
 // firstDifference walks two buckets (nil: empty) in key order and
 // returns the first key whose value differs or that one of them lacks.
-func firstDifference(a, b *buckets.Bucket) ([]byte, bool) {
+func firstDifference(a, b kvCursor) ([]byte, bool) {
 	var ka, va, kb, vb []byte
-	var ca, cb *buckets.Cursor
 	if a != nil {
-		ca = a.Cursor()
-		ka, va = ca.First()
+		ka, va = a.First()
 	}
 	if b != nil {
-		cb = b.Cursor()
-		kb, vb = cb.First()
+		kb, vb = b.First()
 	}
 	for ka != nil || kb != nil {
 		if ka == nil || kb == nil || !bytes.Equal(ka, kb) {
@@ -383,8 +427,8 @@ func firstDifference(a, b *buckets.Bucket) ([]byte, bool) {
 		if !bytes.Equal(va, vb) {
 			return ka, true
 		}
-		ka, va = ca.Next()
-		kb, vb = cb.Next()
+		ka, va = a.Next()
+		kb, vb = b.Next()
 	}
 	return nil, false
 }
@@ -548,7 +592,7 @@ func NewSnapshotter(p *Projector, store *Snapshots, log *slog.Logger) *Snapshott
 // projection does not depend on it.
 func (s *Snapshotter) Run(ctx context.Context) error {
 	every := s.store.cfg.Every
-	if every < 0 {
+	if every < 0 && s.store.cfg.Interval < 0 {
 		return nil
 	}
 	var last uint64
@@ -559,7 +603,11 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 		last = list[len(list)-1].Seq
 	}
 	for {
-		if err := s.wait(ctx, last+uint64(every)); err != nil {
+		next := uint64(math.MaxUint64) // by the interval alone
+		if every >= 0 {
+			next = last + uint64(every)
+		}
+		if err := s.wait(ctx, next); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {

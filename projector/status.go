@@ -262,12 +262,7 @@ func WriteStatus(w io.Writer, s *Status) error {
 	if !l.FirstTime.IsZero() {
 		fmt.Fprintf(tw, "  From:\t%s to %s\n", l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
 	}
-	limits := "none"
-	if l.MaxAge > 0 || l.MaxBytes > 0 {
-		limits = fmt.Sprintf("max age %s, max bytes %d", l.MaxAge, l.MaxBytes)
-	}
-	fmt.Fprintf(tw, "  Limits:\t%s\n", limits)
-	fmt.Fprintf(tw, "  Retention:\t%s\n", retentionText(l.Retention, s.Archive))
+	fmt.Fprintf(tw, "  Limits:\t%s\n", limitsText(l, s.Archive))
 	if l.Replicas > 1 || len(l.Peers) > 0 {
 		fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, l.Leader)
 	} else {
@@ -285,47 +280,56 @@ func WriteStatus(w io.Writer, s *Status) error {
 	}
 	pr := s.Projection
 	fmt.Fprintf(tw, "Projection:\tserver %s, applied seq %d, %d pending, rules %d\n", pr.Server, pr.AppliedSeq, pr.Pending, pr.Rules)
-	writeCheckpoints(tw, s)
 	tw.Flush()
+	writeCheckpoints(&b, s)
 	writeFeeds(&b, s)
 	writeWebhooks(&b, s)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// retentionText says what leaves the log.
-func retentionText(retention time.Duration, archive *ArchiveStatus) string {
-	if retention <= 0 {
+// limitsText says what bounds the log: JetStream's limits, and the
+// retention its server trims it to.
+func limitsText(l ledger.LogStatus, archive *ArchiveStatus) string {
+	var limits []string
+	if l.MaxAge > 0 || l.MaxBytes > 0 {
+		limits = append(limits, fmt.Sprintf("max age %s, max bytes %d", l.MaxAge, l.MaxBytes))
+	}
+	if l.Retention > 0 {
+		where := "not archived"
+		if archive != nil {
+			where = "archived to " + archive.Dir
+		}
+		limits = append(limits, fmt.Sprintf("retention %s (older events a checkpoint covers leave the log, %s)", l.Retention, where))
+	}
+	if len(limits) == 0 {
 		return "none (the log keeps every event)"
 	}
-	text := fmt.Sprintf("%s (older events leave the log once a checkpoint covers them", retention)
-	if archive != nil {
-		return text + ", archived to " + archive.Dir + ")"
-	}
-	return text + "; no archive)"
+	return strings.Join(limits, "; ")
 }
 
-// writeCheckpoints prints a line per checkpoint, then the archive.
-func writeCheckpoints(tw io.Writer, s *Status) {
+// writeCheckpoints prints the checkpoints, a line each, then the
+// archive.
+func writeCheckpoints(b *strings.Builder, s *Status) {
 	if len(s.Checkpoints) == 0 {
-		fmt.Fprintf(tw, "Checkpoints:\tnone yet\n")
+		b.WriteString("Checkpoints: none yet\n")
 	} else {
-		fmt.Fprintf(tw, "Checkpoints:\t%d\n", len(s.Checkpoints))
+		fmt.Fprintf(b, "Checkpoints: %d\n", len(s.Checkpoints))
 	}
 	for _, c := range s.Checkpoints {
-		fmt.Fprintf(tw, "  seq %d:\t%s, rules %d, %d bytes\n", c.Seq, c.Time.UTC().Format(time.RFC3339), c.Rules, c.Size)
+		fmt.Fprintf(b, "  seq %d, %s, rules %d, %d bytes\n", c.Seq, c.Time.UTC().Format(time.RFC3339), c.Rules, c.Size)
 	}
 	a := s.Archive
 	switch {
 	case a == nil:
 	case a.Error != "":
-		fmt.Fprintf(tw, "Archive:\t%s: %s\n", a.Dir, a.Error)
+		fmt.Fprintf(b, "Archive:     %s: %s\n", a.Dir, a.Error)
 	case a.LastSegment == nil:
-		fmt.Fprintf(tw, "Archive:\t%s: empty\n", a.Dir)
+		fmt.Fprintf(b, "Archive:     %s: empty\n", a.Dir)
 	default:
 		l := a.LastSegment
-		fmt.Fprintf(tw, "Archive:\t%s: seq %d to %d in %d segments, %d bytes, %d checkpoints\n", a.Dir, a.FirstSeq, a.LastSeq, a.Segments, a.Bytes, a.Checkpoints)
-		fmt.Fprintf(tw, "  Last:\t%s (seq %d to %d, %s to %s)\n", l.Name, l.FirstSeq, l.LastSeq, l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
+		fmt.Fprintf(b, "Archive:     %s: seq %d to %d in %d segments, %d bytes, %d checkpoints\n", a.Dir, a.FirstSeq, a.LastSeq, a.Segments, a.Bytes, a.Checkpoints)
+		fmt.Fprintf(b, "  last %s: seq %d to %d, %s to %s\n", l.Name, l.FirstSeq, l.LastSeq, l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
 	}
 }
 

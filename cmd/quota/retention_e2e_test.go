@@ -136,7 +136,7 @@ func TestChurnKeepsTheLogFlat(t *testing.T) {
 	}
 	checkRetentionMetrics(t, s, st)
 	text := s.mustRun("status")
-	for _, want := range []string{"Retention:  2s (older events leave the log once a checkpoint covers them; no archive)", "Checkpoints:"} {
+	for _, want := range []string{"Limits:    retention 2s (older events a checkpoint covers leave the log, not archived)", "Checkpoints:"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status lacks %q:\n%s", want, text)
 		}

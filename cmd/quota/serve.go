@@ -62,7 +62,7 @@ func addServeFlags(f *pflag.FlagSet, sf *server.Flags) {
 	f.DurationVar(&sf.Projector.CommitDelay, "projection-commit-delay", projector.DefaultCommitDelay, "how long a small batch of new events waits for more before the projection commits it, unless a query waits (negative: commit at once)")
 	f.Uint64Var(&sf.Projector.CheckpointEvery, "projection-checkpoint-every", projector.DefaultCheckpointEvery, "write the projection's live state to its file every N applied events at most: what a restart folds again from the log")
 	f.DurationVar(&sf.Projector.CheckpointInterval, "projection-checkpoint-interval", projector.DefaultCheckpointInterval, "write the projection's live state to its file at least this often while events are applied")
-	f.Int64Var(&sf.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a checkpoint (a snapshot of the projection) to the object store every N applied events (negative: never)")
+	f.Int64Var(&sf.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a checkpoint (a snapshot of the projection) to the object store every N applied events (negative: by --snapshot-interval alone; both negative: none)")
 	f.DurationVar(&sf.Snapshots.Interval, "snapshot-interval", projector.DefaultSnapshotInterval, "and at least this often while events are applied (negative: by --snapshot-every alone)")
 	f.IntVar(&sf.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of newest checkpoints kept (with --retention, also those the log needs)")
 	f.DurationVar(&sf.Retention, "retention", 0, "remove from the log the events older than this that a checkpoint covers, such as 720h (default 0: keep every event)")
