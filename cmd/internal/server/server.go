@@ -331,7 +331,11 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		return err
 	}
 	status := projector.NewStatusResponder(p.nc, p.proj, p.stream, serverName(), log)
-	status.SetRetention(cfg.Retention, p.snaps, p.archive)
+	retention := time.Duration(0)
+	if p.retainer != nil {
+		retention = cfg.Retention
+	}
+	status.SetRetention(retention, p.snaps, p.archive)
 	// Admission starts apart from these, once the projection has caught
 	// up with the stream (see run).
 	p.responders = []interface{ Run(context.Context) error }{
@@ -350,8 +354,12 @@ func (p *parts) buildRetention(ctx context.Context, js jetstream.JetStream, cfg 
 		return nil
 	}
 	if !p.stream.PurgeAllowed() {
-		return fmt.Errorf("--retention %s: %w: the stream %s was made denying purges, which JetStream cannot lift, so it keeps every event: run without --retention, or start a new log (another --data, or another NATS)",
-			cfg.Retention, ledger.ErrPurgeDenied, p.stream.Config().StreamName)
+		// Serving goes on: a retention that cannot apply is no reason to
+		// stop answering admissions. The log grows as before; status says
+		// it keeps every event.
+		log.Error("--retention is not applied: the stream was made denying purges, which JetStream cannot lift, so the log keeps every event; to bound it, start a new log (another --data, or another NATS)",
+			"retention", cfg.Retention, "stream", p.stream.Config().StreamName, "err", ledger.ErrPurgeDenied)
+		return nil
 	}
 	var err error
 	if cfg.ArchiveDir != "" {
