@@ -4,22 +4,21 @@
 //
 // Every record read ends in exactly one of: appended, duplicate (already in
 // the stream), unchanged (see below), bookmark (skipped, counted), or
-// rejected. A rejection is
-// reported as "FILE:LINE: reason" and kept, with its raw text, in the
-// ledger's dead-letter stream; the records around it are still ingested.
+// rejected. A rejection is reported as "FILE:LINE: reason" and kept, with
+// its raw text, in the ledger's dead-letter stream; the records around it
+// are still ingested.
 //
 // # Input
 //
-// Parse detects the format of each input by its first byte that is not
-// blank: '{' or '[' starts JSON, anything else YAML. JSON is a sequence
-// of values, each a watch event ({"type":"ADDED","object":{...}}) or an
-// object, framed by JSON itself, as kubectl's decoder frames it: one to a
-// line (JSON lines, as `kubectl get --raw '...?watch=true'` prints them),
-// pretty-printed over many, or several on one line. YAML is documents
-// separated by "---". Plain objects count as ADDED; a List (kind "List"
-// or "<Kind>List" with items) counts as its items, whose source is
-// "FILE:LINE[i]". A record's LINE is the line where it starts. Input may
-// be gzipped, and UTF-16 after its byte order mark (see Text).
+// Parse tells the format by the first byte that is not blank: '{' or '['
+// starts JSON, a sequence of values framed by JSON itself as kubectl's
+// decoder frames them (one to a line, pretty-printed over many, or several
+// on one line); anything else is YAML, documents separated by "---". Each
+// value is a watch event ({"type":"ADDED","object":{...}}) or a plain
+// object, which counts as ADDED; a List (kind "List" or "<Kind>List" with
+// items) counts as its items, whose source is "FILE:LINE[i]". A record's
+// LINE is the line where it starts. Input may be gzipped, and UTF-16 after
+// its byte order mark (see Text).
 //
 // # Events
 //
@@ -32,57 +31,36 @@
 // window; an upsert whose trimmed state is the one last appended for its
 // object by this Ingester is skipped as unchanged.
 //
-// A plain object (a manifest: not a watch event) states what its object
-// is. It is skipped as unchanged only when the log holds its object in
-// that state now: Options.States answers that (the projection of a ledger
-// server, caught up with the stream, over NATS for `quota ingest`), asked
-// once per batch, after every batch before it was acknowledged, and
-// within a batch the events before it count. So create, delete and
-// create again, or an edit and its revert, always land, and ingesting an
-// unchanged file again appends nothing. Its message ID is a digest of the
-// object, its state and what it follows (the namespace's last sequence the
-// lookup reflected, or the event before it in its batch): the same change
-// made twice on the same state is kept once, any other change is new.
-//
-// Several clients ingesting one object at once are ordered as their
-// appends land, as two kubectl applys racing are: each compares its
-// manifest with the state it read, so a skip is as if the manifest had
-// been appended when the state was read, and an append made after another
-// client's change still lands after it (the later wins). Two clients
-// appending the same change on the same state append it once. Nothing is
-// held outside the log: a new process, or another ledger server's
-// projection, gives the same answers.
+// A plain object (a manifest) states what its object is. It is skipped as
+// unchanged only when the log holds its object in that state now, as
+// Options.States tells (a ledger server's projection, caught up with the
+// stream), asked once per batch after every batch before it was
+// acknowledged; within a batch the events before it count. So create,
+// delete and create again, or an edit and its revert, always land, and an
+// unchanged file ingested again appends nothing. Its message ID is a
+// digest of the object, its state and what it follows: the same change
+// made twice on the same state is kept once. Clients racing on one object
+// are ordered as their appends land, as two kubectl applys are, and
+// nothing is held outside the log.
 //
 // # Field validation
 //
-// A plain object of a built-in kind (core, apps, batch, node, scheduling,
-// storage, networking, policy, autoscaling, rbac, coordination,
-// discovery) is checked against its kind's Go type in k8s.io/api, as
-// kubectl's --validate checks a manifest: a field the kind does not have
-// ("spec.hrad", a container's "resource") is reported as
-// `FILE:LINE: unknown field "spec.hrad"`, LINE being the field's own, and
-// rejects the object under ValidateStrict (the default), is a warning
-// (Report.Warnings) under ValidateWarn, and passes under ValidateIgnore. A
-// value that cannot be read as its field's type is always rejected,
-// naming its line, path and value:
-// `typo.yaml:12: spec.containers[0].resources.requests.cpu: "2x": quantities
-// must match ...`. Watch events, which an API server wrote, are not
-// checked; nor are kinds of other groups (custom resources), whose schema
-// only the cluster holds. A List's items are named by the List's line and
-// their index, without a line of their own. UnknownFields offers the
-// check of fields to clients that read manifests themselves (quota
-// admit, which leaves values to the server's Kubernetes wording).
+// A plain object of a built-in kind is checked against its kind's Go type
+// in k8s.io/api, as kubectl's --validate checks a manifest (see
+// Validation): an unknown field is reported as `FILE:LINE: unknown field
+// "spec.hrad"`, LINE being the field's own, and a value that cannot be
+// read as its field's type is always rejected, naming its line, path and
+// value. Watch events, which an API server wrote, are not checked; nor are
+// kinds of other groups (custom resources), whose schema only the cluster
+// holds. UnknownFields offers the check to clients that read manifests
+// themselves.
 //
 // # NATS
 //
-// Responder serves Subject (quota.ingest) in QueueGroup (quota-ingest):
-// a request carries one watch event or several as JSON lines, and the reply,
-// sent after the durable append, is the Reply JSON
-// {"appended":N,"duplicates":N,"skipped":N,"bookmarks":N,"rejected":[...]}.
-// With Options.States it also serves StatesSubject (quota.ingest.states):
-// {"keys":[{"namespace":NS,"resource":R,"name":N},...]} (at most
-// StatesKeysMax) is answered with {"states":[{"digest":HEX,"after":SEQ},...]},
-// the digest empty for an object the log does not hold.
+// Responder serves Subject (quota.ingest) in QueueGroup: a request carries
+// one watch event or several as JSON lines, and the Reply is sent after
+// the durable append. With Options.States it also answers lookups of
+// current states on StatesSubject.
 //
 // # Caveats
 //
@@ -93,23 +71,17 @@
 //     memory (bounded by Options.UnchangedKeysMax); a new process appends
 //     the first state it sees of each object again (deduplicated when the
 //     message ID is the same).
-//   - Without Options.States a plain object is appended every time, with
-//     no message ID: nothing tells its object's current state. A lookup
-//     that fails (no ledger server answers, its projection does not catch
-//     up within ResponderRequestTimeout) fails the ingest like a failed
-//     append.
+//   - A lookup of Options.States that fails (no ledger server answers, its
+//     projection does not catch up within ResponderRequestTimeout) fails
+//     the ingest like a failed append.
 //   - A JSON value that does not parse is rejected with what follows it
 //     up to the next line that starts with '{' or '[' (in its first
-//     column), where reading resumes: a bad JSON line costs only itself,
-//     a bad pretty-printed document itself and its indented lines. A JSON
-//     line that does not end its value is only found bad when the next
-//     line starts, so a live feed reports it with the next record.
+//     column), where reading resumes: a bad JSON line costs only itself.
+//     A JSON line that does not end its value is only found bad when the
+//     next line starts, so a live feed reports it with the next record.
 //   - JSON values and YAML documents are held whole while read, each at
-//     most DocumentBytesMax; past that the value is rejected and, in JSON,
-//     the input is not read further. A YAML line is at most LineBytesMax:
-//     longer, its document is rejected (a first line that long that does
-//     not start JSON is rejected alone, ErrLineTooLong, with its size, and
-//     the format is told by the next content).
+//     most DocumentBytesMax, and a YAML line is at most LineBytesMax
+//     (ErrDocumentTooLarge, ErrLineTooLong say what follows).
 //   - Records are decoded and trimmed by up to GOMAXPROCS goroutines, and
 //     one batch is appended while the next is prepared; the stream, the
 //     Report and the dead letters still follow the input order. When an

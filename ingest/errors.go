@@ -45,4 +45,15 @@ var (
 	// ErrNoName is the reason given for an object with only
 	// metadata.generateName: a fact needs the name the cluster gave it.
 	ErrNoName = errors.New("object has no metadata.name")
+
+	// ErrResyncIncomplete is the reason given when a resync group is not
+	// appended because one of its records was rejected: a resync removes
+	// every object it does not list, so a list with a hole would delete
+	// the object that fell through it.
+	ErrResyncIncomplete = errors.New("resync list is incomplete")
+
+	// ErrResyncTooLarge is the reason given for a record of a resync input
+	// that lists more than ResyncGroupsMax groups or ResyncItemsMax
+	// objects; the resync is then incomplete and not appended.
+	ErrResyncTooLarge = errors.New("resync too large")
 )

@@ -43,29 +43,20 @@ type Options struct {
 	// BatchSize is the number of events appended together. Zero:
 	// DefaultBatchSize.
 	BatchSize int
-	// FlushDelay bounds how long an event waits for its batch to fill:
-	// once the oldest event of a batch has waited this long, the batch is
-	// appended as it is, so that a live feed (a watch piped in, which may
-	// not send a thousand events in hours) reaches the stream as it comes.
-	// A file read as fast as it is appended fills its batches first. Zero:
-	// DefaultFlushDelay.
+	// FlushDelay bounds how long an event waits for its batch to fill, so
+	// that a live feed (a watch piped in) reaches the stream as it comes.
+	// Zero: DefaultFlushDelay.
 	FlushDelay time.Duration
 	// Validation says what a field of a plain object that its kind does
-	// not have does: ValidateStrict rejects the object, ValidateWarn
-	// reports it in Report.Warnings, ValidateIgnore lets it pass. Watch
-	// events, which an API server wrote, are not checked. Zero:
-	// ValidateStrict.
+	// not have does (see Validation). Zero: ValidateStrict.
 	Validation Validation
-	// States tells what the log says objects are now: a plain object
-	// (a manifest, not a watch event) is skipped as unchanged only when
-	// it states what its object is now in the log. Zero: plain objects
-	// are appended every time, with no message ID, as nothing tells
-	// their current state.
+	// States tells what the log says objects are now, so that a plain
+	// object is skipped when it states what its object is. Zero: plain
+	// objects are appended every time, with no message ID.
 	States States
 	// UnchangedKeysMax bounds the objects remembered for skipping unchanged
-	// upserts. Zero: DefaultUnchangedKeysMax. When it is reached an
-	// arbitrary remembered object is forgotten; its next upsert is appended
-	// even if unchanged, which is harmless.
+	// upserts; past it an arbitrary one is forgotten, and its next upsert
+	// appended even if unchanged. Zero: DefaultUnchangedKeysMax.
 	UnchangedKeysMax int
 }
 
@@ -104,11 +95,8 @@ func (o Options) Validate() error {
 	default:
 		problems = append(problems, fmt.Sprintf("Validation %q is not strict, warn or ignore", o.Validation))
 	}
-	if o.Namespace != "" {
-		probe := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Delete, Resource: "pods", Name: "x", Namespace: o.Namespace}
-		if err := probe.Validate(); err != nil {
-			problems = append(problems, fmt.Sprintf("Namespace %q is not a DNS label", o.Namespace))
-		}
+	if o.Namespace != "" && ledger.ValidateNamespace(o.Namespace) != nil {
+		problems = append(problems, fmt.Sprintf("Namespace %q is not a DNS label", o.Namespace))
 	}
 	if len(problems) == 0 {
 		return nil
@@ -162,21 +150,38 @@ func (r *Report) Add(o Report) {
 	r.Unchanged += o.Unchanged
 	r.Bookmarks += o.Bookmarks
 	r.Rejected += o.Rejected
-	for _, rej := range o.Rejections {
-		if len(r.Rejections) < ReportRejectionsMax {
-			r.Rejections = append(r.Rejections, rej)
-		}
-	}
-	for _, w := range o.Warnings {
-		if len(r.Warnings) < ReportRejectionsMax {
-			r.Warnings = append(r.Warnings, w)
+	r.Rejections = listed(r.Rejections, o.Rejections...)
+	r.Warnings = listed(r.Warnings, o.Warnings...)
+}
+
+// listed appends rs to list while it holds fewer than ReportRejectionsMax.
+func listed(list []Rejection, rs ...Rejection) []Rejection {
+	return append(list, rs[:min(len(rs), max(ReportRejectionsMax-len(list), 0))]...)
+}
+
+// refuse counts and lists a record or a resync group that is not
+// appended.
+func (r *Report) refuse(source, reason string) {
+	r.Rejected++
+	r.Rejections = listed(r.Rejections, Rejection{Source: source, Reason: reason})
+}
+
+// count counts appends' results as appended or duplicates.
+func (r *Report) count(results []ledger.AppendResult) {
+	for _, res := range results {
+		switch {
+		case res.Seq == 0:
+		case res.Duplicate:
+			r.Duplicates++
+		default:
+			r.Appended++
 		}
 	}
 }
 
 // Ingester turns outside input into ledger events. Its calls are
-// serialised: one input is ingested at a time, so the unchanged-upsert
-// memory always reflects the order events reached the stream.
+// serialised, so the unchanged-upsert memory reflects the order events
+// reached the stream.
 type Ingester struct {
 	stream *ledger.Stream
 	opts   Options
@@ -196,12 +201,10 @@ func New(stream *ledger.Stream, opts Options) (*Ingester, error) {
 	return &Ingester{stream: stream, opts: opts.withDefaults(), last: make(map[string][sha256.Size]byte)}, nil
 }
 
-// IngestFile reads the input named name (see Parse for the formats) and
-// appends its events. It returns once every valid event is acknowledged by
-// JetStream; rejected records are in the Report and in the dead-letter
-// stream, and do not stop the records around them. The error is for
-// failures of reading or of the stream; the Report then counts what was
-// done before the failure.
+// IngestFile reads the input named name (see Parse) and appends its
+// events, returning once JetStream acknowledged every valid one. The
+// error is for failures of reading or of the stream; the Report then
+// counts what was done before the failure.
 func (in *Ingester) IngestFile(ctx context.Context, name string, r io.Reader) (Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -229,17 +232,14 @@ type run struct {
 // classifying, decoding, trimming, hashing, encoding and naming it.
 func (in *Ingester) prepare(rec Record) prepared {
 	pr := prepared{rec: rec}
-	// Classify: only ADDED, MODIFIED and DELETED carry an object.
 	if pr.reject, pr.bookmark = classify(rec); pr.reject != "" || pr.bookmark {
 		return pr
 	}
-	// Decode, after a plain object's check against its kind's fields.
 	o, reason := in.decode(&pr)
 	if reason != "" {
 		pr.reject = reason
 		return pr
 	}
-	// Make the event.
 	ev, reason := pr.event(o)
 	if reason != "" {
 		pr.reject = reason
@@ -295,8 +295,7 @@ func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
 	case o.ClusterScoped() || o.Namespace != "":
 	case pr.rec.Watched && o.TakeClusterScoped():
 		// A custom resource the API server sent without a namespace is
-		// cluster-scoped (a ClusterIssuer, say): recorded, counted by no
-		// quota.
+		// cluster-scoped (a ClusterIssuer, say).
 	case in.opts.Namespace == "":
 		return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
 	default:
@@ -305,10 +304,9 @@ func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
 	return o, ""
 }
 
-// readObject decodes rec's object, or says why it cannot. A plain object
-// is first checked against its kind's fields, as kubectl checks a
-// manifest: a rejection then names the line of its first problem in
-// rec.Source. It returns the check's warnings either way.
+// readObject decodes rec's object, or says why it cannot, after a plain
+// object's check against its kind's fields (whose rejection names the line
+// of its first problem in rec.Source). It returns the check's warnings.
 func (in *Ingester) readObject(rec *Record) (*object.Object, []Rejection, string) {
 	var warn []Rejection
 	if !rec.Watched {
@@ -376,15 +374,12 @@ func (in *Ingester) remember(key string, digest [sha256.Size]byte) {
 
 // msgID is the deduplication ID of an event: a digest of
 // <uid, or resource/namespace/name>/<resourceVersion>/<watch type>, so that
-// re-sending the same watch event is a no-op. Without a resourceVersion
-// (plain manifests) a digest of the object stands in for it, so that
-// re-ingesting the same manifest is a no-op and a changed one is not.
+// re-sending the same watch event is a no-op. Without a resourceVersion a
+// digest of the object stands in for it.
 //
-// The server remembers every ID it has seen within the stream's duplicate
-// window, a day by default: a million events a day are a million IDs
-// held in memory. The first 128 bits of the name's SHA-256, 22 characters
-// of base64url, take a 24-byte allocation each where the name itself, 50
-// to 60 characters, takes 64: about 40 bytes less per event remembered.
+// The server holds every ID of its duplicate window (a day by default) in
+// memory: 128 bits of SHA-256 in base64url take a 24-byte allocation where
+// the name itself, 50 to 60 characters, takes 64.
 func msgID(o *object.Object, watchType string, digest [sha256.Size]byte) string {
 	who := o.UID
 	if who == "" {
@@ -402,11 +397,9 @@ func msgID(o *object.Object, watchType string, digest [sha256.Size]byte) string 
 // that two events of one duplicate window are never taken for each other.
 const msgIDBytes = 16
 
+// reject refuses rec and keeps it in the dead-letter stream.
 func (r *run) reject(rec Record, reason string) error {
-	r.report.Rejected++
-	if len(r.report.Rejections) < ReportRejectionsMax {
-		r.report.Rejections = append(r.report.Rejections, Rejection{Source: rec.Source, Reason: reason})
-	}
+	r.report.refuse(rec.Source, reason)
 	err := r.in.stream.Reject(r.ctx, ledger.Rejection{Origin: ledger.OriginIngest, Source: rec.Source, Reason: reason, Raw: rec.Raw})
 	if err != nil {
 		return fmt.Errorf("keep rejection of %s: %w", rec.Source, err)

@@ -23,9 +23,8 @@ const (
 	// first line of the input that does not start JSON: the largest
 	// object plus room for the watch event around it.
 	LineBytesMax = object.SizeMax + 64<<10
-	// DocumentBytesMax is the largest JSON value (a List, on one line or
-	// many) or YAML document read. Every format is streamed: the input as
-	// a whole has no limit.
+	// DocumentBytesMax is the largest JSON value or YAML document read;
+	// the input as a whole has no limit.
 	DocumentBytesMax = 256 << 20
 	// ListItemsMax is the largest number of items one List may hold.
 	ListItemsMax = 1_000_000
@@ -64,6 +63,9 @@ type Record struct {
 	// zero when Raw's lines are not the input's (a List's item).
 	File string
 	Line int
+	// ListResourceVersion is the metadata.resourceVersion of the List an
+	// item came in (as `kubectl get -o json` prints it), "" otherwise.
+	ListResourceVersion string
 }
 
 // lineSource is "FILE:LINE" for line l of Raw, or Source when that line
@@ -76,23 +78,11 @@ func (r Record) lineSource(l int) string {
 }
 
 // Parse reads the input named name and calls fn with each record in input
-// order. The format is told by the first byte that is not blank:
-//
-//   - '{' or '[': JSON, a sequence of values, each a watch event or an
-//     object, one to a line (JSON lines, what `kubectl get --raw
-//     '...?watch=true'` prints), spread over lines (`kubectl get -o json`,
-//     or a watch's `kubectl get -w --output-watch-events -o json`), or
-//     several on one line: a value ends where its JSON ends, never at a
-//     line break;
-//   - anything else: YAML, one or more documents separated by "---".
-//
-// Every format is streamed: each value or document is handed on once it
-// has been read whole, so a live feed piped in is read as it comes.
-//
-// In any format an object whose kind ends in "List" and that has items is
-// unpacked into its items. Parse returns fn's first error, or a read error;
-// input it cannot use is passed to fn as a Record with Err set, never
-// dropped.
+// order, in the formats the package doc describes (# Input). Every format
+// is streamed: each value or document is handed on once it has been read
+// whole, so a live feed piped in is read as it comes. Parse returns fn's
+// first error, or a read error; input it cannot use is passed to fn as a
+// Record with Err set, never dropped.
 func Parse(name string, r io.Reader, fn func(Record) error) error {
 	br, err := Text(r)
 	if err != nil {
@@ -107,9 +97,8 @@ func Parse(name string, r io.Reader, fn func(Record) error) error {
 
 // parse tells the format from the first content and reads the input in
 // it. A first content line longer than LineBytesMax that does not start
-// JSON is garbage for either format (no YAML line is that long): it is
-// rejected alone, so that it does not hide the lines after it, and the
-// format is told by the next content.
+// JSON is garbage for either format: it is rejected alone, and the format
+// is told by the next content.
 func (p *parser) parse(br *bufio.Reader) error {
 	lines := 0 // the input's lines before the current one
 	for {
@@ -177,13 +166,11 @@ var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 // gzipMagic starts every gzip stream.
 var gzipMagic = []byte{0x1f, 0x8b}
 
-// Text returns r buffered and read as UTF-8 text. Gzip-compressed input
-// (an archive of watch events, events.jsonl.gz) is decompressed. A byte
-// order mark (what some editors save first) is not content: left in, it
-// would hide JSON's first brace from Parse's detection of the format.
-// UTF-16, which its mark announces (PowerShell's > writes kubectl's
-// output so), is read as the UTF-8 it stands for. Other input is read as
-// it is. The error is a gzip header's that cannot be read.
+// Text returns r buffered and read as UTF-8 text: gzip-compressed input is
+// decompressed, a UTF-8 byte order mark dropped (it would hide JSON's
+// first brace from Parse), and UTF-16 after its mark (PowerShell's >
+// writes kubectl's output so) read as the UTF-8 it stands for. The error
+// is a gzip header's that cannot be read.
 func Text(r io.Reader) (*bufio.Reader, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, err := br.Peek(len(gzipMagic)); err == nil && bytes.Equal(b, gzipMagic) {
@@ -252,16 +239,15 @@ type envelope struct {
 	Kind       string          `json:"kind"`
 	APIVersion string          `json:"apiVersion"`
 	Items      json.RawMessage `json:"items"`
+	Metadata   struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
 }
 
-func (p *parser) value(line int, raw []byte) error {
-	return p.valueWithRaw(line, line, raw, raw)
-}
-
-// valueWithRaw handles one JSON value starting at line; text is the input
-// as written (the YAML text for YAML), kept with rejections, whose first
-// line is textLine.
-func (p *parser) valueWithRaw(line, textLine int, raw, text []byte) error {
+// value handles one JSON value starting at line; text is the input as
+// written (the YAML text for YAML), kept with rejections, whose first line
+// is textLine.
+func (p *parser) value(line, textLine int, raw, text []byte) error {
 	source := p.source(line)
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
@@ -314,7 +300,7 @@ func (p *parser) list(source string, env envelope, text []byte) error {
 		if itemKind != "" {
 			raw = withKind(raw, itemKind, env.APIVersion)
 		}
-		if err := p.valueItem(src, raw); err != nil {
+		if err := p.valueItem(src, raw, env.Metadata.ResourceVersion); err != nil {
 			return err
 		}
 	}
@@ -323,12 +309,12 @@ func (p *parser) list(source string, env envelope, text []byte) error {
 
 // valueItem handles a List item: an object, never a watch event or a
 // nested list.
-func (p *parser) valueItem(source string, raw []byte) error {
+func (p *parser) valueItem(source string, raw []byte, listVersion string) error {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
 		return p.reject(source, raw, fmt.Errorf("%w: list item is not an object", ErrNotKubernetes))
 	}
-	return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: t})
+	return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: t, ListResourceVersion: listVersion})
 }
 
 // withKind sets kind and apiVersion on an object that lacks them.

@@ -9,20 +9,14 @@ import (
 )
 
 // jsonValues reads a sequence of JSON values from r, the first starting on
-// the input's line firstLine, and hands each on once it is read whole.
-//
-// The framing is JSON's own, through encoding/json.Decoder: a value ends
-// at the byte that closes it, whether it has a line to itself (JSON
-// lines), spans many (a pretty-printed List) or shares one with others.
-// So a value of a live feed is handed on as soon as its last byte
-// arrives, neither at the next line break nor at the end of the input.
+// the input's line firstLine, and hands each on as soon as the byte that
+// closes it arrives, through encoding/json.Decoder's own framing.
 //
 // Only the recovery from a value that does not parse looks at lines: the
 // decoder starts again at the next line that has '{' or '[' in its first
 // column, where JSON lines put each record and pretty-printers each
-// top-level value (they indent the values inside one). What lies between
-// is one rejection, named by the line where the bad value starts; so a
-// bad JSON line costs only itself.
+// top-level value. What lies between is one rejection, named by the line
+// where the bad value starts.
 func (p *parser) jsonValues(r io.Reader, firstLine int) error {
 	in := &jsonInput{r: r, lines: firstLine - 1, limit: DocumentBytesMax}
 	for {
@@ -50,7 +44,7 @@ func (p *parser) decodeJSON(in *jsonInput) (resume bool, err error) {
 		var syntax *json.SyntaxError
 		switch {
 		case err == nil:
-			if err := p.value(line, raw); err != nil {
+			if err := p.value(line, line, raw, raw); err != nil {
 				return false, err
 			}
 			continue
@@ -79,12 +73,10 @@ func (p *parser) decodeJSON(in *jsonInput) (resume bool, err error) {
 	}
 }
 
-// jsonInput reads the input on behalf of a JSON decoder. It holds what
-// it read from the current value's start on, to tell the line of each
-// value and, after a value that does not parse, to give a new decoder
-// the input from the next record on. It fails reads with
-// ErrDocumentTooLarge once it holds more than limit bytes: one value over
-// the limit.
+// jsonInput reads the input on behalf of a JSON decoder, holding what it
+// read from the current value's start on: to tell each value's line, and
+// to give a new decoder the input from the next record on. It fails reads
+// with ErrDocumentTooLarge once it holds more than limit bytes.
 type jsonInput struct {
 	r     io.Reader
 	limit int

@@ -12,10 +12,9 @@ import (
 )
 
 // yamlDocuments splits the input into YAML documents on "---" and "..."
-// lines and hands each on as soon as its end is read; a document's source
-// line is its first line that is neither blank nor a comment. first is
-// the input's line lineNo, the first with content, and firstErr what
-// reading it returned; the lines after it come from br.
+// lines and hands each on as soon as its end is read, named by its first
+// line that is neither blank nor a comment. first is the input's line
+// lineNo, read with firstErr; the lines after it come from br.
 func (p *parser) yamlDocuments(lineNo int, first []byte, firstErr error, br *bufio.Reader) error {
 	d := &yamlDocument{p: p, lineNo: lineNo - 1}
 	line, size, err := first, len(bytes.TrimRight(first, "\r\n")), firstErr
@@ -119,7 +118,7 @@ func (d *yamlDocument) flush() error {
 	// The line of the text's first line, before which TrimSpace took only
 	// blank lines.
 	lead := raw[:len(raw)-len(bytes.TrimLeft(raw, " \t\r\n"))]
-	return p.valueWithRaw(d.start, d.docLine+bytes.Count(lead, []byte("\n")), js, text)
+	return p.value(d.start, d.docLine+bytes.Count(lead, []byte("\n")), js, text)
 }
 
 func isYAMLSeparator(t []byte) bool {
@@ -129,12 +128,10 @@ func isYAMLSeparator(t []byte) bool {
 	return bytes.HasPrefix(t, []byte("--- ")) || bytes.HasPrefix(t, []byte("---\t"))
 }
 
-// OneNode checks that a YAML document holds one node. yaml.YAMLToJSON
-// reads the first and ignores what follows it in the document, so that
-// JSON objects one per line without "---" between them would lose all but
-// the first without a trace. Only that is refused here: a document the
-// stricter yaml.v3 cannot read at all is left to YAMLToJSON, as kubectl
-// leaves it.
+// OneNode checks that a YAML document holds one node: yaml.YAMLToJSON
+// reads the first and silently ignores the rest (JSON objects one per line
+// without "---" between them). A document the stricter yaml.v3 cannot
+// read at all is left to YAMLToJSON, as kubectl leaves it.
 func OneNode(doc []byte) error {
 	dec := yaml3.NewDecoder(bytes.NewReader(doc))
 	var first, second yaml3.Node

@@ -80,8 +80,9 @@ type pipeline struct {
 	applied chan struct{}
 	written chan struct{}
 
-	// Counted by the appending goroutine, added to the report at the end.
-	appended, duplicates, unchanged int
+	// appends is counted by the appending goroutine, added to the report
+	// at the end.
+	appends Report
 }
 
 func newPipeline(in *Ingester, ctx context.Context) *pipeline {
@@ -155,9 +156,7 @@ func (p *pipeline) finish(parseErr error) error {
 	p.workers.Wait()
 	<-p.applied
 	<-p.written
-	p.run.report.Appended += p.appended
-	p.run.report.Duplicates += p.duplicates
-	p.run.report.Unchanged += p.unchanged
+	p.run.report.Add(p.appends)
 	return p.err
 }
 
@@ -169,9 +168,8 @@ func (p *pipeline) prepareLoop() {
 }
 
 // apply takes prepared records in input order, updates the unchanged-upsert
-// memory and the report, keeps rejections, and hands batches on: a full
-// one at once, one that is not filling up once its oldest event has
-// waited FlushDelay.
+// memory and the report, keeps rejections, and hands a batch on when it is
+// full or its oldest event has waited FlushDelay.
 func (p *pipeline) apply() {
 	defer close(p.applied)
 	defer close(p.batches)
@@ -238,11 +236,7 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
-	for _, w := range pr.warnings {
-		if len(p.run.report.Warnings) < ReportRejectionsMax {
-			p.run.report.Warnings = append(p.run.report.Warnings, w)
-		}
-	}
+	p.run.report.Warnings = listed(p.run.report.Warnings, pr.warnings...)
 	if pr.reject != "" {
 		return p.run.reject(pr.rec, pr.reject)
 	}
@@ -252,9 +246,9 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	}
 	switch {
 	case pr.plain:
-		// Judged against the log when its batch is appended (see
-		// appendBatch); a watch event of the object after it must not be
-		// skipped on a state remembered from before it.
+		// Judged against the log when its batch is appended (judgePlain); a
+		// later watch event of the object must not be skipped on a state
+		// remembered from before it.
 		delete(p.in.last, pr.key)
 	case pr.deleted:
 		delete(p.in.last, pr.key)
@@ -272,8 +266,8 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	return nil
 }
 
-// pendingEntry is an event on its way to the stream with what
-// appendBatch needs to judge a plain object's against the log.
+// pendingEntry is an event on its way to the stream with what judgePlain
+// needs to judge a plain object against the log.
 type pendingEntry struct {
 	entry   ledger.BatchEntry
 	key     string
@@ -295,17 +289,9 @@ func (p *pipeline) append() {
 			p.fail(err)
 			continue
 		}
-		p.unchanged += unchanged
+		p.appends.Unchanged += unchanged
 		results, err := p.in.stream.AppendBatch(p.ctx, entries)
-		for _, res := range results {
-			switch {
-			case res.Seq == 0:
-			case res.Duplicate:
-				p.duplicates++
-			default:
-				p.appended++
-			}
-		}
+		p.appends.count(results)
 		if err != nil {
 			p.fail(err)
 		}

@@ -71,12 +71,10 @@ func NewResponder(nc *nats.Conn, in *Ingester, log *slog.Logger) *Responder {
 	return &Responder{nc: nc, in: in, log: log}
 }
 
-// Run answers requests in QueueGroup until ctx ends (ledger.Serve); then
-// it drains the subscriptions, answering the requests already received,
-// and returns once they are answered. Each subscription handles its
-// requests one at a time, in the order received. When its Ingester has
-// Options.States, it answers lookups on StatesSubject too. It returns
-// ledger.ErrSubscriptionClosed if a subscription closes first.
+// Run answers requests in QueueGroup, one at a time in the order received,
+// until ctx ends (ledger.Serve, whose drain and errors it shares). When
+// its Ingester has Options.States, it answers lookups on StatesSubject
+// too.
 func (r *Responder) Run(ctx context.Context) error {
 	routes := []ledger.Route{r.route(Subject, r.handle)}
 	if r.in.opts.States != nil {
@@ -98,60 +96,58 @@ func (r *Responder) route(subject string, handle func(context.Context, *nats.Msg
 	}
 }
 
+// answer sends reply as the answer to m, unless m is a plain publish
+// that nobody waits for. A failed answer is not retried: the requester
+// times out and asks again, and the message IDs make a second ingest a
+// no-op.
+func (r *Responder) answer(m *nats.Msg, reply any) {
+	data, err := json.Marshal(reply)
+	if err != nil {
+		panic(fmt.Sprintf("ingest: marshal %T: %v", reply, err)) // the replies always marshal
+	}
+	if m.Reply == "" {
+		return
+	}
+	if err := ledger.SendAnswer(r.nc, m, data); err != nil {
+		r.log.Warn("ingest reply not sent", "subject", m.Subject, "err", err)
+	}
+}
+
 // handleStates answers one lookup on StatesSubject.
 func (r *Responder) handleStates(ctx context.Context, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(ctx, ResponderRequestTimeout)
 	defer cancel()
-	respond := func(reply StatesReply) {
-		if reply.States == nil {
-			reply.States = []ObjectState{}
-		}
-		data, err := json.Marshal(reply)
-		if err != nil {
-			panic(fmt.Sprintf("ingest: marshal states reply: %v", err)) // a StatesReply always marshals
-		}
-		if m.Reply == "" {
-			return
-		}
-		if err := ledger.SendAnswer(r.nc, m, data); err != nil {
-			r.log.Warn("ingest states reply not sent", "err", err)
-		}
-	}
-	defer ledger.Survive(r.log, "answer a lookup of current states", func(err error) {
-		respond(StatesReply{Error: err.Error()})
-	})
+	fail := func(err error) { r.answer(m, StatesReply{States: []ObjectState{}, Error: err.Error()}) }
+	defer ledger.Survive(r.log, "answer a lookup of current states", fail)
 	var req StatesRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
-		respond(StatesReply{Error: fmt.Sprintf("bad request: %v", err)})
+		fail(fmt.Errorf("bad request: %v", err))
 		return
 	}
 	if len(req.Keys) > StatesKeysMax {
-		respond(StatesReply{Error: fmt.Sprintf("bad request: %d keys, at most %d", len(req.Keys), StatesKeysMax)})
+		fail(fmt.Errorf("bad request: %d keys, at most %d", len(req.Keys), StatesKeysMax))
 		return
 	}
 	states, err := r.in.opts.States.ObjectStates(ctx, req.Keys)
 	if err != nil {
-		respond(StatesReply{Error: err.Error()})
+		fail(err)
 		return
 	}
-	respond(StatesReply{States: states})
+	if states == nil {
+		states = []ObjectState{}
+	}
+	r.answer(m, StatesReply{States: states})
 }
 
 func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(ctx, ResponderRequestTimeout)
 	defer cancel()
 	defer ledger.Survive(r.log, "ingest a request's records", func(err error) {
-		if m.Reply != "" {
-			data, _ := json.Marshal(Reply{Error: err.Error(), Rejected: []Rejection{}}) // always marshals
-			_ = m.Respond(data)
-		}
+		r.answer(m, Reply{Error: err.Error(), Rejected: []Rejection{}})
 	})
 	name := Subject
 	if h := strings.TrimSpace(m.Header.Get(SourceHeader)); h != "" {
-		if len(h) > SourceNameLengthMax {
-			h = h[:SourceNameLengthMax]
-		}
-		name = h
+		name = h[:min(len(h), SourceNameLengthMax)]
 	}
 	report, err := r.in.IngestFile(ctx, name, bytes.NewReader(m.Data))
 	reply := Reply{
@@ -168,16 +164,5 @@ func (r *Responder) handle(ctx context.Context, m *nats.Msg) {
 	if err != nil {
 		reply.Error = err.Error()
 	}
-	data, merr := json.Marshal(reply)
-	if merr != nil {
-		panic(fmt.Sprintf("ingest: marshal reply: %v", merr)) // a Reply always marshals
-	}
-	if m.Reply == "" {
-		return // a plain publish: nobody waits for the answer
-	}
-	// A failed reply is not retried: the requester times out and re-sends,
-	// and the message IDs make the second ingest a no-op.
-	if err := ledger.SendAnswer(r.nc, m, data); err != nil {
-		r.log.Warn("ingest reply not sent", "err", err)
-	}
+	r.answer(m, reply)
 }

@@ -1,14 +1,15 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,37 +17,29 @@ import (
 	"github.com/quotaledger/quota/ledger/object"
 )
 
-// ErrResyncIncomplete is the reason given when a resync group is not
-// appended because one of its records was rejected: a resync removes every
-// object it does not list, so a list with a hole would delete the object
-// that fell through it.
-var ErrResyncIncomplete = errors.New("resync list is incomplete")
-
-// ErrResyncTooLarge is the reason given for a record of a resync input
-// that lists more than ResyncGroupsMax groups or ResyncItemsMax objects;
-// the resync is then incomplete and not appended.
-var ErrResyncTooLarge = errors.New("resync too large")
-
 // ResyncOptions say which (namespace, resource) a resync input covers when
 // the input alone cannot say it.
 type ResyncOptions struct {
-	// Namespace is given to namespaced objects that name none, and limits
-	// the input to one namespace: an object of another namespace is
-	// rejected. Zero: each object's own namespace (falling back to
-	// Options.Namespace).
+	// Namespace is given to namespaced objects that name none, and an
+	// object of another namespace is rejected. Zero: each object's own
+	// namespace (falling back to Options.Namespace).
 	Namespace string
 	// Resource, with Namespace, declares that the input is the complete
-	// list of this resource ("pods", "jobs.batch") in Namespace even when
-	// it lists nothing: an empty list then removes every such object.
-	// Zero: only the (namespace, resource) groups present in the input are
-	// resynced.
+	// list of this resource ("pods", "jobs.batch") in Namespace, so that an
+	// empty list removes every such object. Zero: only the (namespace,
+	// resource) groups present in the input are resynced.
 	Resource string
-	// ClusterScoped, with Resource and no Namespace, declares that the
-	// input is the complete list of the cluster-scoped Resource
-	// ("storageclasses.storage.k8s.io") even when it lists nothing: an
-	// empty list then removes every such object. A namespaced object in
-	// the input is rejected.
+	// ClusterScoped, with Resource and no Namespace, declares the input the
+	// complete list of the cluster-scoped Resource, as Resource does for a
+	// namespace; a namespaced object in the input is rejected.
 	ClusterScoped bool
+	// ResourceVersion is the list's resourceVersion, carried by every
+	// resync event: the projection then removes only objects older than
+	// the list. Zero: the version the input's one List states
+	// (metadata.resourceVersion, as `kubectl get -o json` prints it), if
+	// any; else the list's version is not known, and whatever the list
+	// lacks is removed.
+	ResourceVersion string
 }
 
 // ResyncGroup is one resync event appended (or refused).
@@ -58,7 +51,7 @@ type ResyncGroup struct {
 	// Seq is the stream sequence of the event; zero when not appended.
 	Seq uint64
 	// Duplicate is set when the same list was appended within the stream's
-	// duplicate window and nothing new was written.
+	// duplicate window.
 	Duplicate bool
 	// Split is set when the list was too large for one event: its objects
 	// were appended as Upserts, then the Resync (at Seq) naming them.
@@ -81,26 +74,24 @@ const (
 	ResyncItemsMax = ListItemsMax
 )
 
-// Resync reads a complete list of objects (a List or plain objects in JSON
-// or YAML, e.g. `kubectl get pods -n NS -o json`; see Parse) and appends,
-// per (namespace, resource), one ledger.Resync event carrying the trimmed
-// objects: "this is everything of that resource in that namespace now". The
-// projector then removes the objects it holds that the list lacks, upserts
-// the listed ones and recounts the namespace's quotas; the event stays in
-// the log, so replay shows when and why usage changed.
+// Resync reads a complete list of objects (a List or plain objects, e.g.
+// `kubectl get pods -n NS -o json`; see Parse) and appends, per
+// (namespace, resource), one ledger.Resync event carrying the trimmed
+// objects: "this is everything of that resource in that namespace now".
+// The projector then removes the objects it holds that the list lacks and
+// upserts the listed ones; the event stays in the log, so replay shows
+// when and why usage changed.
 //
 // Watch events other than ADDED are rejected: a resync states what exists.
 // When any record of the input is rejected, no group is appended
-// (ErrResyncIncomplete): the list is not known to be complete. An input
-// over ResyncGroupsMax groups or ResyncItemsMax objects is rejected so
-// (ErrResyncTooLarge).
+// (ErrResyncIncomplete), nor is an input over ResyncGroupsMax groups or
+// ResyncItemsMax objects (ErrResyncTooLarge).
 //
-// The same input again is a duplicate, and appends nothing, when the last
-// event of each of its namespaces is its own resync (within the stream's
-// duplicate window); after any other event of a namespace, its groups in
-// that namespace are appended again, as they may undo that event. An
-// event another writer appends between two groups of one namespace of
-// the input is not seen by the next run.
+// The same input again appends nothing when the last event of each of its
+// namespaces is its own resync (within the stream's duplicate window);
+// after any other event of a namespace, its groups there are appended
+// again, as they may undo that event. An event another writer appends
+// between two groups of one namespace is not seen by the next run.
 func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts ResyncOptions) (ResyncReport, error) {
 	if err := opts.validate(); err != nil {
 		return ResyncReport{}, err
@@ -108,32 +99,32 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	run := &run{in: in, ctx: ctx}
-
-	// Read the list, grouped by namespace and resource.
 	groups, err := in.readResync(ctx, run, name, r, opts)
 	if err != nil {
 		return ResyncReport{Report: run.report}, fmt.Errorf("resync %s: %w", name, err)
 	}
-
-	// Append each group, in the order of namespace, then resource; the
-	// groups of one namespace are placed together.
-	report := ResyncReport{}
-	recordsRejected := run.report.Rejected
+	// The groups are appended by namespace, then resource.
+	var appended []ResyncGroup
 	keys := groups.sortedKeys()
+	if rejected := run.report.Rejected; rejected > 0 {
+		for _, k := range keys {
+			appended = append(appended, refuseResyncGroup(run, name, k, groups.byKey[k], rejected))
+		}
+		return ResyncReport{Report: run.report, Groups: appended}, nil
+	}
 	for i := 0; i < len(keys); {
 		j := i
 		for j < len(keys) && keys[j][0] == keys[i][0] {
 			j++
 		}
-		rgs, err := in.appendResyncNamespace(ctx, run, name, keys[i:j], groups, recordsRejected)
-		report.Groups = append(report.Groups, rgs...)
+		rgs, err := in.appendResyncNamespace(ctx, run, name, keys[i:j], groups)
+		appended = append(appended, rgs...)
 		if err != nil {
-			return ResyncReport{Report: run.report, Groups: report.Groups}, err
+			return ResyncReport{Report: run.report, Groups: appended}, err
 		}
 		i = j
 	}
-	report.Report = run.report
-	return report, nil
+	return ResyncReport{Report: run.report, Groups: appended}, nil
 }
 
 // appendResyncNamespace appends the groups of keys, all of one namespace.
@@ -141,19 +132,14 @@ func (in *Ingester) Resync(ctx context.Context, name string, r io.Reader, opts R
 // namespace's last event before them, so that the same input again, with
 // no other event of the namespace after it, is a duplicate, and after
 // another event is new. The error is the stream's.
-func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name string, keys [][2]string, groups *resyncGroups, recordsRejected int) ([]ResyncGroup, error) {
+func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name string, keys [][2]string, groups *resyncGroups) ([]ResyncGroup, error) {
 	ns := keys[0][0]
 	var rgs []ResyncGroup
-	if recordsRejected > 0 {
-		for _, k := range keys {
-			rgs = append(rgs, in.refuseResyncGroup(run, name, k, groups.byKey[k], recordsRejected))
-		}
-		return rgs, nil
-	}
 	events := make([]ledger.Event, len(keys))
 	lists := make([]string, len(keys))
 	for i, k := range keys {
-		events[i] = ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Resync, Resource: k[1], Namespace: ns, Items: groups.byKey[k].items, Source: name}
+		events[i] = ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Resync, Resource: k[1], Namespace: ns,
+			ResourceVersion: groups.resourceVersion, Items: groups.byKey[k].items, Source: name}
 		encoded, err := ledger.Encode(events[i])
 		if err != nil {
 			return rgs, fmt.Errorf("resync %s: %w", resyncSource(name, k), err)
@@ -169,8 +155,8 @@ func (in *Ingester) appendResyncNamespace(ctx context.Context, run *run, name st
 	}
 	after := lastSeq
 	if _, rest, ok := strings.Cut(lastID, tag); ok {
-		// The namespace's last event is this input's: appended again
-		// with the IDs it had, it is a duplicate.
+		// The namespace's last event is this input's: the same IDs make
+		// it a duplicate.
 		seq, _, _ := strings.Cut(rest, "/")
 		if prev, err := strconv.ParseUint(seq, 10, 64); err == nil {
 			after = prev
@@ -192,14 +178,14 @@ func resyncSource(name string, k [2]string) string {
 
 // refuseResyncGroup refuses group k: recordsRejected says the input is
 // not a complete list.
-func (in *Ingester) refuseResyncGroup(run *run, name string, k [2]string, g *resyncGroup, recordsRejected int) ResyncGroup {
+func refuseResyncGroup(run *run, name string, k [2]string, g *resyncGroup, recordsRejected int) ResyncGroup {
 	// A rejected record may belong to any group (one that did not parse
 	// names none), so no group of this input is complete.
 	reason := fmt.Sprintf("%v: not appended, %d records of the input were rejected", ErrResyncIncomplete, recordsRejected)
 	if len(g.rejected) > 0 {
 		reason += " (this group's: " + strings.Join(g.rejected, ", ") + ")"
 	}
-	run.refuse(resyncSource(name, k), reason)
+	run.report.refuse(resyncSource(name, k), reason)
 	return ResyncGroup{Namespace: k[0], Resource: k[1], Items: len(g.items)}
 }
 
@@ -229,6 +215,8 @@ type resyncGroup struct {
 type resyncGroups struct {
 	byKey map[[2]string]*resyncGroup
 	items int
+	// resourceVersion is the list's (ResyncOptions.ResourceVersion).
+	resourceVersion string
 }
 
 // get returns the group of (ns, resource), nil when the input already has
@@ -245,23 +233,15 @@ func (g *resyncGroups) get(ns, resource string) *resyncGroup {
 }
 
 func (g *resyncGroups) sortedKeys() [][2]string {
-	keys := make([][2]string, 0, len(g.byKey))
-	for k := range g.byKey {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
+	return slices.SortedFunc(maps.Keys(g.byKey), func(a, b [2]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
 	})
-	return keys
 }
 
 // readResync reads a resync input into its groups, rejecting (into run)
 // what cannot be listed.
 func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.Reader, opts ResyncOptions) (*resyncGroups, error) {
-	groups := &resyncGroups{byKey: map[[2]string]*resyncGroup{}}
+	groups := &resyncGroups{byKey: map[[2]string]*resyncGroup{}, resourceVersion: opts.ResourceVersion}
 	if opts.Resource != "" {
 		groups.get(opts.Namespace, opts.Resource)
 	}
@@ -269,10 +249,14 @@ func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.
 	if defaultNS == "" {
 		defaultNS = in.opts.Namespace
 	}
+	// Without a version in opts, the list's own is taken when the whole
+	// input is one List that states it.
+	lists := map[string]bool{}
 	err := Parse(name, r, func(rec Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		lists[rec.ListResourceVersion] = true
 		o, reason := in.resyncObject(run, &rec, defaultNS)
 		if reason != "" {
 			return run.reject(rec, reason)
@@ -293,11 +277,17 @@ func (in *Ingester) readResync(ctx context.Context, run *run, name string, r io.
 			g.rejected = append(g.rejected, rec.Source)
 			return run.reject(rec, err.Error())
 		}
-		g.items = append(g.items, trimmed)
+		// The item keeps its version, which the projection fences by.
+		g.items = append(g.items, object.WithResourceVersion(trimmed, o.ResourceVersion))
 		g.objects = append(g.objects, listedObject{name: o.Name, uid: o.UID, resourceVersion: o.ResourceVersion})
 		groups.items++
 		return nil
 	})
+	if groups.resourceVersion == "" && len(lists) == 1 {
+		for rv := range lists {
+			groups.resourceVersion = rv
+		}
+	}
 	return groups, err
 }
 
@@ -312,11 +302,7 @@ func (in *Ingester) resyncObject(run *run, rec *Record, defaultNS string) (*obje
 		return nil, fmt.Sprintf("a resync lists objects; a %s watch event is not one", rec.Type)
 	}
 	o, warn, reason := in.readObject(rec)
-	for _, w := range warn {
-		if len(run.report.Warnings) < ReportRejectionsMax {
-			run.report.Warnings = append(run.report.Warnings, w)
-		}
-	}
+	run.report.Warnings = listed(run.report.Warnings, warn...)
 	if reason != "" {
 		return nil, reason
 	}
@@ -345,11 +331,11 @@ func (in *Ingester) appendResyncGroup(ctx context.Context, run *run, name string
 		// Resync naming them, once every Upsert is in the log.
 		upserts, final, reason := splitResync(ev, g.objects, msgID, limit)
 		if reason != "" {
-			run.refuse(source, fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason))
+			run.report.refuse(source, fmt.Sprintf("%v: %d bytes, at most %d; %s: start 'quota serve' with a larger --max-event-size", ledger.ErrEventTooLarge, size, limit, reason))
 			return rg, nil
 		}
 		results, err := in.stream.AppendBatch(ctx, upserts)
-		run.count(results)
+		run.report.count(results)
 		if err != nil {
 			return rg, fmt.Errorf("resync %s: its objects, before the list of their names: %w", source, err)
 		}
@@ -360,32 +346,11 @@ func (in *Ingester) appendResyncGroup(ctx context.Context, run *run, name string
 		return rg, fmt.Errorf("resync %s: %w", source, err)
 	}
 	rg.Seq, rg.Duplicate = res.Seq, res.Duplicate
-	run.count([]ledger.AppendResult{res})
+	run.report.count([]ledger.AppendResult{res})
 	// The resync may remove objects; an upsert of one of them must not
 	// be skipped later as unchanged.
 	in.forget(resource + "/" + ns + "/")
 	return rg, nil
-}
-
-// refuse counts and lists a group that is not appended.
-func (r *run) refuse(source, reason string) {
-	r.report.Rejected++
-	if len(r.report.Rejections) < ReportRejectionsMax {
-		r.report.Rejections = append(r.report.Rejections, Rejection{Source: source, Reason: reason})
-	}
-}
-
-// count counts appends' results as appended or duplicates.
-func (r *run) count(results []ledger.AppendResult) {
-	for _, res := range results {
-		switch {
-		case res.Seq == 0:
-		case res.Duplicate:
-			r.report.Duplicates++
-		default:
-			r.report.Appended++
-		}
-	}
 }
 
 // listedObject is what a split resync's Upsert of one object names.
@@ -399,7 +364,8 @@ type listedObject struct {
 // Upserts message IDs from the list's own. It returns why it cannot,
 // instead, when an item or the list of names is itself too large.
 func splitResync(ev ledger.Event, objects []listedObject, msgID string, limit int) (upserts []ledger.BatchEntry, final ledger.Event, reason string) {
-	final = ledger.Event{Version: ev.Version, Type: ledger.Resync, Resource: ev.Resource, Namespace: ev.Namespace, Source: ev.Source}
+	final = ledger.Event{Version: ev.Version, Type: ledger.Resync, Resource: ev.Resource, Namespace: ev.Namespace,
+		ResourceVersion: ev.ResourceVersion, Source: ev.Source}
 	for i, item := range ev.Items {
 		o := objects[i]
 		up := ledger.Event{Version: ev.Version, Type: ledger.Upsert, Resource: ev.Resource, Namespace: ev.Namespace,

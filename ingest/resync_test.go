@@ -197,3 +197,49 @@ func TestResyncTooLargeIsSplit(t *testing.T) {
 		t.Errorf("last record: %s %s with %d items, listed %v; want the resync naming the %d pods", final.Type, final.Resource, len(final.Items), final.Listed, pods)
 	}
 }
+
+// TestResyncCarriesVersions: the list's resourceVersion goes on every
+// resync event, and each item keeps its own, which the projection fences
+// the resync by.
+func TestResyncCarriesVersions(t *testing.T) {
+	in, s := newIngester(t, ingest.Options{})
+	list := `{"apiVersion":"v1","kind":"List","items":[
+	  {"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"team-a","uid":"u1","resourceVersion":"17"},"spec":{"containers":[{"name":"app"}]}}]}`
+	rep, err := in.Resync(context.Background(), "pods.json", strings.NewReader(list), ingest.ResyncOptions{Namespace: "team-a", Resource: "pods", ResourceVersion: "35"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := ledgertest.ReadAll(t, s, rep.Groups[0].Seq)
+	if len(recs) != 1 || recs[0].Event.Type != ledger.Resync {
+		t.Fatalf("records %+v, want the one resync", recs)
+	}
+	ev := recs[0].Event
+	if ev.ResourceVersion != "35" {
+		t.Errorf("resync resourceVersion %q, want the list's 35", ev.ResourceVersion)
+	}
+	if len(ev.Items) != 1 || !strings.Contains(string(ev.Items[0]), `"resourceVersion":"17"`) {
+		t.Errorf("items %s, want the item with its resourceVersion 17", ev.Items)
+	}
+}
+
+// TestResyncTakesTheListsVersion: a List that states its resourceVersion
+// (as kubectl prints one) gives it to the resync; input that is not one
+// such List gives none.
+func TestResyncTakesTheListsVersion(t *testing.T) {
+	for _, c := range []struct{ name, input, want string }{
+		{"a List with its version", `{"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"41"},"items":[{"metadata":{"name":"a","namespace":"team-a"},"spec":{"containers":[{"name":"c"}]}}]}`, "41"},
+		{"plain objects", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"team-a"},"spec":{"containers":[{"name":"c"}]}}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, s := newIngester(t, ingest.Options{})
+			rep, err := in.Resync(context.Background(), "pods.json", strings.NewReader(c.input), ingest.ResyncOptions{Namespace: "team-a", Resource: "pods"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := ledgertest.ReadAll(t, s, rep.Groups[0].Seq)
+			if len(recs) != 1 || recs[0].Event.ResourceVersion != c.want {
+				t.Fatalf("resync records %+v, want one with resourceVersion %q", recs, c.want)
+			}
+		})
+	}
+}

@@ -72,10 +72,9 @@ type StatesReply struct {
 	Error  string        `json:"error,omitempty"`
 }
 
-// CurrentObjects is what a projection (projector.Projector) offers:
-// each key's (namespace, resource, name) current object, nil when it has
-// none, and its namespace subject's last applied sequence, after catching
-// up with the stream.
+// CurrentObjects is what a projection (projector.Projector) offers, after
+// catching up with the stream: each key's (namespace, resource, name)
+// current object, nil for none, and its namespace's last applied sequence.
 type CurrentObjects interface {
 	CurrentObjects(ctx context.Context, keys [][3]string) (objects []json.RawMessage, subjectSeqs []uint64, err error)
 }
@@ -165,17 +164,14 @@ func storedDigest(raw json.RawMessage) (string, error) {
 func stateDigest(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:]) }
 
 // plainMsgID is the message ID of a plain manifest's upsert of key to the
-// state digest, made after the object's state named by after: the
-// namespace's sequence a lookup reflected ("seq:N"), or the message ID of
-// the event before it in the same batch. The same change made twice on
-// the same state has one ID; any other change has another, for as long as
-// the stream remembers IDs.
+// state digest, made after the state named by after: the namespace's
+// sequence a lookup reflected ("seq:N"), or the message ID of the event
+// before it in the same batch. The same change made twice on the same
+// state has one ID; any other change has another.
 func plainMsgID(key string, digest [sha256.Size]byte, after string) string {
 	sum := sha256.Sum256([]byte(key + "/sha256:" + hex.EncodeToString(digest[:16]) + "/after/" + after))
 	return base64.RawURLEncoding.EncodeToString(sum[:msgIDBytes])
 }
-
-func afterSeq(seq uint64) string { return "seq:" + strconv.FormatUint(seq, 10) }
 
 // batchState is what the events before one in its batch made of an
 // object: it exists with digest, or not; chain is the message ID of the
@@ -186,12 +182,10 @@ type batchState struct {
 	chain  string
 }
 
-// judgePlain decides the plain objects of batch, which is appended only
-// after every batch before it was acknowledged: one is skipped (counted in
-// unchanged) when its object is now, in the log or after the events
-// before it in batch, in the state it states; the others get their
-// message ID (plainMsgID). Without States, plain objects are kept as
-// they are.
+// judgePlain decides the plain objects of batch, appended only after every
+// batch before it was acknowledged: one is skipped (counted in unchanged)
+// when its object is in the state it states, in the log or after the
+// events before it in batch; the others get their message ID.
 func (in *Ingester) judgePlain(ctx context.Context, batch []pendingEntry) (entries []ledger.BatchEntry, unchanged int, err error) {
 	entries = make([]ledger.BatchEntry, 0, len(batch))
 	if in.opts.States == nil || !slices.ContainsFunc(batch, func(pe pendingEntry) bool { return pe.plain }) {
@@ -238,7 +232,7 @@ func (in *Ingester) judgePlain(ctx context.Context, batch []pendingEntry) (entri
 			same, after = st.exists && st.digest == pe.digest, "event:"+st.chain
 		} else {
 			st := logged[pe.key]
-			same, after = st.Digest == stateDigest(pe.digest), afterSeq(st.After)
+			same, after = st.Digest == stateDigest(pe.digest), "seq:"+strconv.FormatUint(st.After, 10)
 		}
 		if same {
 			unchanged++

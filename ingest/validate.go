@@ -208,10 +208,9 @@ func firstDocument(text []byte) *yaml3.Node {
 const FieldDocumentsMax = 100
 
 // UnknownFields returns the fields of a plain object that its kind does
-// not have, as ingest's check names them, for a client that reads
-// manifests of its own and leaves values to the ledger server: text is
-// the input named name that holds the object (its first YAML document
-// with content; JSON is YAML), object its JSON. Each names "NAME:LINE".
+// not have, each at "NAME:LINE", for a client that reads manifests of its
+// own: text is the input named name that holds the object, object its
+// JSON.
 func UnknownFields(name string, text []byte, object json.RawMessage) []Rejection {
 	c := checkFields(text, object)
 	if c == nil {
@@ -267,15 +266,13 @@ func walkFields(c *fieldCheck, node *yaml3.Node, t reflect.Type, path string, de
 		return
 	}
 	switch t.Kind() {
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		if node.Kind != yaml3.MappingNode {
 			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
 			return
 		}
-		walkStruct(c, node, t, path, map[string]bool{}, depth)
-	case reflect.Map:
-		if node.Kind != yaml3.MappingNode {
-			c.add(node.Line, false, "%s: %s: want an object", orTop(path), quoteValue(node))
+		if t.Kind() == reflect.Struct {
+			walkStruct(c, node, t, path, map[string]bool{}, depth)
 			return
 		}
 		seen := map[string]bool{}
@@ -480,10 +477,9 @@ func quoteValue(n *yaml3.Node) string {
 	return "a value"
 }
 
-// fieldRejection turns the problems of a record's check into its
-// rejection reason and the line it names (0: the record's own), and its
-// warnings; unknown fields are a rejection under ValidateStrict, a
-// warning under ValidateWarn, nothing under ValidateIgnore.
+// sort splits the problems of a record's check into rejections and
+// warnings: unknown fields are rejected under ValidateStrict, warnings
+// under ValidateWarn, and nothing under ValidateIgnore.
 func (c *fieldCheck) sort(rec Record, mode Validation) (reject []Rejection, warn []Rejection) {
 	if c == nil {
 		return nil, nil

@@ -50,13 +50,11 @@ func SendAnswer(nc *nats.Conn, m *nats.Msg, data []byte) error {
 }
 
 // RequestAnswer sends data on subject and waits, at most timeout in all, for
-// the whole answer: one message, or every part of one that SendAnswer split.
-// The message returned holds the answer's bytes and the first message's
-// headers. A subject no one subscribes to gives nats.ErrNoResponders, no
-// answer within timeout nats.ErrTimeout, and ctx ending first its cause: a
-// NATS server reports a publish or subscription it refuses apart from the
-// request (to the connection's error handler), so a caller that hears of
-// one cancels ctx with it rather than wait for the timeout.
+// the whole answer, with the first part's headers. A subject no one
+// subscribes to gives nats.ErrNoResponders, no answer within timeout
+// nats.ErrTimeout, and ctx ending first its cause: a NATS server reports a
+// publish it refuses to the connection's error handler, which can cancel
+// ctx with it rather than wait for the timeout.
 func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, nats.ErrTimeout)
 	defer cancel()

@@ -14,28 +14,35 @@ import (
 var ErrNoStream = errors.New("the ledger's streams do not exist on this NATS (has 'quota serve' run against it?)")
 
 // Attach opens the existing event and dead-letter streams without creating
-// or changing them: what a client (quota ingest, replay) does, so that its
-// defaults never overwrite the configuration the server chose. Only the
-// stream names of cfg are read; the largest event is the event stream's
-// own (Config.MaxMsgSize of the server that opened it).
+// or changing them, as a client (quota ingest, replay) does, so that its
+// defaults never overwrite the server's configuration. Only the stream
+// names of cfg are read; MaxMsgSize and DuplicateWindow are the event
+// stream's own.
 func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, error) {
 	cfg = cfg.withDefaults()
-	events, err := js.Stream(ctx, cfg.StreamName)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, ErrNoStream)
+	open := func(name string) (jetstream.Stream, error) {
+		st, err := js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = ErrNoStream
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", name, noJetStream(err))
+		}
+		return st, nil
 	}
+	events, err := open(cfg.StreamName)
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", cfg.StreamName, noJetStream(err))
+		return nil, err
 	}
 	if n := events.CachedInfo().Config.MaxMsgSize; n > 0 {
 		cfg.MaxMsgSize = n
 	}
-	rejects, err := js.Stream(ctx, cfg.RejectStreamName)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, ErrNoStream)
+	if d := events.CachedInfo().Config.Duplicates; d > 0 {
+		cfg.DuplicateWindow = d
 	}
+	rejects, err := open(cfg.RejectStreamName)
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", cfg.RejectStreamName, noJetStream(err))
+		return nil, err
 	}
 	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
 }

@@ -70,27 +70,17 @@
 // # Answers in parts
 //
 // A NATS server refuses a message larger than its max_payload (1 MiB by
-// default), so a query's answer that large (describe -A over thousands of
-// namespaces, explain of a namespace of thousands of pods) would never
-// reach its client. SendAnswer splits such an answer into parts, each
-// published to the request's reply subject with the headers
-// AnswerPartHeader (1, 2, ...) and AnswerPartsHeader (their number); the
-// answer is their bodies in order. An answer that fits is sent as one plain
-// message, so a client that knows nothing of parts (nats req) reads every
-// answer that fits. RequestAnswer sends a request and puts the parts back
-// together. Both the projector's and ingest's responders answer this way,
-// which is why it lives here, below both.
+// default). SendAnswer splits a larger answer into parts, numbered by the
+// headers AnswerPartHeader and AnswerPartsHeader, and RequestAnswer puts
+// them back together; an answer that fits is one plain message, which any
+// client (nats req) reads.
 //
 // # Serving requests
 //
 // Serve is the one serving loop of every NATS subject the ledger answers
-// (ingest, the queries, admission): it subscribes each Route in its queue
-// group, runs the work a request hands back on at most Route.InFlightMax
-// workers, leaves the rest waiting in the subscription's bounded pending
-// buffer, drains the subscriptions once its context ends, answering what
-// they received, and notices a subscription closed under it
-// (ErrSubscriptionClosed), which would otherwise leave a server that
-// seems to run but answers nothing.
+// (ingest, the queries, admission): queue groups, bounded work and
+// pending requests, a drain on shutdown, and an error when a subscription
+// closes under it.
 //
 // # Caveats
 //

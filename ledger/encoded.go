@@ -10,11 +10,10 @@ import (
 	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
-// EncodedReservation is one reservation already in its stream encoding,
-// made by EncodeReservation. Reservations decided together are encoded
-// one by one where each was prepared, on as many goroutines as there are
-// requests, so that assembling their Reserve event (EncodeReserve) on the
-// one goroutine that decides them in order is only a concatenation.
+// EncodedReservation is one reservation in its stream encoding, made by
+// EncodeReservation where each request is prepared, so that assembling a
+// Reserve event of several (EncodeReserve) on the one goroutine that
+// decides them is only a concatenation.
 type EncodedReservation struct {
 	id   string
 	json []byte
@@ -39,11 +38,8 @@ func EncodeReservation(r Reservation) (EncodedReservation, error) {
 	return EncodedReservation{id: r.ID, json: b}, nil
 }
 
-// appendReservation writes r as json.Marshal does when that is a copy:
-// its strings need no escaping and its object, valid JSON already, is
-// compact printable ASCII without the characters json.Marshal escapes for
-// HTML (which a trimmed object, written by json.Marshal or by hand, is
-// unless one of its strings holds a space or other characters). It reports
+// appendReservation writes r as json.Marshal does when that is a copy: its
+// strings need no escaping and its object is compactASCII. It reports
 // false for anything else, for json.Marshal to write.
 func appendReservation(r Reservation) ([]byte, bool) {
 	if !jsonscan.Verbatim(r.ID) || !jsonscan.Verbatim(r.Resource) || !jsonscan.Verbatim(r.Name) || !jsonscan.Verbatim(r.Operation) || !compactASCII(r.Object) {
@@ -67,9 +63,8 @@ func appendReservation(r Reservation) ([]byte, bool) {
 }
 
 // compactASCII reports whether raw holds printable ASCII only, without
-// white space (so none between tokens: it is compact) and without the
-// characters json.Marshal escapes for HTML: what json.Marshal writes of a
-// valid json.RawMessage as it is.
+// white space and without the characters json.Marshal escapes for HTML:
+// what json.Marshal writes of a valid json.RawMessage as it is.
 func compactASCII(raw []byte) bool {
 	for _, c := range raw {
 		if c <= ' ' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
@@ -90,11 +85,9 @@ type Encoded struct {
 // Bytes returns the encoding.
 func (e Encoded) Bytes() []byte { return e.data }
 
-// EncodeReserve returns the Reserve event of namespace holding
-// reservations, with a TTL, a release rule and a source: byte for byte
-// what Encode returns for Event{Type: Reserve, Namespace: namespace,
-// ReservationTTL: ttl, Release: release, Reservations: …, Source:
-// source}, checked by the same rules.
+// EncodeReserve returns, checked by the same rules, byte for byte what
+// Encode returns for Event{Type: Reserve, Namespace: namespace,
+// ReservationTTL: ttl, Release: release, Reservations: …, Source: source}.
 func EncodeReserve(namespace string, ttl time.Duration, release, source string, reservations []EncodedReservation) (Encoded, error) {
 	var problems []string
 	if err := ValidateNamespace(namespace); err != nil {

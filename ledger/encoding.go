@@ -11,10 +11,8 @@ import (
 	"github.com/quotaledger/quota/ledger/jsonscan"
 )
 
-// Limits on the identity fields of an event. Kubernetes names are at most
-// 253 characters and namespaces are DNS labels of at most 63; the ledger
-// enforces the same bounds so that an oversized field is caught where it is
-// written instead of surprising a reader later.
+// Limits on the identity fields of an event, Kubernetes' own, so that an
+// oversized field is caught where it is written.
 const (
 	// NameLengthMax is the longest object name an event may carry.
 	NameLengthMax = 253
@@ -52,13 +50,10 @@ var currentVersionPrefix = []byte(`{"v":1,`)
 // DecodeEvent reads one event from its stream encoding and validates it with
 // the same rules Encode applies. An event from a newer encoding fails with
 // ErrFutureVersion; any other defect fails with ErrInvalidEvent.
-
 func DecodeEvent(b []byte) (Event, error) {
-	// Read the version alone first, so that a newer writer's event is
+	// The version is read alone first, so that a newer writer's event is
 	// reported as such even when its fields would not parse as this
-	// version's. Encode writes the version as the first field, so an event
-	// of this version is recognised by its prefix without a parse of its
-	// own; anything else takes the full look.
+	// version's; Encode's own prefix needs no parse.
 	if !bytes.HasPrefix(b, currentVersionPrefix) {
 		var head struct {
 			Version *int `json:"v"`
@@ -91,9 +86,8 @@ func DecodeEvent(b []byte) (Event, error) {
 }
 
 // decodeEventJSON decodes an event with encoding/json, refusing unknown
-// fields: a field this version does not know would mean a writer changed
-// the encoding without changing its version, and ignoring it could change
-// what the event means.
+// fields: such a field would mean a writer changed the encoding without
+// changing its version.
 func decodeEventJSON(b []byte) (Event, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -385,8 +379,7 @@ func (c *checker) expire() {
 const clipMax = 80
 
 // clip is s for an error message: whole when short, else its first
-// clipMax bytes (whole characters) and how long it is, so that an
-// oversized name does not make a 40 KB line of every message about it.
+// clipMax bytes (whole characters) and how long it is.
 func clip(s string) string {
 	if len(s) <= clipMax {
 		return s
@@ -459,9 +452,8 @@ func objectIsJSON(raw []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-// isJSONObject reports whether raw is one valid JSON object.
-// (jsonscan's walk checks the grammar as json.Valid does, in about half
-// the time.)
+// isJSONObject reports whether raw is one valid JSON object, as json.Valid
+// would, in about half the time.
 func isJSONObject(raw []byte) bool {
 	if !objectIsJSON(raw) {
 		return false

@@ -92,16 +92,14 @@ type Event struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Reservation is one reservation of a Reserve event that holds several.
+// Reservation is one reservation of a Reserve event that holds several:
+// its ID (as Event.Reservation), and the resource, name and trimmed JSON
+// of its object.
 type Reservation struct {
-	// ID identifies the reservation, as Event.Reservation does.
-	ID string `json:"id"`
-	// Resource is the group-qualified plural of the object.
-	Resource string `json:"resource"`
-	// Name is the object's name.
-	Name string `json:"name"`
-	// Object is the trimmed object JSON.
-	Object json.RawMessage `json:"object"`
+	ID       string          `json:"id"`
+	Resource string          `json:"resource"`
+	Name     string          `json:"name"`
+	Object   json.RawMessage `json:"object"`
 	// Operation is empty for a create's reservation, which holds the
 	// object's whole charge until the object is reported. It is
 	// HoldOperation for an update's hold, which holds the object's charge as
@@ -115,13 +113,9 @@ type Reservation struct {
 // cluster had at At (or later). At is read on the exporter's clock before
 // it asked the API server for that version.
 type FeedPoint struct {
-	// Resource is the group-qualified plural ("pods", "jobs.batch").
-	Resource string `json:"resource"`
-	// ResourceVersion is the cluster's version the feed has passed.
-	ResourceVersion string `json:"resourceVersion"`
-	// At is a moment at or before which the cluster was at
-	// ResourceVersion.
-	At time.Time `json:"at"`
+	Resource        string    `json:"resource"`
+	ResourceVersion string    `json:"resourceVersion"`
+	At              time.Time `json:"at"`
 }
 
 // HoldOperation is the Operation of an update's reservation, a hold.

@@ -10,9 +10,8 @@ import (
 
 // LastSubjectEvent returns the sequence and the message ID of the last
 // event of namespace ns ("" for cluster-scoped objects): 0 and "" if
-// there is none, and an empty ID for an event appended without one. A
-// writer whose event depends on what the namespace holds (a resync) tells
-// by it whether the last event is its own, appended before.
+// there is none. A writer whose event depends on what the namespace holds
+// (a resync) tells by it whether the last event is its own.
 func (s *Stream) LastSubjectEvent(ctx context.Context, namespace string) (seq uint64, msgID string, err error) {
 	if namespace != "" {
 		if err := ValidateNamespace(namespace); err != nil {

@@ -45,11 +45,10 @@ type Record struct {
 	Err error
 }
 
-// Reader reads the event stream in sequence order from a starting sequence,
-// through an ordered consumer: an ephemeral, flow-controlled consumer that
-// the client recreates from the last delivered sequence whenever it detects
-// a gap, so records arrive exactly once and in order. A Reader is used by one
-// goroutine at a time.
+// Reader reads the event stream in sequence order through an ordered
+// consumer, which the client recreates from the last delivered sequence
+// on a gap, so records arrive exactly once and in order. A Reader is used
+// by one goroutine at a time.
 type Reader struct {
 	iter    jetstream.MessagesContext
 	records chan Record
@@ -114,6 +113,7 @@ func (r *Reader) pump() {
 	}
 }
 
+// recordOf decodes a message the consumer delivered into a record.
 func recordOf(msg jetstream.Msg) Record {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -126,25 +126,21 @@ func recordOf(msg jetstream.Msg) Record {
 	return rec
 }
 
-// recordFrom decodes the event of a stored message into a record.
+// recordFrom decodes the event of a stored message (or an archived one)
+// into a record.
 func recordFrom(subject string, data []byte, seq uint64, at time.Time) Record {
 	rec := Record{Subject: subject, Raw: data, Seq: seq, Time: at}
-	ns, err := NamespaceOf(rec.Subject)
-	if err != nil {
-		rec.Err = err
+	if rec.Namespace, rec.Err = NamespaceOf(rec.Subject); rec.Err != nil {
 		return rec
 	}
-	rec.Namespace = ns
-	ev, err := decodeSurviving(rec.Raw)
-	if err != nil {
+	switch ev, err := decodeSurviving(rec.Raw); {
+	case err != nil:
 		rec.Err = err
-		return rec
-	}
-	if ev.Namespace != ns {
+	case ev.Namespace != rec.Namespace:
 		rec.Err = fmt.Errorf("%w: event of namespace %q on subject %s", ErrInvalidEvent, ev.Namespace, rec.Subject)
-		return rec
+	default:
+		rec.Event = ev
 	}
-	rec.Event = ev
 	return rec
 }
 
@@ -157,11 +153,10 @@ func decodeSurviving(raw []byte) (ev Event, err error) {
 }
 
 // Next returns up to max records in sequence order. It waits at most wait
-// for the first one (returning none, and no error, if none arrives) and
-// then takes only what has already arrived, so a caller applying batches
-// gets large batches under load and small ones when idle. It returns ctx's
-// error when ctx ends and ErrReaderClosed after Close or when the consumer
-// failed for good (wrapping that failure).
+// for the first one (returning none if none arrives), then takes only what
+// has arrived: large batches under load, small ones when idle. It returns
+// ctx's error when ctx ends and ErrReaderClosed after Close or when the
+// consumer failed for good (wrapping that failure).
 func (r *Reader) Next(ctx context.Context, max int, wait time.Duration) ([]Record, error) {
 	return r.NextUnless(ctx, max, wait, nil)
 }

@@ -13,12 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Dead letters. Input that cannot become an event (a malformed line given to
-// ingest) and stream records that cannot be applied (a record the projector
-// cannot decode) are kept in the dead-letter stream, Config.RejectStreamName,
-// on RejectSubjectPrefix+origin. The message body is the raw input, byte for
-// byte, so `nats stream view QUOTA_REJECTS` shows it as it came; the source
-// and reason travel in headers.
+// Dead letters (see the package doc) are kept in Config.RejectStreamName on
+// RejectSubjectPrefix+origin, the raw input as the body, byte for byte, so
+// that `nats stream view QUOTA_REJECTS` shows it as it came.
 const (
 	// RejectSourceHeader carries Rejection.Source.
 	RejectSourceHeader = "Quota-Source"

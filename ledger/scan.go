@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/quotaledger/quota/ledger/jsonscan"
@@ -21,30 +20,24 @@ import (
 func scanEvent(b []byte) (Event, bool) {
 	s := jsonscan.New(b)
 	var ev Event
-	var seen uint32
-	walked := s.Members(func(key []byte, plain bool) bool {
-		f := eventField(key, plain)
-		if f < 0 || seen&(1<<f) != 0 {
-			return false
-		}
-		seen |= 1 << f
+	walked := s.Fields(eventKeys[:], func(f int) bool {
 		switch f {
 		case fieldVersion:
-			v, ok := scanInt(s)
+			v, ok := s.Int()
 			ev.Version = int(v)
 			return ok
 		case fieldType:
-			return scanString(s, &ev.Type)
+			return jsonscan.StringTo(s, &ev.Type)
 		case fieldResource:
-			return scanString(s, &ev.Resource)
+			return jsonscan.StringTo(s, &ev.Resource)
 		case fieldNamespace:
-			return scanString(s, &ev.Namespace)
+			return jsonscan.StringTo(s, &ev.Namespace)
 		case fieldName:
-			return scanString(s, &ev.Name)
+			return jsonscan.StringTo(s, &ev.Name)
 		case fieldUID:
-			return scanString(s, &ev.UID)
+			return jsonscan.StringTo(s, &ev.UID)
 		case fieldResourceVersion:
-			return scanString(s, &ev.ResourceVersion)
+			return jsonscan.StringTo(s, &ev.ResourceVersion)
 		case fieldObject:
 			return scanRaw(s, &ev.Object)
 		case fieldItems:
@@ -59,17 +52,15 @@ func scanEvent(b []byte) (Event, bool) {
 				return ok
 			})
 		case fieldReservation:
-			return scanString(s, &ev.Reservation)
+			return jsonscan.StringTo(s, &ev.Reservation)
 		case fieldReservationTTL:
-			v, ok := scanInt(s)
+			v, ok := s.Int()
 			ev.ReservationTTL = time.Duration(v)
 			return ok
 		case fieldRelease:
-			return scanString(s, &ev.Release)
+			return jsonscan.StringTo(s, &ev.Release)
 		case fieldReservations:
-			if s.Null() {
-				return false
-			}
+			// A null is refused here, as Elements refuses it.
 			ev.Reservations = []Reservation{}
 			return s.Elements(func() bool {
 				r, ok := scanReservation(s)
@@ -77,7 +68,7 @@ func scanEvent(b []byte) (Event, bool) {
 				return ok
 			})
 		default: // fieldSource
-			return scanString(s, &ev.Source)
+			return jsonscan.StringTo(s, &ev.Source)
 		}
 	})
 	if !walked || !s.AtEnd() {
@@ -108,64 +99,27 @@ const (
 var eventKeys = [...]string{"v", "type", "resource", "namespace", "name", "uid", "resourceVersion",
 	"object", "items", "reservation", "reservationTTL", "release", "reservations", "source"}
 
-// eventField returns the number of the field a plain key names exactly, or
-// -1 for any other key (encoding/json would match a key that differs only
-// by case, or refuse an unknown one).
-func eventField(key []byte, plain bool) int {
-	if !plain {
-		return -1
-	}
-	for i, k := range eventKeys {
-		if string(key) == k {
-			return i
-		}
-	}
-	return -1
-}
+var reservationKeys = []string{"id", "resource", "name", "object", "operation"}
 
+// scanReservation reads one reservation; a null is refused, as Fields
+// refuses it.
 func scanReservation(s *jsonscan.Scanner) (Reservation, bool) {
 	var r Reservation
-	if s.Null() {
-		return r, false
-	}
-	var seen uint8
-	walked := s.Members(func(key []byte, plain bool) bool {
-		if !plain {
-			return false
-		}
-		f := -1
-		for i, k := range [...]string{"id", "resource", "name", "object", "operation"} {
-			if string(key) == k {
-				f = i
-			}
-		}
-		if f < 0 || seen&(1<<f) != 0 {
-			return false
-		}
-		seen |= 1 << f
+	walked := s.Fields(reservationKeys, func(f int) bool {
 		switch f {
 		case 0:
-			return scanString(s, &r.ID)
+			return jsonscan.StringTo(s, &r.ID)
 		case 1:
-			return scanString(s, &r.Resource)
+			return jsonscan.StringTo(s, &r.Resource)
 		case 2:
-			return scanString(s, &r.Name)
+			return jsonscan.StringTo(s, &r.Name)
 		case 3:
 			return scanRaw(s, &r.Object)
 		default:
-			return scanString(s, &r.Operation)
+			return jsonscan.StringTo(s, &r.Operation)
 		}
 	})
 	return r, walked
-}
-
-// scanString reads a plain string into dst.
-func scanString[T ~string](s *jsonscan.Scanner, dst *T) bool {
-	v, ok := s.String()
-	if ok {
-		*dst = T(v)
-	}
-	return ok
 }
 
 // scanRaw copies the value at the cursor into dst, as json.RawMessage's
@@ -176,14 +130,4 @@ func scanRaw(s *jsonscan.Scanner, dst *json.RawMessage) bool {
 		*dst = append(json.RawMessage(nil), v...)
 	}
 	return ok
-}
-
-// scanInt reads an integer as encoding/json reads a number into an int64.
-func scanInt(s *jsonscan.Scanner) (int64, bool) {
-	v, ok := s.Raw()
-	if !ok || len(v) == 0 || !(v[0] == '-' || '0' <= v[0] && v[0] <= '9') {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	return n, err == nil
 }

@@ -30,25 +30,20 @@ type Route struct {
 	// error handler. Both must be set.
 	PendingMsgsMax, PendingBytesMax int
 	// InFlightMax is how many workers, living as long as Serve, run the
-	// work Handle hands back: at most that many at once. A subscription
-	// whose request finds every worker busy waits for one, its requests
-	// queuing in its pending buffer meanwhile. Zero: the work runs on the
-	// subscription's goroutine.
+	// work Handle hands back; a subscription waits for a free one, its
+	// requests queuing meanwhile. Zero: the work runs on the subscription's
+	// goroutine.
 	InFlightMax int
 	// Handle takes each request on its subscription's goroutine, in the
-	// order received. It answers the request there and returns nil, or
-	// returns the work that answers it. Its context outlives Serve's: a
-	// request received is answered while the subscriptions drain, so each
-	// handler bounds its own time. Handle and its work recover their own
-	// panics (Survive), answering the request with the failure.
+	// order received, and answers it or returns the work that does. Its
+	// context outlives Serve's, for the drain, so each handler bounds its
+	// own time. Handle and its work recover their own panics (Survive).
 	Handle func(ctx context.Context, m *nats.Msg) (work func())
 }
 
-// Serve answers routes on nc until ctx ends or one of its subscriptions
-// closes. It does four things the same way for every subject: it
-// subscribes, bounds the work in flight (Route.InFlightMax) and the
-// requests waiting (Route.PendingMsgsMax), and once ctx ends drains the
-// subscriptions, answering the requests received (for at most
+// Serve answers routes on nc until ctx ends: it subscribes each route,
+// bounds its work in flight and its requests waiting, and once ctx ends
+// drains the subscriptions, answering the requests received (for at most
 // ServeDrainTimeout), and returns nil once every handler and its work have
 // returned. A subscription that closes before ctx ends (its connection
 // closed, the server took it away) stops the others and makes Serve

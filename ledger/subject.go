@@ -5,20 +5,9 @@ import (
 	"strings"
 )
 
-// The subject plan. Every event is published on the subject of its
-// namespace, so that
-//
-//   - the expected-last-subject-sequence check is a per-namespace
-//     compare-and-swap: admissions in different namespaces never conflict,
-//     and two admissions in one namespace are serialised;
-//   - a projector can later own a subset of namespaces by consuming with a
-//     filter (one subject per namespace, or a subject-mapping partition
-//     such as the server's partition(n,3) transform on the namespace token)
-//     without changing what is recorded.
-//
-// Cluster-scoped objects (StorageClass, PriorityClass, RuntimeClass) go to
-// ClusterSubject. Namespaces are DNS labels, which cannot contain '_', so
-// "_cluster" never names a namespace.
+// The subject plan (see the package doc): one subject per namespace, and
+// ClusterSubject for cluster-scoped objects. Namespaces are DNS labels,
+// which cannot contain '_', so "_cluster" never names a namespace.
 const (
 	// SubjectPrefix starts every event subject.
 	SubjectPrefix = "quota.events."

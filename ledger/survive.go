@@ -15,12 +15,10 @@ var ErrInternal = errors.New("internal error")
 // Survive keeps a panic in the handling of one request, record or round
 // from taking the whole server down. Deferred by the function doing that
 // work (defer ledger.Survive(log, "decide the request", fail)), it recovers
-// a panic, logs it with its stack at error level, and passes fail an error
-// wrapping ErrInternal that names what was being done and the panic's
-// value, so that the request is answered, the record skipped with a trace,
-// or the round's requests failed. log nil logs to slog.Default().
-//
-// It must be the deferred function itself: recover works only there.
+// a panic, logs it with its stack, and passes fail an error wrapping
+// ErrInternal that names what was being done and the panic's value. log
+// nil logs to slog.Default(). It must be the deferred function itself:
+// recover works only there.
 func Survive(log *slog.Logger, what string, fail func(error)) {
 	v := recover()
 	if v == nil {

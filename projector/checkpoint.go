@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -34,8 +35,14 @@ const (
 
 // loadSet reads every bucket of the file into a new set.
 func loadSet(db *bolt.DB) (*buckets.Set, error) {
-	set := buckets.New()
+	set := newSet()
 	err := db.View(func(tx *bolt.Tx) error {
+		// The layout first: records of another decode otherwise.
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keySchema); len(v) == 8 && binary.BigEndian.Uint64(v) != SchemaVersion {
+				return fmt.Errorf("%w: file has %d, this build reads %d", ErrSchemaVersion, binary.BigEndian.Uint64(v), SchemaVersion)
+			}
+		}
 		return tx.ForEach(func(name []byte, fb *bolt.Bucket) error {
 			b, err := set.CreateBucketIfNotExists(name)
 			if err != nil {

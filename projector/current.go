@@ -25,11 +25,7 @@ func (p *Projector) CurrentObjects(ctx context.Context, keys [][3]string) (objec
 	subjectSeqs = make([]uint64, len(keys))
 	err = p.read(func(tx *buckets.Set) error {
 		for i, k := range keys {
-			r, err := getObject(tx, objectKey(k[0], k[1], k[2]))
-			if err != nil {
-				return err
-			}
-			if r != nil && r.Reservation == "" {
+			if r := getObject(tx, objectKey(k[0], k[1], k[2])); r != nil && r.Reservation == "" {
 				objects[i] = r.Object
 			}
 			subjectSeqs[i] = subjectSeq(tx, k[0])

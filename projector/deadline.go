@@ -111,9 +111,9 @@ func (f *fold) deadline(rec *ledger.Record) error {
 	if err != nil || state == deadlinePassed {
 		return err
 	}
-	old, err := getObject(f.tx, key)
-	if err != nil || old == nil || ev.UID != "" && old.UID != ev.UID {
-		return err
+	old := getObject(f.tx, key)
+	if old == nil || ev.UID != "" && old.UID != ev.UID {
+		return nil
 	}
 	o, err := object.Decode(old.Object)
 	if err != nil {
@@ -158,9 +158,9 @@ func (p *Projector) OverduePods(now time.Time, max int) ([]OverduePod, error) {
 			if len(parts) != 3 {
 				return fmt.Errorf("%w: deadline key %q", ErrInvariant, k)
 			}
-			r, err := getObjectCharge(tx, k)
-			if err != nil || r == nil {
-				return fmt.Errorf("%w: deadline of missing pod %q (%v)", ErrInvariant, k, err)
+			r := getObject(tx, k)
+			if r == nil {
+				return fmt.Errorf("%w: deadline of missing pod %q", ErrInvariant, k)
 			}
 			out = append(out, OverduePod{Namespace: string(parts[0]), Name: string(parts[2]), UID: r.UID, Deadline: at})
 		}

@@ -9,7 +9,10 @@
 // and a read-only view of the result is published: every query reads one
 // view, so it sees exactly a prefix of the stream. The bbolt file is the
 // checkpoint of that state (checkpoint.go), written in the background
-// with the applied sequence it reflects.
+// with the applied sequence it reflects. Objects and quotas are kept as
+// records, not bytes (store.go's codecs): a record once stored is never
+// changed, since published views share it; the fold stores a changed
+// copy.
 //
 // Invariants:
 //   - The applied sequence is stored in the same view, and the same
@@ -32,6 +35,15 @@
 //     has shown its resource's feed past its end, never by a clock
 //     (feed.go); another once its TTL has passed on the sweeping server's
 //     clock. A feed point never moves back.
+//   - Fenced by resourceVersion (fence.go): an upsert or delete of an
+//     object older than the state the projection holds for its name, or
+//     than the deletion of its uid, is skipped as stale, counted, and
+//     kept as a dead letter; a deleted uid's tombstone lasts the stream's
+//     duplicate window of stream time. A resync removes only what is
+//     older than its list, and a listed item older than the projection's
+//     state is left out and counted. Versions that cannot be compared
+//     (none, a manifest's, an aggregated API's own) fence nothing: such
+//     events apply in log order.
 //   - A record that cannot be decoded or evaluated is skipped with a record
 //     of why (in the projection's skipped bucket and in the log), never
 //     retried forever and never silently dropped.

@@ -106,12 +106,9 @@ func ExplainTx(tx *buckets.Set, namespace, name string) (*Explanation, error) {
 // namespace that r charges, the largest charge first.
 func explainQuota(tx *buckets.Set, namespace string, r *quotaRecord) (QuotaExplanation, error) {
 	qe := QuotaExplanation{Name: r.Name, Invalid: r.Invalid, Resources: []ResourceExplanation{}}
-	if r.Invalid != "" {
+	q := r.parsed
+	if q == nil {
 		return qe, nil
-	}
-	q, err := decodeQuota(r)
-	if err != nil {
-		return qe, err
 	}
 	byResource := map[string]*ResourceExplanation{}
 	names := make([]string, 0, len(q.Hard))
@@ -121,7 +118,7 @@ func explainQuota(tx *buckets.Set, namespace string, r *quotaRecord) (QuotaExpla
 	}
 	sort.Strings(names)
 	by := map[string]*hold{}
-	err = forEachObject(tx, namespace, func(o *objectRecord) error {
+	err := forEachObject(tx, namespace, func(o *objectRecord) error {
 		clear(by)
 		for res, v := range part(q, o, by) {
 			re := byResource[res]

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +17,11 @@ import (
 
 // errSkip marks a record that the fold cannot apply (bad bytes, an object
 // that does not decode). The record is noted and the fold goes on.
-type errSkip struct{ reason string }
+// A stale one is a fact older than what the projection holds (fence.go).
+type errSkip struct {
+	reason string
+	stale  bool
+}
 
 func (e *errSkip) Error() string { return e.reason }
 
@@ -24,11 +29,23 @@ func skipf(format string, args ...any) error {
 	return &errSkip{reason: fmt.Sprintf(format, args...)}
 }
 
+// staleSkip is the skip of a fact older than the projection's state.
+func staleSkip(why string) error { return &errSkip{reason: "stale: " + why, stale: true} }
+
+// isStale reports whether err is a stale fact's skip.
+func isStale(err error) bool {
+	var skip *errSkip
+	return errors.As(err, &skip) && skip.stale
+}
+
 // Skipped describes a stream record that the fold noted and passed over.
 type Skipped struct {
 	Seq     uint64
 	Subject string
 	Reason  string
+	// Stale is set for a fact older than the projection's state (an
+	// upsert or delete), which was ignored.
+	Stale bool
 }
 
 // Fold applies stream records to a projection. It is the one fold: the
@@ -39,6 +56,20 @@ type Skipped struct {
 type Fold struct {
 	// quotas holds, per namespace, the namespace's quotas in key order.
 	quotas map[string][]*quotaEntry
+	// TombstoneTTL is how long, in stream time, a deleted uid's tombstone
+	// is kept (fence.go). Zero: ledger.DefaultDuplicateWindow.
+	TombstoneTTL time.Duration
+	// staleItems counts the resync items ignored as stale since the last
+	// TakeStaleItems.
+	staleItems uint64
+}
+
+// TakeStaleItems returns how many resync items the fold has ignored as
+// older than the projection's state since it was last asked.
+func (fd *Fold) TakeStaleItems() uint64 {
+	n := fd.staleItems
+	fd.staleItems = 0
+	return n
 }
 
 // quotaEntry is a cached quota record with its parsed spec.
@@ -60,6 +91,30 @@ func (fd *Fold) Forget() { fd.quotas = map[string][]*quotaEntry{} }
 // sequence break the exactly-once invariant and are refused with
 // ErrInvariant. It returns the records it skipped.
 func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []Skipped, err error) {
+	return fd.ApplyPrepared(tx, Prepare(records))
+}
+
+// Prepared is a batch of stream records with the evaluations of the
+// objects they carry, made by Prepare ahead of the fold, which is then
+// left with the part that needs the projection.
+type Prepared struct {
+	records []ledger.Record
+	pre     [][]evaluated
+}
+
+// Prepare evaluates the objects a batch of records carries, on every CPU.
+// It reads nothing of a projection, so it may run while another batch is
+// folded.
+func Prepare(records []ledger.Record) *Prepared {
+	return &Prepared{records: records, pre: evaluateAll(records)}
+}
+
+// Records returns the batch's records.
+func (b *Prepared) Records() []ledger.Record { return b.records }
+
+// ApplyPrepared is ApplyBatch of a prepared batch.
+func (fd *Fold) ApplyPrepared(tx *buckets.Set, b *Prepared) (skipped []Skipped, err error) {
+	records := b.records
 	if len(records) == 0 {
 		return nil, nil
 	}
@@ -69,7 +124,10 @@ func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []
 		}
 	}()
 	applied := appliedSeq(tx)
-	f := fold{tx: tx, cache: fd, pre: evaluateAll(records)}
+	f := fold{tx: tx, cache: fd, pre: b.pre}
+	// Each subject's last sequence in the batch, stored once at its end:
+	// nothing in the fold reads them.
+	subjects := map[string]uint64{}
 	for i := range records {
 		f.cur = i
 		rec := &records[i]
@@ -81,7 +139,7 @@ func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []
 		var skip *errSkip
 		switch {
 		case errors.As(err, &skip):
-			s := Skipped{Seq: rec.Seq, Subject: rec.Subject, Reason: skip.reason}
+			s := Skipped{Seq: rec.Seq, Subject: rec.Subject, Reason: skip.reason, Stale: skip.stale}
 			skipped = append(skipped, s)
 			b, _ := json.Marshal(skippedRecord{Seq: rec.Seq, Subject: rec.Subject, Time: rec.Time, Reason: skip.reason})
 			if err := tx.Bucket(bucketSkipped).Put(seqBytes(rec.Seq), b); err != nil {
@@ -92,8 +150,18 @@ func (fd *Fold) ApplyBatch(tx *buckets.Set, records []ledger.Record) (skipped []
 		}
 		// The subject's namespace, not the event's: a record skipped as
 		// unreadable has no event, and still moves its subject on.
-		if err := tx.Bucket(bucketSubjects).Put(subjectKey(rec.Namespace), seqBytes(rec.Seq)); err != nil {
-			return skipped, fmt.Errorf("apply %s seq %d: %w", rec.Subject, rec.Seq, err)
+		subjects[rec.Namespace] = rec.Seq
+	}
+	ttl := fd.TombstoneTTL
+	if ttl <= 0 {
+		ttl = ledger.DefaultDuplicateWindow
+	}
+	if err := pruneTombstones(tx, records[len(records)-1].Time, ttl); err != nil {
+		return skipped, fmt.Errorf("prune tombstones: %w", err)
+	}
+	for namespace, seq := range subjects {
+		if err := tx.Bucket(bucketSubjects).Put(subjectKey(namespace), seqBytes(seq)); err != nil {
+			return skipped, fmt.Errorf("store subject %q seq %d: %w", namespace, seq, err)
 		}
 	}
 	if err := fd.flush(tx); err != nil {
@@ -115,7 +183,10 @@ func (fd *Fold) flush(tx *buckets.Set) error {
 			if !e.dirty {
 				continue
 			}
-			if err := putQuota(tx, e.rec); err != nil {
+			// The stored record is the view's; the cache's changes on.
+			r := e.rec.clone()
+			r.parsed = e.quota
+			if err := putQuota(tx, r); err != nil {
 				return err
 			}
 			e.dirty = false
@@ -132,15 +203,8 @@ func (fd *Fold) namespaceQuotas(tx *buckets.Set, namespace string) ([]*quotaEntr
 	}
 	entries := []*quotaEntry{}
 	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
-		e := &quotaEntry{rec: r}
-		if r.Invalid == "" {
-			q, err := decodeQuota(r)
-			if err != nil {
-				return err
-			}
-			e.quota = q
-		}
-		entries = append(entries, e)
+		// The cache's records change in place: a copy of the stored one.
+		entries = append(entries, &quotaEntry{rec: r.clone(), quota: r.parsed})
 		return nil
 	})
 	if err != nil {
@@ -172,7 +236,7 @@ func (f *fold) apply(rec *ledger.Record) error {
 	case ledger.Reserve:
 		return f.reserve(rec)
 	case ledger.Delete:
-		return f.delete(ev.Namespace, ev.Resource, ev.Name, "")
+		return f.deleteFact(rec)
 	case ledger.Deadline:
 		return f.deadline(rec)
 	case ledger.Expire:
@@ -224,14 +288,23 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	}
 	o := e.object
 	key := objectKey(o.Namespace, o.Resource, o.Name)
-	old, err := getObjectCharge(f.tx, key)
-	if err != nil {
-		return err
-	}
+	old := getObject(f.tx, key)
 	if reservation != "" && old != nil {
 		// The object exists already (or holds another reservation): a
 		// create of it would fail, so the reservation charges nothing.
 		return nil
+	}
+	rv := factVersion(rec, o)
+	if reservation == "" {
+		if why := f.staleFact(o.UID, rv, old); why != "" {
+			return staleSkip(why)
+		}
+		// A new uid under the name: the old one was deleted by then.
+		if old != nil && old.Reservation == "" && old.UID != o.UID {
+			if err := f.bury(old.UID, rv, rec.Time); err != nil {
+				return err
+			}
+		}
 	}
 	if err := f.release(old, o, reservation); err != nil {
 		return err
@@ -242,18 +315,19 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 		Name:        o.Name,
 		UID:         o.UID,
 		Kind:        o.Kind,
-		Object:      raw,
 		Charge:      e.charge,
 		Seq:         rec.Seq,
 		Reservation: reservation,
 	}
-	if reservation != "" {
-		// Nothing reads a reservation's object (the log keeps it): its
-		// record holds the charge only, a fraction of the bytes every
-		// commit of a reservation writes.
-		next.Object = nil
+	// Nothing reads a reservation's object (the log keeps it): its record
+	// holds the charge only. A reported object's bytes are copied out of
+	// the record's message, which the projection must not keep.
+	if reservation == "" {
+		next.Object = bytes.Clone(raw)
+		next.ResourceVersion = rv
 	}
 	if o.Resource == "pods" && reservation == "" {
+		var err error
 		if next.Charge, err = f.deadlineCharge(o, next.Charge); err != nil {
 			return err
 		}
@@ -325,9 +399,9 @@ func (f *fold) index(id string, expiresAt time.Time, key []byte, resource, relea
 func (f *fold) hold(rec *ledger.Record, e *evaluated, id string, ttl time.Duration) error {
 	o := e.object
 	key := objectKey(o.Namespace, o.Resource, o.Name)
-	old, err := getObject(f.tx, key)
-	if err != nil || old == nil {
-		return err
+	old := getObject(f.tx, key)
+	if old == nil {
+		return nil
 	}
 	if f.tx.Bucket(bucketReserved).Get([]byte(id)) != nil || covers(old.Charge, e.charge) {
 		// A hold of that id is held already (a retried request), or the
@@ -379,9 +453,9 @@ func (f *fold) reserve(rec *ledger.Record) error {
 // it is that create's reservation.
 func (f *fold) delete(namespace, resource, name, reservation string) error {
 	key := objectKey(namespace, resource, name)
-	old, err := getObjectCharge(f.tx, key)
-	if err != nil || old == nil {
-		return err
+	old := getObject(f.tx, key)
+	if old == nil {
+		return nil
 	}
 	if reservation != "" && old.Reservation != reservation {
 		return nil
@@ -440,10 +514,7 @@ func (f *fold) expire(id string) error {
 	if key == nil {
 		return nil // confirmed or released already
 	}
-	old, err := getObject(f.tx, key)
-	if err != nil {
-		return err
-	}
+	old := getObject(f.tx, key)
 	if old == nil {
 		return fmt.Errorf("%w: reservation %s points at missing object %q", ErrInvariant, id, key)
 	}
@@ -488,23 +559,35 @@ func (f *fold) resync(rec *ledger.Record) error {
 		}
 		listed[e.object.Name] = true
 	}
-	var gone []string
+	// What the list lacks is gone, unless it is newer than the list: an
+	// object created after it.
+	var gone []*objectRecord
 	err := forEachObjectOf(f.tx, ev.Namespace, ev.Resource, func(r *objectRecord) error {
-		if r.Reservation == "" && !listed[r.Name] {
-			gone = append(gone, r.Name)
+		if r.Reservation == "" && !listed[r.Name] && !older(ev.ResourceVersion, r.ResourceVersion) {
+			gone = append(gone, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, name := range gone {
-		if err := f.delete(ev.Namespace, ev.Resource, name, ""); err != nil {
+	for _, r := range gone {
+		if err := f.delete(ev.Namespace, ev.Resource, r.Name, ""); err != nil {
+			return err
+		}
+		if err := f.bury(r.UID, newest(ev.ResourceVersion, r.ResourceVersion), rec.Time); err != nil {
 			return err
 		}
 	}
+	// A listed object older than the projection's state of it (or a
+	// deleted uid) is left as the projection has it.
 	for i, raw := range ev.Items {
-		if err := f.upsert(rec, raw, f.evaluated(i), "", 0); err != nil {
+		err := f.upsert(rec, raw, f.evaluated(i), "", 0)
+		if isStale(err) {
+			f.cache.staleItems++
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

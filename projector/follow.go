@@ -46,28 +46,78 @@ func (p *Projector) Run(ctx context.Context) error {
 	return err
 }
 
-// follow applies the stream's records as they come until ctx ends.
+// follow applies the stream's records as they come until ctx ends. The
+// records are read and their objects evaluated one batch ahead of the
+// fold (prepareAhead), so that the two overlap.
 func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
-	for {
+	ctx, cancel := context.WithCancel(ctx)
+	batches := prepareAhead(ctx, func(ctx context.Context) ([]ledger.Record, error) {
 		records, err := reader.Next(ctx, p.cfg.BatchSizeMax, p.cfg.FetchWaitTimeout)
 		if err == nil && len(records) > 0 {
 			records, err = p.gather(ctx, reader, records)
 		}
-		if len(records) > 0 {
-			if err := contiguous(p.Applied(), records); err != nil {
+		return records, err
+	})
+	defer func() {
+		cancel()
+		for range batches {
+		}
+	}()
+	for b := range batches {
+		if b.prepared != nil {
+			if err := contiguous(p.Applied(), b.prepared.Records()); err != nil {
 				return err
 			}
-			if err := p.Apply(ctx, records); err != nil {
+			if err := p.ApplyPrepared(ctx, b.prepared); err != nil {
 				return err
 			}
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), err)
+		if b.err != nil {
+			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), b.err)
 		}
 	}
+	return nil
+}
+
+// preparedBatch is one step of prepareAhead: a batch, an error, or both
+// (the records read before the error).
+type preparedBatch struct {
+	prepared *Prepared
+	err      error
+}
+
+// prepareAhead calls next in a goroutine of its own, prepares each batch
+// it returns, and sends it on the channel it returns, at most one batch
+// ahead of the receiver. It stops after next returns an error, which it
+// sends, or once ctx ends; then it closes the channel.
+func prepareAhead(ctx context.Context, next func(context.Context) ([]ledger.Record, error)) <-chan preparedBatch {
+	out := make(chan preparedBatch, 1)
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			records, err := next(ctx)
+			var b preparedBatch
+			if len(records) > 0 {
+				b.prepared = Prepare(records)
+			}
+			b.err = err
+			if b.prepared == nil && err == nil {
+				continue
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // contiguous checks that records continue applied without a gap: the

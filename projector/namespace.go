@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -165,13 +164,12 @@ func (p *Projector) Objects() (*Objects, error) {
 // Has reports whether the projection has an object, or a reservation,
 // of that resource and name in namespace.
 func (o *Objects) Has(namespace, resource, name string) bool {
-	return o.tx.Bucket(bucketObjects).Get(objectKey(namespace, resource, name)) != nil
+	return o.tx.Bucket(bucketObjects).Has(objectKey(namespace, resource, name))
 }
 
 // ForUpdate reads an object of namespace to decide a hold on it.
 func (o *Objects) ForUpdate(namespace, resource, name string) (Stored, error) {
-	r, err := getObjectCharge(o.tx, objectKey(namespace, resource, name))
-	return Stored{rec: r}, err
+	return Stored{rec: getObject(o.tx, objectKey(namespace, resource, name))}, nil
 }
 
 // Reserved reports whether the projection has a reservation of that id:
@@ -277,14 +275,9 @@ func namespaceState(tx *buckets.Set, namespace string) (*NamespaceState, error) 
 		RuntimeClasses: map[string]*nodev1.RuntimeClass{},
 	}
 	err := forEachQuota(tx, namespace, false, func(r *quotaRecord) error {
-		if r.Invalid != "" {
-			return nil
+		if r.parsed != nil {
+			st.Quotas = append(st.Quotas, quota.QuotaState{Quota: r.parsed, Used: r.Used})
 		}
-		q, err := decodeQuota(r)
-		if err != nil {
-			return err
-		}
-		st.Quotas = append(st.Quotas, quota.QuotaState{Quota: q, Used: r.Used})
 		return nil
 	})
 	if err != nil {
@@ -333,18 +326,13 @@ func decodeQuota(r *quotaRecord) (*quota.Quota, error) {
 // only, not its object.
 func storedNames(tx *buckets.Set, namespace, resource string) ([]string, error) {
 	var out []string
-	prefix := objectKey(namespace, resource, "")
-	c := tx.Bucket(bucketObjects).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		r, err := decodeObjectCharge(v)
-		if err != nil {
-			return nil, fmt.Errorf("decode object %q: %w", k, err)
-		}
+	err := forEachObjectOf(tx, namespace, resource, func(r *objectRecord) error {
 		if r.Reservation == "" {
 			out = append(out, r.Name)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // storedValues decodes the typed values of one resource's objects in a

@@ -78,6 +78,11 @@ type Config struct {
 	// CheckpointInterval is how long, at most, a checkpoint waits once
 	// anything was applied. Zero means DefaultCheckpointInterval.
 	CheckpointInterval time.Duration
+	// TombstoneTTL is how long, in stream time, the projection remembers
+	// a deleted uid, so that a stale writer's late event for it is
+	// ignored (fence.go). Zero means the stream's duplicate window, or
+	// ledger.DefaultDuplicateWindow without a stream.
+	TombstoneTTL time.Duration
 	// Logger receives structured logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -96,6 +101,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointInterval < 0 {
 		problems = append(problems, "CheckpointInterval is negative")
+	}
+	if c.TombstoneTTL < 0 {
+		problems = append(problems, "TombstoneTTL is negative")
 	}
 	if c.CommitDelay > CommitDelayMax {
 		problems = append(problems, fmt.Sprintf("CommitDelay %s is over %s", c.CommitDelay, CommitDelayMax))
@@ -153,6 +161,9 @@ type Projector struct {
 	rules uint64
 	// skipped counts the records this process's Apply skipped.
 	skipped atomic.Uint64
+	stale   atomic.Uint64
+	// positions reads the stream's position for CatchUp.
+	positions positions
 	// pending is the stream's backlog behind the last record applied.
 	pending atomic.Uint64
 	// factTime is LastFactTime in Unix ns, 0 while unknown.
@@ -202,6 +213,13 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	}
 	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1),
 		checkpointDue: make(chan struct{}, 1)}
+	if stream != nil {
+		p.positions.read = stream.LastSeq
+	}
+	p.fold.TombstoneTTL = cfg.TombstoneTTL
+	if p.fold.TombstoneTTL == 0 && stream != nil {
+		p.fold.TombstoneTTL = stream.Config().DuplicateWindow
+	}
 	if err := p.load(existed); err != nil {
 		db.Close()
 		return nil, openError(cfg.Path, err)
@@ -371,6 +389,10 @@ func (p *Projector) Rules() uint64 { return p.rules }
 // dead letter.
 func (p *Projector) Skipped() uint64 { return p.skipped.Load() }
 
+// Stale returns how many facts (upserts, deletes, resync items) this
+// projector has ignored as older than the state it held (fence.go).
+func (p *Projector) Stale() uint64 { return p.stale.Load() }
+
 // Pending returns how many records the stream held after the last record
 // applied, when that record was delivered (ledger.Record.Pending): the
 // projection's backlog, zero once it has caught up and until new events
@@ -382,6 +404,15 @@ func (p *Projector) Pending() uint64 { return p.pending.Load() }
 // records to the log and the stream's dead-letter place. A batch that
 // fails leaves the state as the last view had it.
 func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
+	return p.ApplyPrepared(ctx, Prepare(records))
+}
+
+// ApplyPrepared is Apply of a prepared batch.
+func (p *Projector) ApplyPrepared(ctx context.Context, b *Prepared) error {
+	records := b.records
+	if len(records) == 0 {
+		return nil
+	}
 	var skipped []Skipped
 	facts := lastFactTime(records)
 	// panicked says the fold panicked: a bug. The state goes back to the
@@ -389,7 +420,7 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 	panicked := false
 	err := func() (err error) {
 		defer ledger.Survive(p.cfg.Logger, "apply a batch to the projection", func(e error) { err, panicked = e, true })
-		if skipped, err = p.fold.ApplyBatch(p.set, records); err != nil {
+		if skipped, err = p.fold.ApplyPrepared(p.set, b); err != nil {
 			return err
 		}
 		if b := p.set.Bucket(bucketStream); b != nil && facts > p.factTime.Load() {
@@ -418,6 +449,13 @@ func (p *Projector) Apply(ctx context.Context, records []ledger.Record) error {
 		p.factTime.Store(facts)
 	}
 	p.skipped.Add(uint64(len(skipped)))
+	stale := p.fold.TakeStaleItems()
+	for _, s := range skipped {
+		if s.Stale {
+			stale++
+		}
+	}
+	p.stale.Add(stale)
 	p.pending.Store(records[len(records)-1].Pending)
 	p.publishApplied(records[len(records)-1].Seq)
 	for _, s := range skipped {
@@ -507,7 +545,7 @@ func (p *Projector) WaitApplied(ctx context.Context, seq uint64) error {
 // CatchUp waits until the projection reflects everything appended to the
 // stream before the call: the read-your-writes point for queries.
 func (p *Projector) CatchUp(ctx context.Context) error {
-	last, err := p.stream.LastSeq(ctx)
+	last, err := p.positions.last(ctx)
 	if err != nil {
 		return fmt.Errorf("read stream position: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/quota"
 )
 
@@ -37,7 +38,7 @@ func QuotaList(tx *buckets.Set, namespace, name string, all bool) (*corev1.Resou
 		if name != "" && r.Name != name {
 			return nil
 		}
-		item, err := r.resourceQuota()
+		item, err := r.kubernetesObject()
 		if err != nil {
 			return err
 		}
@@ -51,6 +52,17 @@ func QuotaList(tx *buckets.Set, namespace, name string, all bool) (*corev1.Resou
 		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
 	}
 	return list, nil
+}
+
+// kubernetesObject returns the stored record r as the Kubernetes object,
+// rendered at its first read. The object's maps and slices are the
+// record's: the caller must not change them.
+func (r *quotaRecord) kubernetesObject() (*corev1.ResourceQuota, error) {
+	if r.rendered == nil {
+		return r.resourceQuota()
+	}
+	r.rendered.once.Do(func() { r.rendered.q, r.rendered.err = r.resourceQuota() })
+	return r.rendered.q, r.rendered.err
 }
 
 // resourceQuota renders a stored quota as the Kubernetes object: the spec as
@@ -90,4 +102,28 @@ func (r *quotaRecord) resourceQuota() (*corev1.ResourceQuota, error) {
 		q.Status.Used[corev1.ResourceName(k)] = kq
 	}
 	return &q, nil
+}
+
+// VersionDigests returns, per namespace ("" for the cluster scope), the
+// ledger.VersionsDigest of the reported objects of resource the
+// projection holds, reservations left out: what an exporter compares a
+// fresh list with, to append a resync only where they differ.
+func (p *Projector) VersionDigests(resource string) (map[string]string, error) {
+	byNamespace := map[string][]ledger.ObjectVersion{}
+	err := p.read(func(tx *buckets.Set) error {
+		return forEachObjectPrefix(tx, nil, func(r *objectRecord) error {
+			if r.Resource == resource && r.Reservation == "" {
+				byNamespace[r.Namespace] = append(byNamespace[r.Namespace], ledger.ObjectVersion{Name: r.Name, UID: r.UID, ResourceVersion: r.ResourceVersion})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(byNamespace))
+	for ns, vs := range byNamespace {
+		out[ns] = ledger.VersionsDigest(vs)
+	}
+	return out, nil
 }

@@ -13,25 +13,26 @@ import (
 )
 
 // objectRecordVersion is the first byte of an encoded objectRecord.
-const objectRecordVersion = 1
+const objectRecordVersion = 2
 
 var errShortRecord = errors.New("truncated object record")
 
 // encodeObjectRecord writes r in a compact binary form: the raw object is
 // stored as is, so reading a record back does not re-scan it as JSON.
 // Layout: version, then uvarint-length-prefixed strings (resource,
-// namespace, name, uid, kind, reservation, object, charge) and
+// namespace, name, uid, kind, reservation, resource version, object,
+// charge) and
 // uvarints (seq, expiry in Unix nanoseconds, 0 for none), then the number
 // of holds and per hold its id, expiry and charge.
 func encodeObjectRecord(r *objectRecord) []byte {
 	// The recorded samples' charges take 32 to 270 bytes (about 205 for a
 	// pod with requests and limits): room for one at once.
 	charge := appendCharge(make([]byte, 0, 320), &r.Charge)
-	n := 1 + 8*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
-		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
+	n := 1 + 9*binary.MaxVarintLen64 + len(r.Resource) + len(r.Namespace) + len(r.Name) +
+		len(r.UID) + len(r.Kind) + len(r.Reservation) + len(r.ResourceVersion) + len(r.Object) + len(charge) + 2*binary.MaxVarintLen64
 	b := make([]byte, 1, n)
 	b[0] = objectRecordVersion
-	for _, s := range []string{r.Resource, r.Namespace, r.Name, r.UID, r.Kind, r.Reservation} {
+	for _, s := range []string{r.Resource, r.Namespace, r.Name, r.UID, r.Kind, r.Reservation, r.ResourceVersion} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
@@ -57,30 +58,19 @@ func encodeObjectRecord(r *objectRecord) []byte {
 	return b
 }
 
+// decodeObjectRecord reads a record written by encodeObjectRecord. The
+// record shares no memory with b.
 func decodeObjectRecord(b []byte) (*objectRecord, error) {
-	return decodeObjectRecordWith(b, true)
-}
-
-// decodeObjectCharge reads a record without copying its raw object: what
-// the fold needs of an object's previous state (identity, charge,
-// reservation).
-func decodeObjectCharge(b []byte) (*objectRecord, error) {
-	return decodeObjectRecordWith(b, false)
-}
-
-func decodeObjectRecordWith(b []byte, withObject bool) (*objectRecord, error) {
 	if len(b) == 0 || b[0] != objectRecordVersion {
 		return nil, fmt.Errorf("object record version %v, want %d", b[:min(1, len(b))], objectRecordVersion)
 	}
 	d := recordReader{b: b[1:]}
 	var r objectRecord
-	for _, dst := range []*string{&r.Resource, &r.Namespace, &r.Name, &r.UID, &r.Kind, &r.Reservation} {
+	for _, dst := range []*string{&r.Resource, &r.Namespace, &r.Name, &r.UID, &r.Kind, &r.Reservation, &r.ResourceVersion} {
 		*dst = string(d.bytes())
 	}
-	obj := d.bytes()
-	// The value belongs to bbolt's page, valid only in the transaction:
-	// copy what outlives it.
-	if withObject && d.err == nil {
+	// b may belong to bbolt's page, valid only in its transaction.
+	if obj := d.bytes(); d.err == nil {
 		r.Object = append(json.RawMessage(nil), obj...)
 	}
 	charge := d.bytes()

@@ -70,15 +70,17 @@ func placeholderFor(tx *buckets.Set, namespace, resource, generateName, name str
 		return nil, nil
 	}
 	prefix := objectKey(namespace, resource, generateName+placeholderInfix)
-	c := tx.Bucket(bucketObjects).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		r, err := decodeObjectCharge(v)
-		if err != nil {
-			return nil, err
+	var found *objectRecord
+	err := tx.Bucket(bucketObjects).AscendValues(prefix, func(k []byte, v any) (bool, error) {
+		r, _ := v.(*objectRecord)
+		if r == nil || !bytes.HasPrefix(k, prefix) {
+			return false, nil
 		}
 		if r.Reservation != "" && r.Name == PlaceholderName(generateName, r.Reservation) {
-			return r, nil
+			found = r
+			return false, nil
 		}
-	}
-	return nil, nil
+		return true, nil
+	})
+	return found, err
 }

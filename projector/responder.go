@@ -42,7 +42,7 @@ type DescribeRequest struct {
 	AllNamespaces bool   `json:"allNamespaces,omitempty"`
 }
 
-// QueryReply is the reply to every query subject: Error is set when the
+// QueryReply is the reply to the describe subject: Error is set when the
 // query failed, and the result field otherwise.
 type QueryReply struct {
 	Error string                    `json:"error,omitempty"`
@@ -72,6 +72,7 @@ func NewResponder(nc *nats.Conn, p *Projector, log *slog.Logger) *Responder {
 func (r *Responder) Run(ctx context.Context) error {
 	return serveQueries(ctx, r.nc, r.log, []queryRoute{
 		{SubjectDescribe, QueriesInFlightMax, QueryTimeout, r.describe},
+		{ledger.SubjectVersions, QueriesInFlightMax, QueryTimeout, r.versions},
 	})
 }
 
@@ -146,4 +147,24 @@ func (r *Responder) describe(ctx context.Context, data []byte) (any, error) {
 		return nil, err
 	}
 	return &QueryReply{List: list}, nil
+}
+
+// versions answers a ledger.VersionsRequest with a ledger.VersionsReply,
+// once the projection reflects everything appended before it.
+func (r *Responder) versions(ctx context.Context, data []byte) (any, error) {
+	var req ledger.VersionsRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("bad versions request: %w", err)
+	}
+	if req.Resource == "" {
+		return nil, errors.New("bad versions request: resource is required")
+	}
+	if err := r.p.CatchUp(ctx); err != nil {
+		return nil, err
+	}
+	digests, err := r.p.VersionDigests(req.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return &ledger.VersionsReply{Digests: digests}, nil
 }

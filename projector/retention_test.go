@@ -235,18 +235,17 @@ func TestACheckpointIsReadBackBeforeItIsNamed(t *testing.T) {
 	}
 	live := r.p.View()
 	changed := live.Clone()
-	b, err := changed.CreateBucketIfNotExists(bucketQuotas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Put(quotaKey("team", "extra"), []byte(`{}`)); err != nil {
+	// One pod more: the first one's record under another name.
+	b := changed.Bucket(bucketObjects)
+	_, v := b.Cursor().First()
+	if err := b.Put(objectKey("team", "pods", "extra"), v); err != nil {
 		t.Fatal(err)
 	}
 	if err := SameState(live, live.Snapshot()); err != nil {
 		t.Errorf("a state against its own copy: %v", err)
 	}
-	if err := SameState(live, changed); err == nil || !strings.Contains(err.Error(), "quota extra") {
-		t.Errorf("a state against one with a quota more: %v, want it named", err)
+	if err := SameState(live, changed); err == nil || !strings.Contains(err.Error(), "object pods/extra") {
+		t.Errorf("a state against one with a pod more: %v, want it named", err)
 	}
 	if err := SameState(changed, buckets.New()); err == nil {
 		t.Error("a state against an empty one: no difference")

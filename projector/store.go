@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/quotaledger/quota/projector/buckets"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotaledger/quota/ledger/quota"
 )
@@ -16,7 +19,7 @@ import (
 // refuses a file of another version with ErrSchemaVersion, and its owner
 // (`quota serve`) rebuilds it from the stream: the file holds nothing the
 // stream does not, so it is never migrated.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // RulesVersion is the version of the rules the fold charges by: what
 // ledger/quota charges for an object, and how the fold sums and prints
@@ -26,7 +29,7 @@ const SchemaVersion = 8
 // build would not make, and `quota serve` rebuilds it from the stream.
 // Any change that folds the same log to other usage bumps it (see
 // testdata/rules.golden).
-const RulesVersion = 2
+const RulesVersion = 3
 
 // Bucket names. Every key that names a namespace object starts with the
 // namespace and a zero byte, so one namespace is one contiguous key range.
@@ -42,6 +45,9 @@ var (
 	bucketFeeds     = []byte("feeds")     // resource → feedRecord, the feed's newest point (feed.go)
 	// bucketFeedExpiry indexes the reservations that end on the feed.
 	bucketFeedExpiry = []byte("feed-expiry") // resource\0 + end (Unix ns, big-endian) + reservation id → object key
+	// bucketTombstones keeps the deleted uids (fence.go).
+	bucketTombstones      = []byte("tombstones")       // uid → deletion time (Unix ns, big-endian) + resource version
+	bucketTombstoneExpiry = []byte("tombstone-expiry") // deletion time (Unix ns, big-endian) + uid → ""
 	// bucketStream names the stream a server's projection follows. It is
 	// not in allBuckets: it says where the file came from, not what it
 	// holds, so a replay (which follows no stream) has none and Compare
@@ -58,7 +64,7 @@ var (
 	keyFactTime = []byte("fact-time")
 )
 
-var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines, bucketFeeds, bucketFeedExpiry}
+var allBuckets = [][]byte{bucketMeta, bucketSubjects, bucketObjects, bucketQuotas, bucketReserved, bucketExpiry, bucketSkipped, bucketDeadlines, bucketFeeds, bucketFeedExpiry, bucketTombstones, bucketTombstoneExpiry}
 
 // objectRecord is one object as the projection keeps it.
 type objectRecord struct {
@@ -66,7 +72,10 @@ type objectRecord struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       string `json:"uid,omitempty"`
-	Kind      string `json:"kind,omitempty"`
+	// ResourceVersion is the cluster's version of the state held, empty
+	// for a reservation or an object reported without one.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Kind            string `json:"kind,omitempty"`
 	// Object is the trimmed object as the cluster reported it; empty for
 	// an object only reserved, whose trimmed form is in the log.
 	Object json.RawMessage `json:"object"`
@@ -82,6 +91,14 @@ type objectRecord struct {
 	Holds []hold `json:"holds,omitempty"`
 }
 
+// holds returns r's holds; none for a nil r.
+func (r *objectRecord) holds() []hold {
+	if r == nil {
+		return nil
+	}
+	return r.Holds
+}
+
 // quotaRecord is one ResourceQuota with its usage.
 type quotaRecord struct {
 	Namespace string          `json:"namespace"`
@@ -92,6 +109,21 @@ type quotaRecord struct {
 	Invalid string             `json:"invalid,omitempty"`
 	Used    quota.ResourceList `json:"used,omitempty"`
 	Seq     uint64             `json:"seq"`
+	// parsed is the valid quota read from Object, nil for an invalid one:
+	// the live state keeps it so that no read decodes it again.
+	parsed *quota.Quota
+	// rendered is the record as the Kubernetes object (resourceQuota),
+	// made by the first read that needs it; a record in the live state is
+	// never changed, so neither is its rendering. Nil for a record not
+	// yet stored.
+	rendered *rendering
+}
+
+// rendering holds a stored quota record's Kubernetes object, made once.
+type rendering struct {
+	once sync.Once
+	q    *corev1.ResourceQuota
+	err  error
 }
 
 // skippedRecord notes a stream record that the fold could not apply.
@@ -196,41 +228,71 @@ func subjectSeq(tx *buckets.Set, namespace string) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-// getObjectCharge reads an object's record without its raw object.
-func getObjectCharge(tx *buckets.Set, key []byte) (*objectRecord, error) {
-	v := tx.Bucket(bucketObjects).Get(key)
-	if v == nil {
-		return nil, nil
+// The codecs of the buckets the fold keeps decoded (see buckets.Codec):
+// the live state holds objects and quotas as records, and their bytes
+// are made only for a checkpoint or a comparison.
+var (
+	objectCodec = &buckets.Codec{
+		Encode: func(v any) []byte { return encodeObjectRecord(v.(*objectRecord)) },
+		Decode: func(b []byte) (any, error) { return decodeObjectRecord(b) },
 	}
-	r, err := decodeObjectCharge(v)
-	if err != nil {
-		return nil, fmt.Errorf("decode object %q: %w", key, err)
+	quotaCodec = &buckets.Codec{
+		Encode: func(v any) []byte {
+			b, err := json.Marshal(v.(*quotaRecord))
+			if err != nil {
+				panic(fmt.Sprintf("encode quota record: %v", err))
+			}
+			return b
+		},
+		Decode: func(b []byte) (any, error) {
+			var r quotaRecord
+			if err := json.Unmarshal(b, &r); err != nil {
+				return nil, err
+			}
+			if r.Invalid == "" {
+				var err error
+				if r.parsed, err = decodeQuota(&r); err != nil {
+					return nil, err
+				}
+			}
+			r.rendered = new(rendering)
+			return &r, nil
+		},
 	}
-	return r, nil
+)
+
+// newSet returns an empty set with the projection's codecs.
+func newSet() *buckets.Set {
+	set := buckets.New()
+	set.SetCodec(bucketObjects, objectCodec)
+	set.SetCodec(bucketQuotas, quotaCodec)
+	return set
 }
 
-func getObject(tx *buckets.Set, key []byte) (*objectRecord, error) {
-	v := tx.Bucket(bucketObjects).Get(key)
-	if v == nil {
-		return nil, nil
-	}
-	r, err := decodeObjectRecord(v)
-	if err != nil {
-		return nil, fmt.Errorf("decode object %q: %w", key, err)
-	}
-	return r, nil
+// getObject returns an object's record, or nil. The record belongs to the
+// projection: the caller copies it to change it.
+func getObject(tx *buckets.Set, key []byte) *objectRecord {
+	r, _ := tx.Bucket(bucketObjects).Value(key).(*objectRecord)
+	return r
 }
 
+// putObject stores r, which the projection keeps as it is from now on.
 func putObject(tx *buckets.Set, r *objectRecord) error {
-	return tx.Bucket(bucketObjects).Put(objectKey(r.Namespace, r.Resource, r.Name), encodeObjectRecord(r))
+	return tx.Bucket(bucketObjects).PutValue(objectKey(r.Namespace, r.Resource, r.Name), r)
 }
 
+// putQuota stores r, which the projection keeps as it is from now on.
 func putQuota(tx *buckets.Set, r *quotaRecord) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode quota %s/%s: %w", r.Namespace, r.Name, err)
-	}
-	return tx.Bucket(bucketQuotas).Put(quotaKey(r.Namespace, r.Name), b)
+	r.rendered = new(rendering)
+	return tx.Bucket(bucketQuotas).PutValue(quotaKey(r.Namespace, r.Name), r)
+}
+
+// clone returns a copy of r whose usage can change without changing r's.
+func (r *quotaRecord) clone() *quotaRecord {
+	c := *r
+	c.Used = maps.Clone(r.Used)
+	c.rendered = nil
+	return &c
 }
 
 // forEachObject calls fn for every object of a namespace in key order.
@@ -244,38 +306,37 @@ func forEachObjectOf(tx *buckets.Set, namespace, resource string, fn func(*objec
 	return forEachObjectPrefix(tx, objectKey(namespace, resource, ""), fn)
 }
 
+// forEachObjectPrefix calls fn for every object whose key starts with
+// prefix, in key order. The records belong to the projection: fn must not
+// change them.
 func forEachObjectPrefix(tx *buckets.Set, prefix []byte, fn func(*objectRecord) error) error {
-	c := tx.Bucket(bucketObjects).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		r, err := decodeObjectRecord(v)
-		if err != nil {
-			return fmt.Errorf("decode object %q: %w", k, err)
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return forEachPrefix(tx, bucketObjects, prefix, fn)
 }
 
 // forEachQuota calls fn for every quota of a namespace ("" with all = true
-// for every namespace) in key order.
+// for every namespace) in key order. The records belong to the
+// projection: fn must not change them.
 func forEachQuota(tx *buckets.Set, namespace string, all bool, fn func(*quotaRecord) error) error {
-	c := tx.Bucket(bucketQuotas).Cursor()
 	var prefix []byte
 	if !all {
 		prefix = namespacePrefix(namespace)
 	}
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r quotaRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("decode quota %q: %w", k, err)
+	return forEachPrefix(tx, bucketQuotas, prefix, fn)
+}
+
+// forEachPrefix calls fn for every record of type T in a bucket with a
+// codec whose key starts with prefix, in key order.
+func forEachPrefix[T any](tx *buckets.Set, bucket, prefix []byte, fn func(*T) error) error {
+	return tx.Bucket(bucket).AscendValues(prefix, func(k []byte, v any) (bool, error) {
+		if !bytes.HasPrefix(k, prefix) {
+			return false, nil
 		}
-		if err := fn(&r); err != nil {
-			return err
+		r, ok := v.(*T)
+		if !ok {
+			return false, fmt.Errorf("%w: bucket %s holds a %T at %q", ErrInvariant, bucket, v, k)
 		}
-	}
-	return nil
+		return true, fn(r)
+	})
 }
 
 // keyAppliedTime holds the stream time of the last applied record, so that

@@ -115,14 +115,19 @@ func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 		if q == nil {
 			continue
 		}
-		var oldPart, newPart quota.ResourceList
-		if old != nil {
-			oldPart = part(q, old, nil)
+		var changed bool
+		if len(old.holds()) == 0 && len(next.holds()) == 0 {
+			changed, err = moveTracked(e.rec, q, matched(q, old), matched(q, next))
+		} else {
+			var oldPart, newPart quota.ResourceList
+			if old != nil {
+				oldPart = part(q, old, nil)
+			}
+			if next != nil {
+				newPart = part(q, next, nil)
+			}
+			changed, err = move(e.rec, oldPart, newPart)
 		}
-		if next != nil {
-			newPart = part(q, next, nil)
-		}
-		changed, err := move(e.rec, oldPart, newPart)
 		if err != nil {
 			return err
 		}
@@ -131,23 +136,63 @@ func (f *fold) recharge(namespace string, old, next *objectRecord) error {
 	return nil
 }
 
+// matched is the usage of an object's charge if q matches it, else nil.
+func matched(q *quota.Quota, r *objectRecord) quota.ResourceList {
+	if r == nil || !q.Matches(r.Charge) {
+		return nil
+	}
+	return r.Charge.Usage
+}
+
+// moveTracked is move for two charges without holds: the parts are the
+// resources of q.Hard in each usage, read in place rather than masked
+// into new lists, since the fold does this for every quota of the
+// namespace at every change.
+func moveTracked(r *quotaRecord, q *quota.Quota, oldUsage, newUsage quota.ResourceList) (bool, error) {
+	changed := false
+	if oldUsage == nil && newUsage == nil {
+		return false, nil
+	}
+	for name := range q.Hard {
+		o, inOld := oldUsage[name]
+		n, inNew := newUsage[name]
+		if !inOld && !inNew {
+			continue
+		}
+		c, err := moveOne(r, name, o, n)
+		if err != nil {
+			return false, err
+		}
+		changed = changed || c
+	}
+	return changed, nil
+}
+
+// moveOne applies the difference between an old and a new charge of one
+// resource to a quota's usage, and reports whether Used changed.
+func moveOne(r *quotaRecord, name string, o, n quantity.Quantity) (bool, error) {
+	if n.Cmp(o) == 0 {
+		return false, nil
+	}
+	used := settle(r.Used[name].Add(n.Sub(o)))
+	if used.Sign() < 0 {
+		return false, fmt.Errorf("%w: quota %s/%s used %s=%s", ErrInvariant, r.Namespace, r.Name, name, used)
+	}
+	if r.Used == nil {
+		r.Used = quota.ResourceList{}
+	}
+	r.Used[name] = used
+	return true, nil
+}
+
 // move applies the difference between two charges to a quota's usage,
 // and reports whether Used changed.
 func move(r *quotaRecord, oldPart, newPart quota.ResourceList) (bool, error) {
 	changed := false
 	apply := func(name string, o, n quantity.Quantity) error {
-		if n.Cmp(o) == 0 {
-			return nil
-		}
-		used := settle(r.Used[name].Add(n.Sub(o)))
-		if used.Sign() < 0 {
-			return fmt.Errorf("%w: quota %s/%s used %s=%s", ErrInvariant, r.Namespace, r.Name, name, used)
-		}
-		if r.Used == nil {
-			r.Used = quota.ResourceList{}
-		}
-		r.Used[name], changed = used, true
-		return nil
+		c, err := moveOne(r, name, o, n)
+		changed = changed || c
+		return err
 	}
 	for name, o := range oldPart {
 		if err := apply(name, o, newPart[name]); err != nil {

@@ -3,6 +3,8 @@ package projector
 import (
 	"errors"
 	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -12,7 +14,15 @@ import (
 // is in memory), Checkpoint reports ErrWrite and the file keeps the
 // checkpoint before it, which a restart would fold the log's tail onto;
 // once the limit is lifted the next checkpoint writes the whole state.
+//
+// The limit is the process's, and the test binary writes files of its own
+// meanwhile (go test's log of what a test opens): the test runs in a child
+// process of its own.
 func TestCheckpointPastAFileSizeLimit(t *testing.T) {
+	if os.Getenv(fileSizeChildEnv) == "" {
+		runInChild(t, "^TestCheckpointPastAFileSizeLimit$")
+		return
+	}
 	p := openTemp(t)
 	records := benchRecords(t, 2, 300)
 	const opening = 6 // the quotas
@@ -55,5 +65,22 @@ func TestCheckpointPastAFileSizeLimit(t *testing.T) {
 	}
 	if got, want := p.checkpointed.Load(), records[len(records)-1].Seq; got != want {
 		t.Fatalf("checkpointed seq %d, want %d", got, want)
+	}
+}
+
+// fileSizeChildEnv marks the child process of a test that limits the
+// process's file size.
+const fileSizeChildEnv = "QUOTA_TEST_FILE_SIZE_CHILD"
+
+// runInChild runs the tests matching pattern in a child process of the
+// test binary, with fileSizeChildEnv set, and fails t with its output
+// unless they pass.
+func runInChild(t *testing.T, pattern string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", pattern, "-test.count", "1", "-test.v")
+	cmd.Env = append(os.Environ(), fileSizeChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the child process: %v\n%s", err, out)
 	}
 }

@@ -231,7 +231,9 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		}
 		return nil, err
 	}
-	if err := res.open(ctx, opts, target, h); err != nil {
+	// Tombstones live as long as the stream's duplicate window, as in the
+	// projection of a server on the same stream.
+	if err := res.open(ctx, opts, target, h, stream.Config().DuplicateWindow); err != nil {
 		return fail(err)
 	}
 	p := res.Projector
@@ -270,7 +272,7 @@ func newResult(path string) (*Result, error) {
 // target (and opts.At) that the records held continue, else an empty
 // file; it sets res.Snapshot or res.Archived, res.From, res.Seq and
 // res.Time. It refuses with ErrNotCovered when no starting point serves.
-func (res *Result) open(ctx context.Context, opts Options, target uint64, h holdings) error {
+func (res *Result) open(ctx context.Context, opts Options, target uint64, h holdings, tombstoneTTL time.Duration) error {
 	path := res.Path
 	list, err := origins(ctx, opts)
 	if err != nil {
@@ -284,7 +286,8 @@ func (res *Result) open(ctx context.Context, opts Options, target uint64, h hold
 		return err
 	}
 	res.Snapshot, res.Archived, res.From = o.snapshot, o.archived, o.name()
-	p, err := projector.Open(projector.Config{Path: path, NoSync: true, BatchSizeMax: opts.BatchSizeMax, Logger: opts.Logger}, nil)
+	p, err := projector.Open(projector.Config{Path: path, NoSync: true, BatchSizeMax: opts.BatchSizeMax, Logger: opts.Logger,
+		TombstoneTTL: tombstoneTTL}, nil)
 	if err != nil && o.seq > 0 {
 		// The file is the checkpoint's copy, not one to move aside: the
 		// error says what is wrong with it without Open's advice.

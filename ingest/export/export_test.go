@@ -156,19 +156,6 @@ func TestTrim(t *testing.T) {
 	}
 }
 
-// TestWithResourceVersion puts the resourceVersion first in metadata,
-// whether the metadata is empty or not.
-func TestWithResourceVersion(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"apiVersion":"v1","kind":"X","metadata":{"name":"a"}}`: `{"apiVersion":"v1","kind":"X","metadata":{"resourceVersion":"5","name":"a"}}`,
-		`{"apiVersion":"v1","kind":"X","metadata":{}}`:           `{"apiVersion":"v1","kind":"X","metadata":{"resourceVersion":"5"}}`,
-	} {
-		if got := string(withResourceVersion([]byte(in), "5")); got != want {
-			t.Errorf("withResourceVersion(%s) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // TestConfigValidate reports every problem at once.
 func TestConfigValidate(t *testing.T) {
 	err := Config{InFlightMax: -1, BatchSizeMax: 1 << 30, DiscoveryInterval: time.Millisecond, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}.Validate()

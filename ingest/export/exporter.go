@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -424,6 +425,36 @@ func (x *Exporter) logNamespaces(ctx context.Context) ([]string, error) {
 		out = append(out, ns)
 	}
 	return out, nil
+}
+
+// versionsTimeout bounds the wait for the ledger's digests of a
+// resource's versions: the server's own query timeout, and a margin.
+const versionsTimeout = 15 * time.Second
+
+// logVersions asks the ledger for its digests of resource's object
+// versions per namespace (projector.SubjectVersions). It returns nil when
+// the ledger cannot say (no server answers the subject, or the query
+// fails): every namespace is then resynced.
+func (x *Exporter) logVersions(ctx context.Context, resource string) map[string]string {
+	req, _ := json.Marshal(ledger.VersionsRequest{Resource: resource}) // a string field always marshals
+	ctx, cancel := context.WithTimeout(ctx, versionsTimeout)
+	defer cancel()
+	msg, err := x.cfg.JetStream.Conn().RequestWithContext(ctx, ledger.SubjectVersions, req)
+	var reply ledger.VersionsReply
+	if err == nil {
+		err = json.Unmarshal(msg.Data, &reply)
+	}
+	if err == nil && reply.Error != "" {
+		err = errors.New(reply.Error)
+	}
+	if err != nil {
+		x.log.Warn("cannot compare the list with the log; resyncing every namespace", "resource", resource, "err", err)
+		return nil
+	}
+	if reply.Digests == nil {
+		reply.Digests = map[string]string{}
+	}
+	return reply.Digests
 }
 
 // Probe paths of ListenAndServe.

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	events        *prometheus.CounterVec
 	resyncs       *prometheus.CounterVec
+	unchanged     *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
 	listErrors    *prometheus.CounterVec
 	inFlight      prometheus.Gauge
@@ -34,6 +35,8 @@ func newMetrics() *metrics {
 			Help: "Events sent to the log through ingest and acknowledged, by resource and watch type (ADDED, MODIFIED, DELETED; RESYNC for each resync event); ingest skips an upsert whose trimmed object is unchanged."}, []string{"resource", "type"}),
 		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_resyncs_total",
 			Help: "Lists followed by a resync, by resource and reason (initial, 410, gap, takeover)."}, []string{"resource", "reason"}),
+		unchanged: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_resync_namespaces_unchanged_total",
+			Help: "Namespaces (or the cluster scope) of a resync whose listed object versions the log held already, so that no resync event was appended, by resource."}, []string{"resource"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_watch_restarts_total",
 			Help: "Watches started again after the first, by resource."}, []string{"resource"}),
 		listErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_list_errors_total",
@@ -61,7 +64,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.events, m.resyncs, m.watchRestarts, m.listErrors, m.inFlight, m.windowFull, m.leader, m.streams, m.synced, m} {
+	for _, c := range []prometheus.Collector{m.events, m.resyncs, m.unchanged, m.watchRestarts, m.listErrors, m.inFlight, m.windowFull, m.leader, m.streams, m.synced, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

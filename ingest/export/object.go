@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,31 +84,8 @@ func trim(raw []byte, apiVersion, kind string) (*item, error) {
 		it.trimmed = full
 		return it, nil
 	}
-	it.trimmed = withResourceVersion(trimmed, meta.ResourceVersion)
+	it.trimmed = object.WithResourceVersion(trimmed, meta.ResourceVersion)
 	return it, nil
-}
-
-// metadataKey is where every trimmed object's metadata begins: the
-// trimmed envelope always prints apiVersion, kind, then metadata.
-var metadataKey = []byte(`"metadata":{`)
-
-// withResourceVersion puts rv into a trimmed object's metadata, which
-// leaves it out: ingest names a watch event's message ID by the object's
-// uid and resourceVersion.
-func withResourceVersion(trimmed []byte, rv string) []byte {
-	i := bytes.Index(trimmed, metadataKey)
-	if rv == "" || i < 0 {
-		return trimmed
-	}
-	at := i + len(metadataKey)
-	field := `"resourceVersion":` + strconv.Quote(rv)
-	if trimmed[at] != '}' {
-		field += ","
-	}
-	out := make([]byte, 0, len(trimmed)+len(field))
-	out = append(out, trimmed[:at]...)
-	out = append(out, field...)
-	return append(out, trimmed[at:]...)
 }
 
 // lastWrite is the latest time meta records a write of its object at.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/quotaledger/quota/ingest"
+	"github.com/quotaledger/quota/ledger"
 )
 
 // Resync reasons, as the resyncs metric labels them.
@@ -83,8 +85,9 @@ type stream struct {
 	synced chan struct{}
 	newest time.Time // the newest appended event's write time
 	// split counts the namespaces of the resync in hand whose list was
-	// too large for one event.
-	split int
+	// too large for one event; unchanged, those whose list the log held
+	// already, which got no resync.
+	split, unchanged int
 	// listStarted is when the list in hand started: its point of
 	// progress is at its version then.
 	listStarted time.Time
@@ -388,13 +391,13 @@ func (s *stream) Replace(list []any, rv string) error {
 		items = append(items, it)
 	}
 	start := time.Now()
-	s.split = 0
-	appended, err := s.resync(s.ctx, items, rv)
+	s.split, s.unchanged = 0, 0
+	appended, err := s.resync(s.ctx, items, rv, "list at resourceVersion "+rv)
 	if err != nil {
 		return err
 	}
 	s.x.metrics.resyncs.WithLabelValues(s.res.Name(), reason).Inc()
-	attrs := []any{"reason", reason, "objects", len(items), "namespaces", appended, "resourceVersion", rv, "took", time.Since(start).Round(time.Millisecond)}
+	attrs := []any{"reason", reason, "objects", len(items), "namespaces", appended, "unchanged", s.unchanged, "resourceVersion", rv, "took", time.Since(start).Round(time.Millisecond)}
 	if s.split > 0 {
 		attrs = append(attrs, "split", s.split)
 	}
@@ -421,7 +424,7 @@ func (s *stream) gone(ctx context.Context) {
 	}
 	// A name of its own, so that the resync is not a duplicate of an
 	// earlier one of the same (empty) content.
-	if _, err := s.resync(ctx, nil, "gone at "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := s.resync(ctx, nil, "", "gone at "+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		s.log.Warn("cannot remove the objects of a resource the API server no longer serves", "err", err)
 		return
 	}
@@ -445,50 +448,79 @@ func (s *stream) markSynced(rv string) {
 	}
 }
 
-// resync appends one resync per namespace (or one of the cluster scope),
-// and returns how many.
-func (s *stream) resync(ctx context.Context, items []*item, rv string) (int, error) {
-	name := fmt.Sprintf("export %s list at resourceVersion %s", s.res.Name(), rv)
-	if !s.res.Namespaced {
+// resync appends one resync per namespace (or one of the cluster scope)
+// of a list taken at resourceVersion rv ("" when there is none), named
+// by what, and returns how many. A namespace whose listed versions the
+// log already holds (the projection's digest of them, logVersions) gets
+// none: a takeover or a relist appends only what changed.
+func (s *stream) resync(ctx context.Context, items []*item, rv, what string) (int, error) {
+	name := fmt.Sprintf("export %s %s", s.res.Name(), what)
+	byNamespace, err := s.byNamespace(ctx, items)
+	if err != nil {
+		return 0, err
+	}
+	logged := s.x.logVersions(ctx, s.res.Name())
+	namespaces := slices.Sorted(maps.Keys(byNamespace))
+	appended := 0
+	for _, ns := range namespaces {
+		listed := byNamespace[ns]
+		if logged != nil && logged[ns] == versionsDigest(listed) {
+			s.unchanged++
+			s.x.metrics.unchanged.WithLabelValues(s.res.Name()).Inc()
+			continue
+		}
 		var lines bytes.Buffer
-		for _, it := range items {
+		for _, it := range listed {
 			lines.Write(it.trimmed)
 			lines.WriteByte('\n')
 		}
-		return 1, s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Resource: s.res.Name(), ClusterScoped: true})
+		opts := ingest.ResyncOptions{Namespace: ns, Resource: s.res.Name(), ResourceVersion: rv, ClusterScoped: !s.res.Namespaced}
+		if err := s.resyncGroup(ctx, name, lines.Bytes(), opts); err != nil {
+			return 0, err
+		}
+		appended++
 	}
-	byNamespace := map[string][]*item{}
+	return appended, nil
+}
+
+// byNamespace groups a list's items by namespace, with every namespace of
+// the log that the list lacks (whose objects of the resource are gone),
+// or, for a cluster-scoped resource, as the one group "".
+func (s *stream) byNamespace(ctx context.Context, items []*item) (map[string][]*item, error) {
+	out := map[string][]*item{}
+	if !s.res.Namespaced {
+		out[""] = items
+		return out, nil
+	}
 	for _, it := range items {
-		byNamespace[it.Namespace] = append(byNamespace[it.Namespace], it)
+		out[it.Namespace] = append(out[it.Namespace], it)
 	}
 	known, err := retry(ctx, s.log, "read the namespaces of the log", func() ([]string, error) {
 		return s.x.logNamespaces(ctx)
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, ns := range known {
-		if _, ok := byNamespace[ns]; !ok {
-			byNamespace[ns] = nil
+		if _, ok := out[ns]; !ok {
+			out[ns] = nil
 		}
 	}
-	namespaces := make([]string, 0, len(byNamespace))
-	for ns := range byNamespace {
-		namespaces = append(namespaces, ns)
+	return out, nil
+}
+
+// versionsDigest is the ledger.VersionsDigest of listed items, "" for
+// none: what the projection reports for a namespace without the
+// resource.
+func versionsDigest(listed []*item) string {
+	if len(listed) == 0 {
+		return ""
 	}
-	slices.Sort(namespaces)
-	for _, ns := range namespaces {
-		var lines bytes.Buffer
-		for _, it := range byNamespace[ns] {
-			lines.Write(it.trimmed)
-			lines.WriteByte('\n')
-		}
-		delete(byNamespace, ns)
-		if err := s.resyncGroup(ctx, name, lines.Bytes(), ingest.ResyncOptions{Namespace: ns, Resource: s.res.Name()}); err != nil {
-			return 0, err
-		}
+	vs := make([]ledger.ObjectVersion, len(listed))
+	for i, it := range listed {
+		vs[i] = ledger.ObjectVersion{Name: it.Name, UID: string(it.UID), ResourceVersion: it.ResourceVersion}
 	}
-	return len(namespaces), nil
+	return ledger.VersionsDigest(vs)
 }
 
 func (s *stream) resyncGroup(ctx context.Context, name string, lines []byte, opts ingest.ResyncOptions) error {

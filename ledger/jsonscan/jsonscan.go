@@ -1,5 +1,7 @@
 package jsonscan
 
+import "strconv"
+
 // DepthMax is the deepest nesting of objects and arrays a Scanner accepts,
 // encoding/json's limit.
 const DepthMax = 10000
@@ -15,10 +17,9 @@ type Scanner struct {
 // New returns a Scanner at the start of b.
 func New(b []byte) *Scanner { return &Scanner{b: b} }
 
-// Members walks the members of the object at the cursor. For each member
-// it calls member with the key's bytes and whether the key is plain;
-// member must consume the value (with String, Raw, Skip, Members,
-// Elements, Null or Literal) and return true, or return false to stop. Members reports
+// Members walks the members of the object at the cursor, calling member
+// with each key's bytes and whether the key is plain; member must consume
+// the value and return true, or return false to stop. Members reports
 // whether the object was walked to its end.
 func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 	return s.sequence('{', '}', func() bool {
@@ -35,6 +36,30 @@ func (s *Scanner) Members(member func(key []byte, plain bool) bool) bool {
 	})
 }
 
+// Fields walks the object at the cursor as Members does, calling read
+// with the index in keys (at most 64) of each member's key. It stops, and
+// reports false, at a key that is not plain, not one of keys or repeated:
+// encoding/json would match a key that differs from a field's name only
+// by case, and keep the last of repeated ones.
+func (s *Scanner) Fields(keys []string, read func(i int) bool) bool {
+	var seen uint64
+	return s.Members(func(key []byte, plain bool) bool {
+		if !plain {
+			return false
+		}
+		for i, k := range keys {
+			if string(key) == k {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return read(i)
+			}
+		}
+		return false
+	})
+}
+
 // Elements walks the elements of the array at the cursor, calling element
 // for each with the cursor at it; element must consume the element and
 // return true, or return false to stop. Elements reports whether the array
@@ -44,9 +69,8 @@ func (s *Scanner) Elements(element func() bool) bool {
 }
 
 // Len returns the number of elements of the array at the cursor without
-// moving past it: the capacity of the slice its elements are read into.
-// It counts the commas between them without checking the grammar, which
-// reading the elements does; on input that is not valid the count may be
+// moving past it, to size the slice they are read into. It counts commas
+// without checking the grammar: on input that is not valid it may be
 // wrong.
 func (s *Scanner) Len() int {
 	s.space()
@@ -114,11 +138,7 @@ func (s *Scanner) sequence(open, close byte, item func() bool) bool {
 // Null consumes a null and reports whether there was one.
 func (s *Scanner) Null() bool {
 	s.space()
-	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
-		s.i += 4
-		return true
-	}
-	return false
+	return s.word("null")
 }
 
 // String reads a string value and returns its bytes; ok is false unless it
@@ -127,6 +147,28 @@ func (s *Scanner) String() (value []byte, ok bool) {
 	s.space()
 	v, plain, ok := s.str()
 	return v, ok && plain
+}
+
+// StringTo reads a plain string into dst, whose bytes encoding/json
+// copies as they are.
+func StringTo[T ~string](s *Scanner, dst *T) bool {
+	v, ok := s.String()
+	if ok {
+		*dst = T(v)
+	}
+	return ok
+}
+
+// Int reads an integer as encoding/json reads a number into an int64: a
+// fraction, an exponent, a value out of range or any other value is
+// refused.
+func (s *Scanner) Int() (int64, bool) {
+	v, ok := s.Raw()
+	if !ok || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil
 }
 
 // Raw returns the bytes of the value at the cursor and moves past it.
@@ -143,8 +185,7 @@ func (s *Scanner) Raw() ([]byte, bool) {
 func (s *Scanner) Literal() (value string, ok bool) {
 	s.space()
 	for _, lit := range []string{"true", "false", "null"} {
-		if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-			s.i += len(lit)
+		if s.word(lit) {
 			return lit, true
 		}
 	}
@@ -179,7 +220,7 @@ func (s *Scanner) Skip() bool {
 			}
 			continue
 		case '"':
-			if !s.skipString() {
+			if _, _, ok := s.str(); !ok {
 				return false
 			}
 		case 't':
@@ -223,7 +264,7 @@ func (s *Scanner) Skip() bool {
 // key moves past a member's key and the colon after it.
 func (s *Scanner) key() bool {
 	s.space()
-	if !s.skipString() {
+	if _, _, ok := s.str(); !ok {
 		return false
 	}
 	s.space()
@@ -298,13 +339,6 @@ func (s *Scanner) next(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// skipString moves past a string, checking its escapes and that it holds
-// no control character.
-func (s *Scanner) skipString() bool {
-	_, _, ok := s.str()
-	return ok
 }
 
 // str moves past a string and returns its bytes (escapes left as they

@@ -157,6 +157,46 @@ func TestElementsAndLiterals(t *testing.T) {
 	}
 }
 
+// TestFieldsAndInt reads objects by exact keys, as encoding/json would
+// read them into a struct, and gives up on what it could read otherwise.
+func TestFieldsAndInt(t *testing.T) {
+	keys := []string{"n", "s"}
+	for _, tc := range []struct {
+		in   string
+		ok   bool
+		n    int64
+		name string
+	}{
+		{`{"n":-12,"s":"x"}`, true, -12, "x"},
+		{` { "s" : "y" } `, true, 0, "y"},
+		{`{"n":1.5}`, false, 0, ""},
+		{`{"n":1e3}`, false, 0, ""},
+		{`{"n":9223372036854775808}`, false, 0, ""},
+		{`{"n":"1"}`, false, 0, ""},
+		{`{"n":null}`, false, 0, ""},
+		{`{"n":1,"n":2}`, false, 0, ""},
+		{`{"N":1}`, false, 0, ""},
+		{`{"other":1}`, false, 0, ""},
+		{`{"s":"a\u0041"}`, false, 0, ""},
+		{`null`, false, 0, ""},
+	} {
+		s := New([]byte(tc.in))
+		var n int64
+		var name string
+		ok := s.Fields(keys, func(i int) bool {
+			if i == 0 {
+				v, ok := s.Int()
+				n = v
+				return ok
+			}
+			return StringTo(s, &name)
+		})
+		if ok != tc.ok || tc.ok && (n != tc.n || name != tc.name) {
+			t.Errorf("Fields of %s: %v n=%d s=%q, want %v n=%d s=%q", tc.in, ok, n, name, tc.ok, tc.n, tc.name)
+		}
+	}
+}
+
 // TestStringsByteByByte puts every byte value at every position of strings
 // of several lengths, after a plain byte and after one that is not, and
 // checks the string scan against encoding/json: whether the string is

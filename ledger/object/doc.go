@@ -37,15 +37,11 @@
 // A typed value shares no memory with the input, but callers that change
 // Value (defaulting) must not share the Object between goroutines.
 //
-// Decode reads an object one of two ways: the form Trimmed writes for pods
-// and for kinds without a typed value (what the projector and replay read
-// back from the log for every event) in one pass of its own on jsonscan,
-// and everything else into the k8s.io/api types with github.com/goccy/go-json,
-// which agrees with encoding/json on every input and decodes them about
-// three times as fast (encoding/json words the errors); both give the
-// same Object. The first keeps the resource.Quantity it
-// parsed for up to 1024 quantity texts, process-wide, and hands out
-// copies: only texts that Kubernetes holds as an int64 are kept, so the
-// copies share no inf.Dec that Kubernetes' in-place arithmetic could
-// change.
+// Decode reads the form Trimmed writes for pods and for kinds without a
+// typed value (what the projector and replay read back for every event)
+// in one pass of its own on jsonscan, and everything else into the
+// k8s.io/api types with github.com/goccy/go-json; both give the same
+// Object. The first keeps, process-wide, the resource.Quantity of up to
+// 1024 quantity texts that Kubernetes holds as an int64, and hands out
+// copies, which share no inf.Dec.
 package object

@@ -77,9 +77,8 @@ func typed[T any, P interface {
 
 // unmarshal decodes raw into a new T with github.com/goccy/go-json, which
 // reads the k8s.io/api types about three times as fast as encoding/json
-// and agrees with it, value for value and error for error
-// (FuzzUnmarshalAgrees). encoding/json stays the reference: on an error it
-// decodes again, so the error is in its words, and its answer stands.
+// and agrees with it (FuzzUnmarshalAgrees). On an error encoding/json
+// decodes again, so that its answer and its words stand.
 func unmarshal[T any](raw []byte) (*T, error) {
 	v := new(T)
 	if gojson.Unmarshal(raw, v) == nil {
@@ -181,10 +180,8 @@ type headerMeta struct {
 	DeletionGracePeriodSeconds *int64       `json:"deletionGracePeriodSeconds"`
 }
 
-// Decode reads one Kubernetes object from JSON: the trimmed form the
-// ledger writes by decodeTrimmed, anything else by decodeTyped. A
-// namespaced object may come without a namespace (a manifest);
-// SetNamespace supplies it.
+// Decode reads one Kubernetes object from JSON. A namespaced object may
+// come without a namespace (a manifest); SetNamespace supplies it.
 func Decode(raw []byte) (*Object, error) {
 	if len(raw) > SizeMax {
 		return nil, fmt.Errorf("decode object: %w: %d bytes, at most %d (%d MiB)", ErrTooLarge, len(raw), SizeMax, SizeMax>>20)
@@ -260,10 +257,9 @@ func (o *Object) displayName() string {
 func (o *Object) ClusterScoped() bool { return o.clusterScoped }
 
 // TakeClusterScoped marks an object of a kind the ledger does not know (a
-// custom resource) and that names no namespace as cluster-scoped, as an
-// API server's watch event without a namespace says it is. It reports
-// false and changes nothing for a built-in kind, whose scope the ledger
-// knows, and for an object that names a namespace.
+// custom resource) that names no namespace as cluster-scoped, as an API
+// server's watch event without a namespace says it is. It reports false,
+// changing nothing, for a built-in kind and for an object with a namespace.
 func (o *Object) TakeClusterScoped() bool {
 	if o.builtin || o.Namespace != "" {
 		return false

@@ -427,3 +427,16 @@ func TestTrimmedDropsManagedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestWithResourceVersion puts the resourceVersion first in metadata,
+// whether the metadata is empty or not.
+func TestWithResourceVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"apiVersion":"v1","kind":"X","metadata":{"name":"a"}}`: `{"apiVersion":"v1","kind":"X","metadata":{"resourceVersion":"5","name":"a"}}`,
+		`{"apiVersion":"v1","kind":"X","metadata":{}}`:           `{"apiVersion":"v1","kind":"X","metadata":{"resourceVersion":"5"}}`,
+	} {
+		if got := string(WithResourceVersion([]byte(in), "5")); got != want {
+			t.Errorf("WithResourceVersion(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package object
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -167,12 +169,10 @@ type trimmedLimitRangeSpec struct {
 }
 
 // Trimmed returns the object's JSON reduced to the fields quota accounting
-// reads. Decode(Trimmed()) evaluates to the same charges as the original,
-// and two states that differ only in fields quota ignores give equal bytes.
-// It reads the typed value, so changes made to it (defaulting, a
-// namespace) are included. The resourceVersion is left out (an event carries it beside
-// the object): it changes on every write, and keeping it would make
-// status-only churn look like a change.
+// reads, from the typed value (defaulting included). Decode(Trimmed())
+// evaluates to the same charges as the original, and two states that
+// differ only in fields quota ignores give equal bytes: the
+// resourceVersion, which changes on every write, is left to the event.
 func (o *Object) Trimmed() ([]byte, error) {
 	t, err := o.trimmed()
 	if err != nil {
@@ -290,9 +290,6 @@ func trimResources(r corev1.ResourceRequirements) *trimmedResources {
 }
 
 func trimContainers(cs []corev1.Container) []trimmedContainer {
-	if cs == nil {
-		return nil
-	}
 	out := make([]trimmedContainer, len(cs))
 	for i := range cs {
 		out[i] = trimmedContainer{
@@ -304,35 +301,18 @@ func trimContainers(cs []corev1.Container) []trimmedContainer {
 	return out
 }
 
-func trimAffinityTerms(terms []corev1.PodAffinityTerm) []trimmedAffinityTerm {
-	if terms == nil {
-		return nil
+// trimPodAffinity keeps of affinity terms what the
+// CrossNamespacePodAffinity scope reads.
+func trimPodAffinity(required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) *trimmedPodAffinity {
+	term := func(t *corev1.PodAffinityTerm) trimmedAffinityTerm {
+		return trimmedAffinityTerm{Namespaces: t.Namespaces, NamespaceSelector: t.NamespaceSelector}
 	}
-	out := make([]trimmedAffinityTerm, len(terms))
-	for i := range terms {
-		out[i] = trimmedAffinityTerm{Namespaces: terms[i].Namespaces, NamespaceSelector: terms[i].NamespaceSelector}
+	out := &trimmedPodAffinity{}
+	for i := range required {
+		out.Required = append(out.Required, term(&required[i]))
 	}
-	return out
-}
-
-func trimPodAffinity(a *corev1.PodAffinity, anti *corev1.PodAntiAffinity) *trimmedPodAffinity {
-	var required []corev1.PodAffinityTerm
-	var preferred []corev1.WeightedPodAffinityTerm
-	switch {
-	case a != nil:
-		required, preferred = a.RequiredDuringSchedulingIgnoredDuringExecution, a.PreferredDuringSchedulingIgnoredDuringExecution
-	case anti != nil:
-		required, preferred = anti.RequiredDuringSchedulingIgnoredDuringExecution, anti.PreferredDuringSchedulingIgnoredDuringExecution
-	default:
-		return nil
-	}
-	out := &trimmedPodAffinity{Required: trimAffinityTerms(required)}
-	if preferred != nil {
-		out.Preferred = make([]trimmedWeightedTerm, len(preferred))
-		for i := range preferred {
-			t := preferred[i].PodAffinityTerm
-			out.Preferred[i] = trimmedWeightedTerm{PodAffinityTerm: trimmedAffinityTerm{Namespaces: t.Namespaces, NamespaceSelector: t.NamespaceSelector}}
-		}
+	for i := range preferred {
+		out.Preferred = append(out.Preferred, trimmedWeightedTerm{PodAffinityTerm: term(&preferred[i].PodAffinityTerm)})
 	}
 	return out
 }
@@ -362,16 +342,16 @@ func trimPod(p *corev1.Pod) (*trimmedPodSpec, *trimmedPodStatus) {
 		RuntimeClassName:      p.Spec.RuntimeClassName,
 		Overhead:              p.Spec.Overhead,
 	}
-	if spec.Containers == nil {
-		spec.Containers = []trimmedContainer{}
-	}
 	if p.Spec.Resources != nil {
 		spec.Resources = &trimmedResources{Requests: p.Spec.Resources.Requests, Limits: p.Spec.Resources.Limits}
 	}
 	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
-		spec.Affinity = &trimmedAffinity{
-			PodAffinity:     trimPodAffinity(a.PodAffinity, nil),
-			PodAntiAffinity: trimPodAffinity(nil, a.PodAntiAffinity),
+		spec.Affinity = &trimmedAffinity{}
+		if pa := a.PodAffinity; pa != nil {
+			spec.Affinity.PodAffinity = trimPodAffinity(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if pa := a.PodAntiAffinity; pa != nil {
+			spec.Affinity.PodAntiAffinity = trimPodAffinity(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
 	status := &trimmedPodStatus{
@@ -414,11 +394,33 @@ func trimPVC(c *corev1.PersistentVolumeClaim) (*trimmedPVCSpec, *trimmedPVCStatu
 
 func trimService(s *corev1.Service) *trimmedServiceSpec {
 	spec := &trimmedServiceSpec{Type: s.Spec.Type, AllocateLoadBalancerNodePorts: s.Spec.AllocateLoadBalancerNodePorts}
-	if s.Spec.Ports != nil {
-		spec.Ports = make([]trimmedServicePort, len(s.Spec.Ports))
-		for i, p := range s.Spec.Ports {
-			spec.Ports[i] = trimmedServicePort{Port: p.Port, NodePort: p.NodePort}
-		}
+	spec.Ports = make([]trimmedServicePort, len(s.Spec.Ports))
+	for i, p := range s.Spec.Ports {
+		spec.Ports[i] = trimmedServicePort{Port: p.Port, NodePort: p.NodePort}
 	}
 	return spec
+}
+
+// metadataKey is where every trimmed object's metadata begins: the
+// trimmed envelope always prints apiVersion, kind, then metadata.
+var metadataKey = []byte(`"metadata":{`)
+
+// WithResourceVersion puts rv into a trimmed object's metadata, which
+// Trimmed leaves out (so that equal states give equal bytes): a listed
+// object carries its version this way, which the projection fences
+// resyncs by. An empty rv leaves trimmed as it is.
+func WithResourceVersion(trimmed []byte, rv string) []byte {
+	i := bytes.Index(trimmed, metadataKey)
+	if rv == "" || i < 0 {
+		return trimmed
+	}
+	at := i + len(metadataKey)
+	field := `"resourceVersion":` + strconv.Quote(rv)
+	if trimmed[at] != '}' {
+		field += ","
+	}
+	out := make([]byte, 0, len(trimmed)+len(field))
+	out = append(out, trimmed[:at]...)
+	out = append(out, field...)
+	return append(out, trimmed[at:]...)
 }

@@ -1,7 +1,6 @@
 package object
 
 import (
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,16 +14,12 @@ import (
 )
 
 // decodeTrimmed reads, in one pass and without reflection, what Trimmed
-// writes for pods and for the kinds the ledger keeps no value of: the
-// form the projector and replay read back for every event. apiVersion and
-// kind come first, then only the members Trimmed writes, each once, with
-// plain strings and integers. It returns nil for anything else (an
-// unknown, repeated or escaped key, a null, a string that is not plain, a
-// value Kubernetes would refuse, an object Decode would reject, a kind
-// with a typed value other than a pod), and Decode then reads the input
-// into the typed value. For every input it accepts it builds the Object
-// the typed decode would: TestDecodeTrimmedMatchesTyped and FuzzDecodeTrimmed
-// hold it to that.
+// writes for pods and for the kinds the ledger keeps no value of:
+// apiVersion and kind first, then only the members Trimmed writes, each
+// once, with plain strings and integers. It returns nil for anything else,
+// which Decode then reads into the typed value. What it accepts it reads
+// as the typed decode would (TestDecodeTrimmedMatchesTyped,
+// FuzzDecodeTrimmed).
 func decodeTrimmed(b []byte) *Object {
 	s := jsonscan.New(b)
 	var h header
@@ -38,9 +33,9 @@ func decodeTrimmed(b []byte) *Object {
 		case !plain:
 			return false
 		case n == 1:
-			return string(key) == "apiVersion" && readString(s, &h.APIVersion)
+			return string(key) == "apiVersion" && jsonscan.StringTo(s, &h.APIVersion)
 		case n == 2:
-			if string(key) != "kind" || !readString(s, &h.Kind) {
+			if string(key) != "kind" || !jsonscan.StringTo(s, &h.Kind) {
 				return false
 			}
 			var ok bool
@@ -94,29 +89,6 @@ func trimmedKind(apiVersion, kind string) (*corev1.Pod, bool) {
 	return nil, !known || info.decode == nil
 }
 
-// members walks the object at the cursor, calling read with the index in
-// keys (at most 64) of each member's key. It gives up on a key that is
-// not plain, not one of keys (encoding/json would match one that differs
-// only by case, and Trimmed writes no other) or repeated.
-func members(s *jsonscan.Scanner, keys []string, read func(i int) bool) bool {
-	var seen uint64
-	return s.Members(func(key []byte, plain bool) bool {
-		if !plain {
-			return false
-		}
-		for i, k := range keys {
-			if string(key) == k {
-				if seen&(1<<i) != 0 {
-					return false
-				}
-				seen |= 1 << i
-				return read(i)
-			}
-		}
-		return false
-	})
-}
-
 // elements reads the array at the cursor into a slice, each element read
 // by read into its place. The slice is made to size at once: a pod's
 // containers are large structs.
@@ -135,18 +107,18 @@ var metadataKeys = []string{"name", "generateName", "namespace", "uid", "resourc
 	"deletionTimestamp", "deletionGracePeriodSeconds"}
 
 func readMetadata(s *jsonscan.Scanner, m *metav1.ObjectMeta) bool {
-	return members(s, metadataKeys, func(i int) bool {
+	return s.Fields(metadataKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return readString(s, &m.Name)
+			return jsonscan.StringTo(s, &m.Name)
 		case 1:
-			return readString(s, &m.GenerateName)
+			return jsonscan.StringTo(s, &m.GenerateName)
 		case 2:
-			return readString(s, &m.Namespace)
+			return jsonscan.StringTo(s, &m.Namespace)
 		case 3:
-			return readString(s, &m.UID)
+			return jsonscan.StringTo(s, &m.UID)
 		case 4:
-			return readString(s, &m.ResourceVersion)
+			return jsonscan.StringTo(s, &m.ResourceVersion)
 		case 5:
 			return readTime(s, &m.DeletionTimestamp)
 		default:
@@ -159,7 +131,7 @@ var podSpecKeys = []string{"initContainers", "containers", "activeDeadlineSecond
 	"runtimeClassName", "overhead", "resources"}
 
 func readPodSpec(s *jsonscan.Scanner, sp *corev1.PodSpec) bool {
-	return members(s, podSpecKeys, func(i int) bool {
+	return s.Fields(podSpecKeys, func(i int) bool {
 		switch i {
 		case 0:
 			return elements(s, &sp.InitContainers, func(c *corev1.Container) bool { return readContainer(s, c) })
@@ -168,10 +140,10 @@ func readPodSpec(s *jsonscan.Scanner, sp *corev1.PodSpec) bool {
 		case 2:
 			return readInt64(s, &sp.ActiveDeadlineSeconds)
 		case 3:
-			return readString(s, &sp.PriorityClassName)
+			return jsonscan.StringTo(s, &sp.PriorityClassName)
 		case 4:
 			sp.RuntimeClassName = new(string)
-			return readString(s, sp.RuntimeClassName)
+			return jsonscan.StringTo(s, sp.RuntimeClassName)
 		case 5:
 			return readList(s, &sp.Overhead)
 		default:
@@ -184,15 +156,15 @@ func readPodSpec(s *jsonscan.Scanner, sp *corev1.PodSpec) bool {
 var containerKeys = []string{"name", "resources", "restartPolicy"}
 
 func readContainer(s *jsonscan.Scanner, c *corev1.Container) bool {
-	return members(s, containerKeys, func(i int) bool {
+	return s.Fields(containerKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return readString(s, &c.Name)
+			return jsonscan.StringTo(s, &c.Name)
 		case 1:
 			return readRequirements(s, &c.Resources)
 		default:
 			c.RestartPolicy = new(corev1.ContainerRestartPolicy)
-			return readString(s, c.RestartPolicy)
+			return jsonscan.StringTo(s, c.RestartPolicy)
 		}
 	})
 }
@@ -200,7 +172,7 @@ func readContainer(s *jsonscan.Scanner, c *corev1.Container) bool {
 var requirementsKeys = []string{"requests", "limits"}
 
 func readRequirements(s *jsonscan.Scanner, r *corev1.ResourceRequirements) bool {
-	return members(s, requirementsKeys, func(i int) bool {
+	return s.Fields(requirementsKeys, func(i int) bool {
 		if i == 0 {
 			return readList(s, &r.Requests)
 		}
@@ -211,12 +183,12 @@ func readRequirements(s *jsonscan.Scanner, r *corev1.ResourceRequirements) bool 
 var podStatusKeys = []string{"phase", "qosClass", "conditions", "initContainerStatuses", "containerStatuses"}
 
 func readPodStatus(s *jsonscan.Scanner, st *corev1.PodStatus) bool {
-	return members(s, podStatusKeys, func(i int) bool {
+	return s.Fields(podStatusKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return readString(s, &st.Phase)
+			return jsonscan.StringTo(s, &st.Phase)
 		case 1:
-			return readString(s, &st.QOSClass)
+			return jsonscan.StringTo(s, &st.QOSClass)
 		case 2:
 			return elements(s, &st.Conditions, func(c *corev1.PodCondition) bool { return readCondition(s, c) })
 		case 3:
@@ -230,14 +202,14 @@ func readPodStatus(s *jsonscan.Scanner, st *corev1.PodStatus) bool {
 var conditionKeys = []string{"type", "status", "reason"}
 
 func readCondition(s *jsonscan.Scanner, c *corev1.PodCondition) bool {
-	return members(s, conditionKeys, func(i int) bool {
+	return s.Fields(conditionKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return readString(s, &c.Type)
+			return jsonscan.StringTo(s, &c.Type)
 		case 1:
-			return readString(s, &c.Status)
+			return jsonscan.StringTo(s, &c.Status)
 		default:
-			return readString(s, &c.Reason)
+			return jsonscan.StringTo(s, &c.Reason)
 		}
 	})
 }
@@ -245,10 +217,10 @@ func readCondition(s *jsonscan.Scanner, c *corev1.PodCondition) bool {
 var containerStatusKeys = []string{"name", "allocatedResources", "resources"}
 
 func readContainerStatus(s *jsonscan.Scanner, c *corev1.ContainerStatus) bool {
-	return members(s, containerStatusKeys, func(i int) bool {
+	return s.Fields(containerStatusKeys, func(i int) bool {
 		switch i {
 		case 0:
-			return readString(s, &c.Name)
+			return jsonscan.StringTo(s, &c.Name)
 		case 1:
 			return readList(s, &c.AllocatedResources)
 		default:
@@ -258,34 +230,14 @@ func readContainerStatus(s *jsonscan.Scanner, c *corev1.ContainerStatus) bool {
 	})
 }
 
-// readString reads a plain string, whose bytes encoding/json copies as
-// they are.
-func readString[T ~string](s *jsonscan.Scanner, dst *T) bool {
-	v, ok := s.String()
+// readInt64 reads a JSON integer as encoding/json reads a number into an
+// *int64.
+func readInt64(s *jsonscan.Scanner, dst **int64) bool {
+	v, ok := s.Int()
 	if ok {
-		*dst = T(v)
+		*dst = &v
 	}
 	return ok
-}
-
-// readInt64 reads a JSON integer as encoding/json reads a number into an
-// *int64; a fraction, an exponent or a value out of range gives up.
-func readInt64(s *jsonscan.Scanner, dst **int64) bool {
-	raw, ok := s.Raw()
-	if !ok || len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-		return false
-	}
-	for _, c := range raw[1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	v, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = &v
-	return true
 }
 
 // readTime reads a metav1.Time as its UnmarshalJSON does: RFC 3339, in

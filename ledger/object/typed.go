@@ -12,12 +12,11 @@ import (
 )
 
 // decodeTyped is Decode for any object, through unmarshal into the
-// k8s.io/api type of its kind. The kind is read from the top-level keys
-// first (typeMeta), so that a typed value is decoded in one pass and the
-// identity taken from its metadata, which holds what the header would.
-// The header is decoded on its own for a kind without a typed value,
-// where typeMeta cannot vouch for the kind, and where the value does not
-// decode (to word the error as the API server does).
+// k8s.io/api type of its kind, read first from the top-level keys
+// (typeMeta) so that the value is decoded in one pass, its identity taken
+// from its metadata. The header is decoded on its own where typeMeta
+// cannot vouch for the kind, and where the value does not decode (to word
+// the error as the API server does).
 func decodeTyped(b []byte) (*Object, error) {
 	var h header
 	var v runtime.Object
@@ -67,13 +66,10 @@ func metaOf(m metav1.Object) headerMeta {
 }
 
 // typeMeta reads the apiVersion and kind of a JSON object from its
-// top-level keys, skipping every value in between without decoding it. It
-// reports ok only when both are plain strings under their exact keys and
-// no other top-level key could decode as either: encoding/json matches
-// keys without regard to case and keeps the last of repeated ones, so a
-// key that is not plain, or one equal to "apiVersion" or "kind" but for
-// case, makes it give up. It checks the grammar of what it skips, not the
-// types; the typed decode that follows does.
+// top-level keys, skipping the other values. It reports ok only when both
+// are plain strings under their exact keys and no other top-level key
+// could decode as either: encoding/json matches keys without regard to
+// case and keeps the last of repeated ones.
 func typeMeta(b []byte) (apiVersion, kind string, ok bool) {
 	s := jsonscan.New(b)
 	var haveVersion, haveKind bool
@@ -82,10 +78,10 @@ func typeMeta(b []byte) (apiVersion, kind string, ok bool) {
 		case !plain:
 			return false
 		case string(key) == "apiVersion":
-			haveVersion = readString(s, &apiVersion)
+			haveVersion = jsonscan.StringTo(s, &apiVersion)
 			return haveVersion
 		case string(key) == "kind":
-			haveKind = readString(s, &kind)
+			haveKind = jsonscan.StringTo(s, &kind)
 			return haveKind
 		case jsonscan.EqualFoldASCII(key, "apiVersion") || jsonscan.EqualFoldASCII(key, "kind"):
 			return false

@@ -1,6 +1,9 @@
 package quantity
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // The helpers in this file work on a value held as i * 10^scale in an int64,
 // the form Kubernetes calls int64Amount. Each reports overflow instead of
@@ -95,29 +98,14 @@ func addAmount(av int64, as int32, bv int64, bs int32) (int64, int32, bool) {
 	}
 }
 
-// cmp64 compares two int64s.
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func sign64(v int64) int {
-	return cmp64(v, 0)
-}
-
 // cmpAmount compares two int64 amounts by value.
 func cmpAmount(av int64, as int32, bv int64, bs int32) int {
 	if as == bs {
-		return cmp64(av, bv)
+		return cmp.Compare(av, bv)
 	}
-	sa, sb := sign64(av), sign64(bv)
+	sa, sb := cmp.Compare(av, 0), cmp.Compare(bv, 0)
 	if sa != sb || sa == 0 {
-		return cmp64(int64(sa), int64(sb))
+		return cmp.Compare(sa, sb)
 	}
 	if as > bs {
 		a, ok := scaleUp(av, int64(as)-int64(bs))
@@ -125,13 +113,13 @@ func cmpAmount(av int64, as int32, bv int64, bs int32) int {
 			// a has the larger magnitude, and both have the same sign.
 			return sa
 		}
-		return cmp64(a, bv)
+		return cmp.Compare(a, bv)
 	}
 	b, ok := scaleUp(bv, int64(bs)-int64(as))
 	if !ok {
 		return -sa
 	}
-	return cmp64(av, b)
+	return cmp.Compare(av, b)
 }
 
 // isIntegerAmount reports whether v * 10^scale is a whole number.

@@ -51,8 +51,8 @@
 // to it).
 //
 // Kubernetes gets a few results wrong by int64 wrap-around, and this package
-// computes them exactly instead: Neg of -2^63, x - (-2^63), and exponents that
-// overflow 32 bits inside the int64 path. Exponents written as e/E followed by
+// computes them exactly instead: x - (-2^63), and exponents that overflow 32
+// bits inside the int64 path. Exponents written as e/E followed by
 // a number beyond 32 bits are truncated to 32 bits, as Kubernetes does,
 // because that decides which values are accepted.
 //

@@ -31,25 +31,14 @@ const (
 //	              when that is exact, the e-notation otherwise) and FORMAT is
 //	              DecimalSI, BinarySI or DecimalExponent
 func (q Quantity) Exact() string {
-	if q.s != "" {
-		return "=" + q.s
-	}
 	var buf [48]byte
-	b, lossless := q.appendCanonical(buf[:0])
-	if !lossless {
-		var t apd.Decimal
-		b, _ = appendDecimalBig(buf[:0], q.decimal(&t), DecimalExponent)
-	}
-	b = append(b, ';')
-	b = append(b, q.format.String()...)
-	return string(b)
+	return string(q.AppendExact(buf[:0]))
 }
 
 // AppendExact appends Exact() to b, without allocating when b has room.
 func (q Quantity) AppendExact(b []byte) []byte {
 	if q.s != "" {
-		b = append(b, '=')
-		return append(b, q.s...)
+		return append(append(b, '='), q.s...)
 	}
 	start := len(b)
 	b, lossless := q.appendCanonical(b)
@@ -318,33 +307,5 @@ func checkRange64(v int64, e int64, max int64) error {
 	if low < -ExponentMax {
 		return ErrRange
 	}
-	return nil
-}
-
-// MarshalJSON writes String() as a JSON string, as resource.Quantity does.
-func (q Quantity) MarshalJSON() ([]byte, error) {
-	out := make([]byte, 0, len(q.s)+24)
-	out = append(out, '"')
-	out, _ = q.AppendText(out)
-	return append(out, '"'), nil
-}
-
-// UnmarshalJSON reads a JSON string (or bare number) with Parse after
-// trimming spaces, as resource.Quantity does; JSON escapes are not decoded,
-// as Kubernetes does not decode them. null sets q to zero; Kubernetes would
-// also keep q's earlier format and printed text.
-func (q *Quantity) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*q = Quantity{}
-		return nil
-	}
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
-		b = b[1 : len(b)-1]
-	}
-	p, err := Parse(strings.TrimSpace(string(b)))
-	if err != nil {
-		return err
-	}
-	*q = p
 	return nil
 }

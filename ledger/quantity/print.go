@@ -18,15 +18,6 @@ func (q Quantity) String() string {
 	return string(b)
 }
 
-// AppendText appends String() to b, without allocating when b has room.
-func (q Quantity) AppendText(b []byte) ([]byte, error) {
-	if q.s != "" {
-		return append(b, q.s...), nil
-	}
-	b, _ = q.appendCanonical(b)
-	return b, nil
-}
-
 // appendCanonical appends Kubernetes' canonical form of q (CanonicalizeBytes)
 // and reports whether that text determines the value. It does not when
 // Kubernetes has no suffix for the exponent and prints the digits alone: a
@@ -90,39 +81,26 @@ func appendDecimalBig(out []byte, d *apd.Decimal, format Format) ([]byte, bool) 
 	return appendDecimalSuffix(out, e, format)
 }
 
+// decimalSuffixes are Kubernetes' suffixes for 10^-9 to 10^18, a power of
+// 1000 apart, 10^0 having none (the space); binarySuffixes those for
+// 1024^0 to 1024^6.
+const decimalSuffixes = "num kMGTPE"
+
+var binarySuffixes = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+
 // appendDecimalSuffix appends the suffix for 10^e, which is a multiple of 3.
 // For DecimalSI Kubernetes has suffixes from n to E only; beyond them it
 // prints no suffix at all.
 func appendDecimalSuffix(out []byte, e int64, format Format) ([]byte, bool) {
-	if format == DecimalExponent {
-		if e == 0 {
-			return out, true
-		}
-		return strconv.AppendInt(append(out, 'e'), e, 10), true
-	}
-	switch e {
-	case -9:
-		return append(out, 'n'), true
-	case -6:
-		return append(out, 'u'), true
-	case -3:
-		return append(out, 'm'), true
-	case 0:
+	switch {
+	case e == 0:
 		return out, true
-	case 3:
-		return append(out, 'k'), true
-	case 6:
-		return append(out, 'M'), true
-	case 9:
-		return append(out, 'G'), true
-	case 12:
-		return append(out, 'T'), true
-	case 15:
-		return append(out, 'P'), true
-	case 18:
-		return append(out, 'E'), true
+	case format == DecimalExponent:
+		return strconv.AppendInt(append(out, 'e'), e, 10), true
+	case e < -9 || e > 18:
+		return out, false
 	}
-	return out, false
+	return append(out, decimalSuffixes[(e+9)/3]), true
 }
 
 // appendBinary appends a whole q of magnitude at least 1024 as a multiple of
@@ -178,21 +156,8 @@ func (q Quantity) appendBinary(out []byte) ([]byte, bool) {
 // appendBinarySuffix appends the suffix for 1024^times. Kubernetes has none
 // for 1024^0 and none beyond Ei, and then prints the digits alone.
 func appendBinarySuffix(out []byte, times int) ([]byte, bool) {
-	switch times {
-	case 0:
-		return out, true
-	case 1:
-		return append(out, "Ki"...), true
-	case 2:
-		return append(out, "Mi"...), true
-	case 3:
-		return append(out, "Gi"...), true
-	case 4:
-		return append(out, "Ti"...), true
-	case 5:
-		return append(out, "Pi"...), true
-	case 6:
-		return append(out, "Ei"...), true
+	if times >= len(binarySuffixes) {
+		return out, false
 	}
-	return out, false
+	return append(out, binarySuffixes[times]...), true
 }

@@ -1,6 +1,7 @@
 package quantity
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/cockroachdb/apd/v3"
@@ -175,7 +176,7 @@ func (q Quantity) cmpInt(v int64) int {
 // Sign is -1, 0 or +1.
 func (q Quantity) Sign() int {
 	if q.d == nil {
-		return sign64(q.i)
+		return cmp.Compare(q.i, 0)
 	}
 	return q.d.Sign()
 }
@@ -204,34 +205,6 @@ func (q Quantity) IsInteger() bool {
 	p.Exp(apd.NewBigInt(10), apd.NewBigInt(n), nil)
 	r.Rem(&q.d.Coeff, &p)
 	return r.Sign() == 0
-}
-
-// Neg returns -q in q's format. Unlike resource.Quantity.Neg it is exact for
-// the most negative int64, which Kubernetes leaves unchanged.
-func (q Quantity) Neg() Quantity {
-	r := q
-	r.s = ""
-	if q.d == nil {
-		if q.i != int64Min {
-			r.i = -q.i
-			return r
-		}
-		r.wide = true
-		r.setDecimal(new(apd.Decimal).Neg(new(apd.Decimal).SetFinite(q.i, q.scale)))
-		return r
-	}
-	r.setDecimal(new(apd.Decimal).Neg(q.d))
-	return r
-}
-
-// Max returns the larger of a and b by value, and a when they are equal.
-// Which of two equal quantities is kept matters because they may print
-// differently ("1Gi" and "1073741824").
-func Max(a, b Quantity) Quantity {
-	if b.Cmp(a) > 0 {
-		return b
-	}
-	return a
 }
 
 // RoundUp returns q rounded away from zero to a multiple of 10^scale and
@@ -281,12 +254,4 @@ func (q Quantity) RoundUp(scale int32) (Quantity, bool) {
 	}
 	r.setDecimal(d)
 	return r, exact
-}
-
-// Decimal returns a copy of q's exact value.
-func (q Quantity) Decimal() *apd.Decimal {
-	if q.d != nil {
-		return new(apd.Decimal).Set(q.d)
-	}
-	return apd.New(q.i, q.scale)
 }

@@ -61,10 +61,8 @@ type AdmitRequest struct {
 	Limited []LimitedResource
 	// Now is the time pods' grace periods are measured against.
 	Now time.Time
-	// Charge is the object's charge when the caller has evaluated it
-	// already (Evaluate of Object at Now); nil: Admit evaluates it. Only
-	// the quotas' usage changes between decisions on one object, so a
-	// caller deciding it again against new usage need not evaluate again.
+	// Charge is Evaluate(Object, Now) when the caller has it already (a
+	// decision made again against new usage); nil: Admit evaluates it.
 	Charge *Charge
 	// VerdictOnly says the caller reads only the verdict: the Decision's
 	// Used is left nil, and no quota's new usage is built.
@@ -89,13 +87,10 @@ type Decision struct {
 	Charge Charge
 }
 
-// handles reports whether the quota plugin evaluates req: pods on create,
-// on updates of their resize subresource, and on plain updates that move
-// them between the Terminating and NotTerminating scopes (since Kubernetes
-// v1.33; a plain update cannot change what a pod is charged, only which
-// quotas charge it); claims (of storage and of devices) and services on
-// create and update, and claims on every update of their status; every
-// other counted object on create only; no other request on a subresource.
+// handles reports whether the quota plugin evaluates req, by the package
+// doc's rule. A plain update of a pod cannot change what it is charged,
+// only which quotas charge it: it is evaluated (since Kubernetes v1.33)
+// when it moves the pod between the Terminating and NotTerminating scopes.
 func handles(req *AdmitRequest) bool {
 	op, resource := req.Operation, req.Object.Resource
 	switch {
@@ -144,9 +139,9 @@ func Admit(req AdmitRequest) Decision {
 	limitedScopes := matchedLimitedScopes(input, req.Limited)
 	limitedNames := limitedNamesOf(o, input, req.Limited)
 
-	interesting, restrictedScopes, refusals := matchQuotas(states, o, input)
-	if len(refusals) > 0 {
-		return forbidden(d, o, firstByName(states, refusals))
+	interesting, restrictedScopes, refused := matchQuotas(states, o, input)
+	if refused != "" {
+		return forbidden(d, o, refused)
 	}
 
 	if neg := negativeNames(input.Usage); len(neg) > 0 {
@@ -180,8 +175,8 @@ func Admit(req AdmitRequest) Decision {
 		return d
 	}
 
-	if refusals := exceededRefusals(&req, states, interesting, delta); len(refusals) > 0 {
-		return forbidden(d, o, firstByName(states, refusals))
+	if refused := exceeded(&req, states, interesting, delta); refused != "" {
+		return forbidden(d, o, refused)
 	}
 	if d.Used != nil {
 		for j, i := range interesting {
@@ -194,8 +189,7 @@ func Admit(req AdmitRequest) Decision {
 }
 
 // admitStates returns the valid quotas of req in name order, and the
-// decision of a request they allow: with their usage unless the request
-// asks for the verdict only.
+// decision of a request they allow (with their usage unless VerdictOnly).
 func admitStates(req *AdmitRequest) ([]QuotaState, Decision) {
 	states := make([]QuotaState, 0, len(req.Quotas))
 	for _, s := range req.Quotas {
@@ -214,9 +208,8 @@ func admitStates(req *AdmitRequest) ([]QuotaState, Decision) {
 	return states, d
 }
 
-// limitedNamesOf returns the resource names the object o of charge input
-// consumes that an entry of limited for its group and resource lists
-// (limitedByDefault).
+// limitedNamesOf returns the names o consumes that an entry of limited for
+// its group and resource lists.
 func limitedNamesOf(o *object.Object, input Charge, limited []LimitedResource) []string {
 	var names []string
 	for _, l := range limited {
@@ -228,14 +221,16 @@ func limitedNamesOf(o *object.Object, input Charge, limited []LimitedResource) [
 }
 
 // matchQuotas returns the indexes in states of the quotas that charge the
-// object o of charge input (interesting), the scopes of every quota that
-// match it (restricted, for limitedResources), and the refusals of the
-// quotas that match it but cannot take it: a constraint it breaks, or a
-// usage the quota does not know yet.
-func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesting []int, restricted []ScopeRequirement, refusals []refusal) {
-	// required holds, per quota in turn, the names the quota tracks that
-	// the object's evaluator produces; its order does not matter, as every
-	// message built from it sorts.
+// object o of charge input (interesting) and the scopes of every quota that
+// match it (restricted, for limitedResources), or the refusal of the first
+// quota by name that matches it but cannot take it: a constraint it
+// breaks, or a usage the quota does not know yet. Kubernetes names the
+// first refusing quota its informer meets, a draw among several (a Go
+// map's order); states are in name order, so the ledger names the first
+// by name.
+func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesting []int, restricted []ScopeRequirement, refused string) {
+	// required holds the names the quota tracks that the object's
+	// evaluator produces, in no order: every message built from it sorts.
 	var requiredBuf [16]string
 	for i, s := range states {
 		for _, sc := range s.Quota.Scopes {
@@ -248,16 +243,14 @@ func matchQuotas(states []QuotaState, o *object.Object, input Charge) (interesti
 		}
 		required := producedNames(requiredBuf[:0], o.Resource, s.Quota.Hard)
 		if msg := constraints(o, required); msg != "" {
-			refusals = append(refusals, refusal{i, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg)})
-			continue
+			return nil, nil, fmt.Sprintf("failed quota: %s: %s", s.Quota.Name, msg)
 		}
 		if !hasUsage(s.Used, required) {
-			refusals = append(refusals, refusal{i, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required))})
-			continue
+			return nil, nil, fmt.Sprintf("status unknown for quota: %s, resources: %s", s.Quota.Name, joinSorted(required))
 		}
 		interesting = append(interesting, i)
 	}
-	return interesting, restricted, refusals
+	return interesting, restricted, ""
 }
 
 // requestDeltas returns what each of the interesting quotas is charged
@@ -271,31 +264,24 @@ func requestDeltas(req *AdmitRequest, states []QuotaState, interesting []int, in
 	for j := range interesting {
 		delta[j] = input.Usage
 	}
-	var deltaNoQuota ResourceList
-	if req.Operation == Create && len(interesting) == 0 {
-		deltaNoQuota = input.Usage
-	}
-	if req.Operation == Update {
-		if req.OldObject == nil {
-			return nil, false, "unable to get previous usage since prior version of object was not found", nil
+	// growth is what the request charges beyond the old object's charge.
+	growth := input.Usage
+	switch {
+	case req.Operation == Update && req.OldObject == nil:
+		return nil, false, "unable to get previous usage since prior version of object was not found", nil
+	case req.Operation == Update && req.OldObject.ResourceVersion != "":
+		prev, err := Evaluate(req.OldObject, req.Now)
+		if err != nil {
+			return nil, false, "", err
 		}
-		if req.OldObject.ResourceVersion != "" {
-			prev, err := Evaluate(req.OldObject, req.Now)
-			if err != nil {
-				return nil, false, "", err
+		growth = SubtractNonNegative(input.Usage, prev.Usage)
+		for j, i := range interesting {
+			if states[i].Quota.Matches(prev) {
+				delta[j] = growth
 			}
-			growth := SubtractNonNegative(input.Usage, prev.Usage)
-			if len(interesting) == 0 {
-				deltaNoQuota = growth
-			}
-			for j, i := range interesting {
-				if states[i].Quota.Matches(prev) {
-					delta[j] = growth
-				}
-			}
-		} else if len(interesting) == 0 {
-			deltaNoQuota = input.Usage
 		}
+	case req.Operation != Create && req.Operation != Update:
+		growth = nil
 	}
 	charged := 0
 	for j, l := range delta {
@@ -309,31 +295,29 @@ func requestDeltas(req *AdmitRequest, states []QuotaState, interesting []int, in
 	if len(interesting) != 0 {
 		return delta, charged == 0, "", nil
 	}
-	return delta, len(removeZeros(deltaNoQuota)) == 0, "", nil
+	return delta, len(removeZeros(growth)) == 0, "", nil
 }
 
-// exceededRefusals returns the refusals of the interesting quotas that
-// the charges delta would take over their hard limits. Every charged
-// quota is checked before any new usage is built, so a denial reports the
-// usage as it was.
-func exceededRefusals(req *AdmitRequest, states []QuotaState, interesting []int, delta []ResourceList) []refusal {
-	var refusals []refusal
+// exceeded returns the refusal of the first of the interesting quotas, by
+// name, that the charges delta would take over its hard limits: "" when
+// none. Every charged quota is checked before any new usage is built, so
+// a denial reports the usage as it was. A claim's status update is never
+// refused for exceeding a quota.
+func exceeded(req *AdmitRequest, states []QuotaState, interesting []int, delta []ResourceList) string {
+	if req.Subresource == "status" {
+		return ""
+	}
 	for j, i := range interesting {
-		l := delta[j]
+		l, q := delta[j], states[i].Quota
 		if l == nil {
 			continue
 		}
-		q := states[i].Quota
-		if req.Subresource == "status" {
-			continue
-		}
-		if exceeded := exceededNames(states[i].Used, l, q.Hard); len(exceeded) > 0 {
-			requested := q.Mask(l)
-			refusals = append(refusals, refusal{i, fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
-				q.Name, maskNames(requested, exceeded), maskNames(states[i].Used, exceeded), maskNames(q.Hard, exceeded))})
+		if names := exceededNames(states[i].Used, l, q.Hard); len(names) > 0 {
+			return fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
+				q.Name, maskNames(l, names), maskNames(states[i].Used, names), maskNames(q.Hard, names))
 		}
 	}
-	return refusals
+	return ""
 }
 
 // hasUsage reports whether used has a figure for every required name.
@@ -357,28 +341,21 @@ func producedNames(out []string, resource string, hard ResourceList) []string {
 	return out
 }
 
-// uncoveredNames returns the limited names (limitedResources) that none of
-// the interesting quotas restricts: none tracks them among the names the
-// object's evaluator produces.
+// uncoveredNames returns the limited names that none of the interesting
+// quotas tracks among the names the object's evaluator produces.
 func uncoveredNames(limited []string, states []QuotaState, interesting []int, resource string) []string {
 	var out []string
 	for _, n := range limited {
-		covered := false
-		for _, i := range interesting {
-			if _, ok := states[i].Quota.Hard[n]; ok && evaluatorProduces(resource, n) {
-				covered = true
-				break
-			}
-		}
-		if !covered {
+		tracks := func(i int) bool { _, ok := states[i].Quota.Hard[n]; return ok }
+		if !evaluatorProduces(resource, n) || !slices.ContainsFunc(interesting, tracks) {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-// addTracked returns used plus the part of delta that hard tracks: Add of
-// used and the quota's Mask of delta, without building the mask.
+// addTracked returns used plus the part of delta that hard tracks, without
+// building that part.
 func addTracked(used, delta, hard ResourceList) ResourceList {
 	out := make(ResourceList, len(used)+len(delta))
 	for k, v := range used {
@@ -401,8 +378,7 @@ func addTracked(used, delta, hard ResourceList) ResourceList {
 }
 
 // exceededNames returns the sorted names of delta that hard tracks and
-// that delta takes past hard when added to used, summed as addTracked
-// sums them.
+// that delta takes past hard when added to used, as addTracked adds.
 func exceededNames(used, delta, hard ResourceList) []string {
 	var out []string
 	for k, w := range delta {
@@ -452,39 +428,14 @@ func matchedLimitedScopes(c Charge, limited []LimitedResource) []ScopeRequiremen
 	return out
 }
 
+// uncoveredScopes returns the limited scopes that no quota's scope matching
+// the object names.
 func uncoveredScopes(limited, matched []ScopeRequirement) []ScopeRequirement {
 	var out []ScopeRequirement
 	for _, l := range limited {
-		covered := false
-		for _, m := range matched {
-			if m.ScopeName == l.ScopeName {
-				covered = true
-				break
-			}
-		}
-		if !covered {
+		if !slices.ContainsFunc(matched, func(m ScopeRequirement) bool { return m.ScopeName == l.ScopeName }) {
 			out = append(out, l)
 		}
 	}
 	return out
-}
-
-// refusal is a quota that refuses a request, with the message naming it.
-type refusal struct {
-	state   int
-	message string
-}
-
-// firstByName returns the message of the refusal whose quota comes first
-// in name order. Kubernetes names the first refusing quota its informer
-// meets, which is a draw among several (a Go map's order); the ledger
-// names the first by name.
-func firstByName(states []QuotaState, refusals []refusal) string {
-	best := refusals[0]
-	for _, r := range refusals[1:] {
-		if states[r.state].Quota.Name < states[best.state].Quota.Name {
-			best = r
-		}
-	}
-	return best.message
 }

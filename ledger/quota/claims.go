@@ -5,7 +5,6 @@ package quota
 import (
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,12 +80,7 @@ func volumeAttributesClasses(pvc *corev1.PersistentVolumeClaim) []string {
 	if len(set) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // serviceUsage counts a service, its load balancer and the node ports it
@@ -120,11 +114,6 @@ func serviceUsage(svc *corev1.Service) ResourceList {
 	return result
 }
 
-// containerNames joins sorted, distinct names with commas.
-func containerNames(set map[string]bool) string {
-	return strings.Join(slices.Sorted(maps.Keys(set)), ",")
-}
-
 // claimUsage is what a ResourceClaim charges: itself, and per DeviceClass
 // the devices its requests ask for. An exact request asks for its count
 // (every device of the class, counted as 32, the most one allocation
@@ -149,20 +138,15 @@ func claimUsage(claim *resourcev1.ResourceClaim) ResourceList {
 	for _, r := range claim.Spec.Devices.Requests {
 		switch {
 		case len(r.FirstAvailable) > 0:
+			// Whole numbers add up alike in any order.
 			most := map[string]int64{}
-			var order []string
 			for _, s := range r.FirstAvailable {
-				n := devices(s.AllocationMode, s.Count)
-				if n <= most[s.DeviceClassName] {
-					continue
+				if n := devices(s.AllocationMode, s.Count); n > most[s.DeviceClassName] {
+					most[s.DeviceClassName] = n
 				}
-				if _, seen := most[s.DeviceClassName]; !seen {
-					order = append(order, s.DeviceClassName)
-				}
-				most[s.DeviceClassName] = n
 			}
-			for _, class := range order {
-				add(class, most[class])
+			for class, n := range most {
+				add(class, n)
 			}
 		case r.Exactly != nil:
 			add(r.Exactly.DeviceClassName, devices(r.Exactly.AllocationMode, r.Exactly.Count))

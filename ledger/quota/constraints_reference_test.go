@@ -39,16 +39,13 @@ func refConstraints(o *object.Object, required []string) string {
 	if len(requiredSet) == 0 {
 		return ""
 	}
-	missing := map[string]map[string]bool{}
+	missing := map[string][]string{}
 	check := func(c *corev1.Container) {
 		var cv converter
 		usage := computeUsage(cv.list(c.Resources.Requests), cv.list(c.Resources.Limits))
 		for r := range requiredSet {
 			if _, ok := usage[r]; !ok {
-				if missing[r] == nil {
-					missing[r] = map[string]bool{}
-				}
-				missing[r][c.Name] = true
+				missing[r] = append(missing[r], c.Name)
 			}
 		}
 	}

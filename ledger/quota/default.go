@@ -45,7 +45,7 @@ type Environment struct {
 // It must not be applied to objects that came from the API server.
 func Default(o *object.Object, env Environment) error {
 	if pvc, ok := o.Value.(*corev1.PersistentVolumeClaim); ok {
-		roundClaimResources(pvc)
+		roundLists(pvc.Spec.Resources.Limits, pvc.Spec.Resources.Requests, pvc.Status.Capacity, pvc.Status.AllocatedResources)
 		defaultStorageClass(pvc, env.StorageClasses)
 		return nil
 	}
@@ -71,18 +71,14 @@ func Default(o *object.Object, env Environment) error {
 // A container requesting 100u of cpu is charged, and stored with, 1m.
 const milliScale = -3
 
-// roundList rounds each quantity of l up to milliScale.
-func roundList(l corev1.ResourceList) {
-	for k, v := range l {
-		v.RoundUp(milliScale)
-		l[k] = v
+// roundLists rounds each quantity of the lists up to milliScale.
+func roundLists(lists ...corev1.ResourceList) {
+	for _, l := range lists {
+		for k, v := range l {
+			v.RoundUp(milliScale)
+			l[k] = v
+		}
 	}
-}
-
-// roundRequirements rounds a requirements' limits and requests.
-func roundRequirements(r *corev1.ResourceRequirements) {
-	roundList(r.Limits)
-	roundList(r.Requests)
 }
 
 // roundPodResources applies the defaulting's rounding to every resource
@@ -92,44 +88,33 @@ func roundRequirements(r *corev1.ResourceRequirements) {
 func roundPodResources(pod *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
-			roundRequirements(&cs[i].Resources)
+			roundLists(cs[i].Resources.Limits, cs[i].Resources.Requests)
 		}
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		roundRequirements(&pod.Spec.EphemeralContainers[i].Resources)
+		r := &pod.Spec.EphemeralContainers[i].Resources
+		roundLists(r.Limits, r.Requests)
 	}
-	roundList(pod.Spec.Overhead)
-	if r := pod.Spec.Resources; r != nil {
-		roundRequirements(r)
+	roundLists(pod.Spec.Overhead, pod.Status.AllocatedResources)
+	for _, r := range []*corev1.ResourceRequirements{pod.Spec.Resources, pod.Status.Resources} {
+		if r != nil {
+			roundLists(r.Limits, r.Requests)
+		}
 	}
 	for i := range pod.Spec.Volumes {
 		if e := pod.Spec.Volumes[i].Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
 			r := &e.VolumeClaimTemplate.Spec.Resources
-			roundList(r.Limits)
-			roundList(r.Requests)
+			roundLists(r.Limits, r.Requests)
 		}
 	}
 	for _, ss := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for i := range ss {
-			roundList(ss[i].AllocatedResources)
+			roundLists(ss[i].AllocatedResources)
 			if r := ss[i].Resources; r != nil {
-				roundRequirements(r)
+				roundLists(r.Limits, r.Requests)
 			}
 		}
 	}
-	if r := pod.Status.Resources; r != nil {
-		roundRequirements(r)
-	}
-	roundList(pod.Status.AllocatedResources)
-}
-
-// roundClaimResources applies the defaulting's rounding to a claim's
-// resource lists.
-func roundClaimResources(pvc *corev1.PersistentVolumeClaim) {
-	roundList(pvc.Spec.Resources.Limits)
-	roundList(pvc.Spec.Resources.Requests)
-	roundList(pvc.Status.Capacity)
-	roundList(pvc.Status.AllocatedResources)
 }
 
 // defaultPodRequests is the API defaulting of container requests: a
@@ -146,11 +131,7 @@ func defaultPodRequests(pod *corev1.Pod) {
 			if r.Requests == nil {
 				r.Requests = corev1.ResourceList{}
 			}
-			for k, v := range r.Limits {
-				if _, ok := r.Requests[k]; !ok {
-					r.Requests[k] = v.DeepCopy()
-				}
-			}
+			fillMissing(r.Requests, r.Limits)
 		}
 	}
 	r := pod.Spec.Resources
@@ -165,13 +146,8 @@ func defaultPodRequests(pod *corev1.Pod) {
 		limits = corev1.ResourceList{}
 	}
 	for k, v := range aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }) {
-		if !isHugePages(string(k)) {
-			continue
-		}
-		if _, ok := r.Requests[k]; ok {
-			continue
-		}
-		if _, ok := limits[k]; !ok {
+		_, requested := r.Requests[k]
+		if _, limited := limits[k]; !requested && !limited && isHugePages(string(k)) {
 			limits[k] = v
 		}
 	}
@@ -257,37 +233,25 @@ func containerDefaults(lr *corev1.LimitRange) (requests, limits corev1.ResourceL
 		if item.Type != corev1.LimitTypeContainer {
 			continue
 		}
-		def := corev1.ResourceList{}
-		for k, v := range item.Default {
-			def[k] = v
-		}
-		for k, v := range item.Max {
-			if _, ok := def[k]; !ok {
-				def[k] = v
-			}
-		}
-		defReq := corev1.ResourceList{}
-		for k, v := range item.DefaultRequest {
-			defReq[k] = v
-		}
-		for k, v := range def {
-			if _, ok := defReq[k]; !ok {
-				defReq[k] = v
-			}
-		}
-		for k, v := range item.Min {
-			if _, ok := defReq[k]; !ok {
-				defReq[k] = v
-			}
-		}
-		for k, v := range defReq {
-			requests[k] = v.DeepCopy()
-		}
-		for k, v := range def {
-			limits[k] = v.DeepCopy()
-		}
+		def, defReq := corev1.ResourceList{}, corev1.ResourceList{}
+		fillMissing(def, item.Default)
+		fillMissing(def, item.Max)
+		fillMissing(defReq, item.DefaultRequest)
+		fillMissing(defReq, def)
+		fillMissing(defReq, item.Min)
+		maps.Copy(requests, defReq)
+		maps.Copy(limits, def)
 	}
 	return requests, limits
+}
+
+// fillMissing gives dst a copy of each quantity of src it lacks.
+func fillMissing(dst, src corev1.ResourceList) {
+	for k, v := range src {
+		if _, ok := dst[k]; !ok {
+			dst[k] = v.DeepCopy()
+		}
+	}
 }
 
 // limitRangeDefaults is LimitRanger's mutation: every container and init
@@ -298,32 +262,18 @@ func limitRangeDefaults(pod *corev1.Pod, ranges []*corev1.LimitRange) {
 			continue
 		}
 		requests, limits := containerDefaults(lr)
-		for i := range pod.Spec.Containers {
-			mergeDefaults(&pod.Spec.Containers[i], requests, limits)
-		}
-		for i := range pod.Spec.InitContainers {
-			mergeDefaults(&pod.Spec.InitContainers[i], requests, limits)
-		}
-	}
-}
-
-// mergeDefaults fills in the requests and limits a container does not
-// state, as the LimitRanger plugin does.
-func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList) {
-	if len(limits) > 0 && c.Resources.Limits == nil {
-		c.Resources.Limits = corev1.ResourceList{}
-	}
-	if len(requests) > 0 && c.Resources.Requests == nil {
-		c.Resources.Requests = corev1.ResourceList{}
-	}
-	for k, v := range limits {
-		if _, ok := c.Resources.Limits[k]; !ok {
-			c.Resources.Limits[k] = v.DeepCopy()
-		}
-	}
-	for k, v := range requests {
-		if _, ok := c.Resources.Requests[k]; !ok {
-			c.Resources.Requests[k] = v.DeepCopy()
+		for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range cs {
+				r := &cs[i].Resources
+				if len(limits) > 0 && r.Limits == nil {
+					r.Limits = corev1.ResourceList{}
+				}
+				if len(requests) > 0 && r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				fillMissing(r.Limits, limits)
+				fillMissing(r.Requests, requests)
+			}
 		}
 	}
 }
@@ -413,8 +363,7 @@ var systemPriorityClasses = map[string]int32{"system-node-critical": 2000001000,
 // priority class gets the global default one, a pod naming a class that
 // does not exist is refused, and so is a pod stating a priority or a
 // preemption policy other than its class's (0 and PreemptLowerPriority
-// without a class). The refusals need the
-// cluster's classes: with none in the environment (none ingested), a
+// without a class). With no classes in the environment (none ingested), a
 // class name is taken as it is.
 func priorityClass(pod *corev1.Pod, classes []*schedulingv1.PriorityClass) error {
 	name := pod.Spec.PriorityClassName
@@ -506,10 +455,5 @@ func defaultStorageClass(pvc *corev1.PersistentVolumeClaim, classes []*storagev1
 }
 
 func isDefaultClass(sc *storagev1.StorageClass) bool {
-	for _, key := range object.DefaultStorageClassAnnotations {
-		if sc.Annotations[key] == "true" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(object.DefaultStorageClassAnnotations, func(key string) bool { return sc.Annotations[key] == "true" })
 }

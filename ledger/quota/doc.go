@@ -50,9 +50,9 @@
 //     nor the count of an event or of a resource the cluster does not serve.
 //   - Admission checks "must specify" (cpu and memory requests and limits on
 //     every container once a quota tracks them, unless the pod states
-//     pod-level resources), negative usage,
-//     limitedResources, and then that each matching quota's used plus the
-//     request stays within hard, naming only the exceeded resources.
+//     pod-level resources), negative usage, limitedResources, and then that
+//     each matching quota's used plus the request stays within hard, naming
+//     only the exceeded resources.
 //   - When several quotas refuse a request, the one named is the first in
 //     name order (Kubernetes names the first its informer meets, a draw).
 //   - An update is charged only what grows, by each quota that matched the
@@ -65,14 +65,14 @@
 //     update of their status (never refused for exceeding a quota);
 //     everything else on create; no request on another subresource.
 //   - Raw manifests get requests from limits, every quantity rounded up to
-//     a multiple of 1m, LimitRange container defaults,
-//     the default PriorityClass and RuntimeClass overhead before admission
-//     (Default), and are refused before quota as the API server's
-//     validation of what quota reads (requests against limits, negative or
-//     fractional quantities, huge pages, pod-level resources, the active
-//     deadline), LimitRanger (minimum, maximum, limit-to-request ratio),
-//     ServiceAccount (an account the namespace lacks, when its accounts are
-//     known), Priority and RuntimeClass refuse them (Default, Validate).
+//     a multiple of 1m, LimitRange container defaults, the default
+//     PriorityClass and RuntimeClass overhead before admission (Default),
+//     and are refused before quota as the API server's validation of what
+//     quota reads (requests against limits, negative or fractional
+//     quantities, huge pages, pod-level resources, the active deadline),
+//     LimitRanger (minimum, maximum, limit-to-request ratio), ServiceAccount
+//     (an account the namespace lacks, when its accounts are known),
+//     Priority and RuntimeClass refuse them (Default, Validate).
 //
 // # Caveats
 //

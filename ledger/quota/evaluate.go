@@ -51,40 +51,38 @@ func Evaluate(o *object.Object, now time.Time) (Charge, error) {
 	}
 	c := Charge{Resource: o.Resource}
 	var cv converter
+	ok := true
 	switch o.Resource {
 	case "pods":
-		pod, ok := o.Value.(*corev1.Pod)
-		if !ok {
-			return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
+		var pod *corev1.Pod
+		if pod, ok = o.Value.(*corev1.Pod); ok {
+			c.Usage, c.Scope = podUsage(&cv, pod, now), podScopeFacts(pod)
 		}
-		c.Usage = podUsage(&cv, pod, now)
-		c.Scope = podScopeFacts(pod)
 	case "persistentvolumeclaims":
-		pvc, ok := o.Value.(*corev1.PersistentVolumeClaim)
-		if !ok {
-			return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
+		var pvc *corev1.PersistentVolumeClaim
+		if pvc, ok = o.Value.(*corev1.PersistentVolumeClaim); ok {
+			c.Usage, c.Scope = pvcUsage(&cv, pvc), ScopeFacts{VolumeAttributesClasses: volumeAttributesClasses(pvc)}
 		}
-		c.Usage = pvcUsage(&cv, pvc)
-		c.Scope = ScopeFacts{VolumeAttributesClasses: volumeAttributesClasses(pvc)}
 	case "services":
-		svc, ok := o.Value.(*corev1.Service)
-		if !ok {
-			return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
+		var svc *corev1.Service
+		if svc, ok = o.Value.(*corev1.Service); ok {
+			c.Usage = serviceUsage(svc)
 		}
-		c.Usage = serviceUsage(svc)
 	case resourceClaims:
-		claim, ok := o.Value.(*resourcev1.ResourceClaim)
-		if !ok {
-			return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
+		var claim *resourcev1.ResourceClaim
+		if claim, ok = o.Value.(*resourcev1.ResourceClaim); ok {
+			c.Usage = claimUsage(claim)
 		}
-		c.Usage = claimUsage(claim)
 	default:
 		c.Usage = ResourceList{countPrefix + o.Resource: quantity.NewInt(1)}
-		if legacy, ok := legacyCountNames[o.Resource]; ok {
-			c.Usage[legacy] = quantity.NewInt(1)
+		if legacyCounts[o.Resource] {
+			c.Usage[o.Resource] = quantity.NewInt(1)
 		}
 	}
-	if cv.err != nil {
+	switch {
+	case !ok:
+		return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), ErrNoValue)
+	case cv.err != nil:
 		return Charge{}, fmt.Errorf("evaluate %s: %w", o.Key(), cv.err)
 	}
 	return c, nil

@@ -86,18 +86,16 @@ var podResources = setOf(countPrefix+"pods", ResourceCPU, ResourceMemory, Resour
 var mustSpecify = setOf(ResourceCPU, ResourceMemory, ResourceRequestsCPU, ResourceRequestsMemory,
 	ResourceLimitsCPU, ResourceLimitsMemory)
 
-var standardResources = setOf(ResourceCPU, ResourceMemory, ResourceEphemeralStorage,
-	ResourceRequestsCPU, ResourceRequestsMemory, ResourceRequestsEphemeral,
-	ResourceLimitsCPU, ResourceLimitsMemory, ResourceLimitsEphemeral, ResourcePods, ResourceQuotas,
-	ResourceServices, ResourceReplicationControllers, ResourceSecrets, ResourceConfigMaps,
-	ResourcePersistentVolumeClaims, ResourceStorage, ResourceRequestsStorage,
-	ResourceServicesNodePorts, ResourceServicesLoadBalancers)
-
 var standardQuotaResources = setOf(ResourceCPU, ResourceMemory, ResourceEphemeralStorage,
 	ResourceRequestsCPU, ResourceRequestsMemory, ResourceRequestsStorage, ResourceRequestsEphemeral,
 	ResourceLimitsCPU, ResourceLimitsMemory, ResourceLimitsEphemeral, ResourcePods, ResourceQuotas,
 	ResourceServices, ResourceReplicationControllers, ResourceSecrets, ResourcePersistentVolumeClaims,
 	ResourceConfigMaps, ResourceServicesNodePorts, ResourceServicesLoadBalancers)
+
+// isStandardResourceName: the standard quota resources, and storage.
+func isStandardResourceName(name string) bool {
+	return standardQuotaResources[name] || name == ResourceStorage || isQuotaHugePages(name)
+}
 
 var integerResources = setOf(ResourcePods, ResourceQuotas, ResourceServices, ResourceReplicationControllers,
 	ResourceSecrets, ResourceConfigMaps, ResourcePersistentVolumeClaims, ResourceServicesNodePorts,
@@ -115,10 +113,6 @@ func isHugePages(name string) bool { return strings.HasPrefix(name, hugePagesPre
 
 func isQuotaHugePages(name string) bool {
 	return strings.HasPrefix(name, hugePagesPrefix) || strings.HasPrefix(name, requestsHugePagesPrefix)
-}
-
-func isStandardResourceName(name string) bool {
-	return standardResources[name] || isQuotaHugePages(name)
 }
 
 func isStandardQuotaResourceName(name string) bool {
@@ -174,16 +168,10 @@ func scopeValidForResource(scope, name string) bool {
 	}
 }
 
-// legacyCountNames are the object counts that predate count/<resource>.
-var legacyCountNames = map[string]string{
-	"pods":                   ResourcePods,
-	"services":               ResourceServices,
-	"persistentvolumeclaims": ResourcePersistentVolumeClaims,
-	"secrets":                ResourceSecrets,
-	"configmaps":             ResourceConfigMaps,
-	"replicationcontrollers": ResourceReplicationControllers,
-	"resourcequotas":         ResourceQuotas,
-}
+// legacyCounts are the resources whose object count predates
+// count/<resource>: it is named by the resource itself.
+var legacyCounts = setOf(ResourcePods, ResourceServices, ResourcePersistentVolumeClaims, ResourceSecrets,
+	ResourceConfigMaps, ResourceReplicationControllers, ResourceQuotas)
 
 // ignoredResources are the resources Kubernetes' quota leaves alone:
 // virtual ones that are never stored, and events. No quota is charged for
@@ -231,14 +219,9 @@ func UsageTracked(name string) (tracked, known bool) {
 			return true, true
 		}
 	}
-	for _, legacy := range legacyCountNames {
-		if name == legacy {
-			return true, true
-		}
-	}
 	resource, ok := strings.CutPrefix(name, countPrefix)
 	if !ok {
-		return false, true
+		return legacyCounts[name], true
 	}
 	if servedResources[resource] {
 		return true, true
@@ -258,8 +241,7 @@ func evaluatorProduces(resource, name string) bool {
 	}
 	switch resource {
 	case "pods":
-		return podResources[name] || strings.HasPrefix(name, hugePagesPrefix) ||
-			strings.HasPrefix(name, requestsHugePagesPrefix) || isExtendedResourceNameForQuota(name)
+		return podResources[name] || isQuotaHugePages(name) || isExtendedResourceNameForQuota(name)
 	case "persistentvolumeclaims":
 		if name == countPrefix+resource || pvcQuotaResources[name] {
 			return true
@@ -275,6 +257,5 @@ func evaluatorProduces(resource, name string) bool {
 	if name == countPrefix+resource {
 		return true
 	}
-	legacy, ok := legacyCountNames[resource]
-	return ok && name == legacy
+	return legacyCounts[resource] && name == resource
 }

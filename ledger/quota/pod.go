@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,17 +142,22 @@ func (pc *podContainer) kubeList(s listSource) corev1.ResourceList {
 
 func (pc *podContainer) list(cv *converter, s listSource) []namedQuantity {
 	if !pc.done[s] {
-		l := pc.kubeList(s)
-		if len(l) > 0 {
-			out := make([]namedQuantity, 0, len(l))
-			for k, v := range l {
-				out = append(out, namedQuantity{name: string(k), value: cv.one(v)})
-			}
-			pc.converted[s] = out
-		}
+		pc.converted[s] = cv.pairs(pc.kubeList(s))
 		pc.done[s] = true
 	}
 	return pc.converted[s]
+}
+
+// pairs converts a container's resource list: nil when it is empty.
+func (cv *converter) pairs(l corev1.ResourceList) []namedQuantity {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]namedQuantity, 0, len(l))
+	for k, v := range l {
+		out = append(out, namedQuantity{name: string(k), value: cv.one(v)})
+	}
+	return out
 }
 
 // maxOf is the larger of the lists for each resource, a resource missing
@@ -343,11 +349,8 @@ func applyPodLevel(cv *converter, result ResourceList, podLevel corev1.ResourceL
 
 // overheadList returns the pod overhead converted, once.
 func (pc *podContainers) overheadList() []namedQuantity {
-	if pc.overhead == nil && len(pc.pod.Spec.Overhead) > 0 {
-		pc.overhead = make([]namedQuantity, 0, len(pc.pod.Spec.Overhead))
-		for k, v := range pc.pod.Spec.Overhead {
-			pc.overhead = append(pc.overhead, namedQuantity{name: string(k), value: pc.cv.one(v)})
-		}
+	if pc.overhead == nil {
+		pc.overhead = pc.cv.pairs(pc.pod.Spec.Overhead)
 	}
 	return pc.overhead
 }
@@ -437,23 +440,10 @@ func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
 	return corev1.PodQOSBestEffort
 }
 
-func crossNamespaceTerms(terms []corev1.PodAffinityTerm) bool {
-	for i := range terms {
-		if len(terms[i].Namespaces) != 0 || terms[i].NamespaceSelector != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func crossNamespaceWeighted(terms []corev1.WeightedPodAffinityTerm) bool {
-	for i := range terms {
-		t := &terms[i].PodAffinityTerm
-		if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
-			return true
-		}
-	}
-	return false
+// crossNamespace reports whether an affinity term names namespaces or a
+// namespace selector.
+func crossNamespace(t corev1.PodAffinityTerm) bool {
+	return len(t.Namespaces) != 0 || t.NamespaceSelector != nil
 }
 
 func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
@@ -461,13 +451,19 @@ func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
 	if a == nil {
 		return false
 	}
-	if p := a.PodAffinity; p != nil && (crossNamespaceTerms(p.RequiredDuringSchedulingIgnoredDuringExecution) ||
-		crossNamespaceWeighted(p.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		return true
+	var required [2][]corev1.PodAffinityTerm
+	var preferred [2][]corev1.WeightedPodAffinityTerm
+	if p := a.PodAffinity; p != nil {
+		required[0], preferred[0] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
 	}
-	if p := a.PodAntiAffinity; p != nil && (crossNamespaceTerms(p.RequiredDuringSchedulingIgnoredDuringExecution) ||
-		crossNamespaceWeighted(p.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		return true
+	if p := a.PodAntiAffinity; p != nil {
+		required[1], preferred[1] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	weighted := func(w corev1.WeightedPodAffinityTerm) bool { return crossNamespace(w.PodAffinityTerm) }
+	for i := range required {
+		if slices.ContainsFunc(required[i], crossNamespace) || slices.ContainsFunc(preferred[i], weighted) {
+			return true
+		}
 	}
 	return false
 }

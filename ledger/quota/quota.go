@@ -2,7 +2,9 @@ package quota
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,26 +92,21 @@ func FromObject(o *object.Object) (*Quota, error) {
 // listing them are stable where Kubernetes walks a Go map (a quota's
 // validation, LimitRanger's refusals).
 func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(l))
-	for k := range l {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
+	return slices.Sorted(maps.Keys(l))
 }
 
 // validateSpec is Kubernetes' ValidateResourceQuotaSpec.
 func validateSpec(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 	var errs field.ErrorList
 	hardPath := field.NewPath("spec").Child("hard")
-	for _, k := range sortedNames(spec.Hard) {
+	hard := sortedNames(spec.Hard)
+	for _, k := range hard {
 		path := hardPath.Key(string(k))
 		errs = append(errs, validateResourceName(string(k), path)...)
 		errs = append(errs, validateQuantity(string(k), spec.Hard[k], path)...)
 	}
-	errs = append(errs, validateScopes(spec)...)
-	errs = append(errs, validateScopeSelector(spec)...)
-	return errs
+	errs = append(errs, validateScopes(spec, hard)...)
+	return append(errs, validateScopeSelector(spec, hard)...)
 }
 
 func validateResourceName(name string, path *field.Path) field.ErrorList {
@@ -117,27 +114,16 @@ func validateResourceName(name string, path *field.Path) field.ErrorList {
 	for _, msg := range validation.IsQualifiedName(name) {
 		errs = append(errs, field.Invalid(path, name, msg))
 	}
-	if len(errs) != 0 {
+	if len(errs) != 0 || strings.Contains(name, "/") {
 		return errs
 	}
-	if !containsSlash(name) {
-		if !isStandardResourceName(name) {
-			errs = append(errs, field.Invalid(path, name, "must be a standard resource type or fully qualified"))
-		}
-		if !isStandardQuotaResourceName(name) {
-			errs = append(errs, field.Invalid(path, name, "must be a standard resource for quota"))
-		}
+	if !isStandardResourceName(name) {
+		errs = append(errs, field.Invalid(path, name, "must be a standard resource type or fully qualified"))
+	}
+	if !isStandardQuotaResourceName(name) {
+		errs = append(errs, field.Invalid(path, name, "must be a standard resource for quota"))
 	}
 	return errs
-}
-
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 func validateQuantity(name string, v resource.Quantity, path *field.Path) field.ErrorList {
@@ -151,54 +137,60 @@ func validateQuantity(name string, v resource.Quantity, path *field.Path) field.
 	return errs
 }
 
-var conflictingScopes = [][2]string{
+var conflictingScopes = [][2]corev1.ResourceQuotaScope{
 	{ScopeBestEffort, ScopeNotBestEffort},
 	{ScopeTerminating, ScopeNotTerminating},
 }
 
-func validateScopes(spec *corev1.ResourceQuotaSpec) field.ErrorList {
+func validateScopes(spec *corev1.ResourceQuotaSpec, hard []corev1.ResourceName) field.ErrorList {
 	var errs field.ErrorList
-	if len(spec.Scopes) == 0 {
-		return nil
-	}
 	path := field.NewPath("spec").Child("scopes")
-	seen := map[string]bool{}
 	for _, scope := range spec.Scopes {
 		if !standardScopes[string(scope)] {
 			errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope"))
 		}
-		for _, k := range sortedNames(spec.Hard) {
-			if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(string(scope), string(k)) {
-				errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope applied to resource"))
-			}
-		}
-		seen[string(scope)] = true
+		errs = append(errs, scopeResourceErrors(string(scope), hard, path, spec.Scopes)...)
 	}
-	for _, pair := range conflictingScopes {
-		if seen[pair[0]] && seen[pair[1]] {
-			errs = append(errs, field.Invalid(path, spec.Scopes, "conflicting scopes"))
+	return append(errs, scopeConflicts(spec.Scopes, path, spec.Scopes)...)
+}
+
+// scopeResourceErrors is an error at path, showing value, for each
+// standard resource of hard that a quota with scope cannot track.
+func scopeResourceErrors(scope string, hard []corev1.ResourceName, path *field.Path, value any) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range hard {
+		if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(scope, string(k)) {
+			errs = append(errs, field.Invalid(path, value, "unsupported scope applied to resource"))
 		}
 	}
 	return errs
 }
 
-func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
+// scopeConflicts is an error at path, showing value, for each pair of
+// conflicting scopes that scopes holds both of.
+func scopeConflicts(scopes []corev1.ResourceQuotaScope, path *field.Path, value any) field.ErrorList {
+	var errs field.ErrorList
+	for _, pair := range conflictingScopes {
+		if slices.Contains(scopes, pair[0]) && slices.Contains(scopes, pair[1]) {
+			errs = append(errs, field.Invalid(path, value, "conflicting scopes"))
+		}
+	}
+	return errs
+}
+
+func validateScopeSelector(spec *corev1.ResourceQuotaSpec, hard []corev1.ResourceName) field.ErrorList {
 	if spec.ScopeSelector == nil {
 		return nil
 	}
 	var errs field.ErrorList
 	path := field.NewPath("spec").Child("scopeSelector").Child("matchExpressions")
-	seen := map[string]bool{}
+	var scopes []corev1.ResourceQuotaScope
 	for _, req := range spec.ScopeSelector.MatchExpressions {
 		scope := string(req.ScopeName)
 		if !standardScopes[scope] {
 			errs = append(errs, field.Invalid(path.Child("scopeName"), req.ScopeName, "unsupported scope"))
 		}
-		for _, k := range sortedNames(spec.Hard) {
-			if isStandardQuotaResourceName(string(k)) && !scopeValidForResource(scope, string(k)) {
-				errs = append(errs, field.Invalid(path, spec.ScopeSelector, "unsupported scope applied to resource"))
-			}
-		}
+		errs = append(errs, scopeResourceErrors(scope, hard, path, spec.ScopeSelector)...)
 		switch scope {
 		case ScopeBestEffort, ScopeNotBestEffort, ScopeTerminating, ScopeNotTerminating, ScopeCrossNamespacePodAffinity:
 			if req.Operator != corev1.ScopeSelectorOpExists {
@@ -220,14 +212,9 @@ func validateScopeSelector(spec *corev1.ResourceQuotaSpec) field.ErrorList {
 		default:
 			errs = append(errs, field.Invalid(path.Child("operator"), req.Operator, "not a valid selector operator"))
 		}
-		seen[scope] = true
+		scopes = append(scopes, req.ScopeName)
 	}
-	for _, pair := range conflictingScopes {
-		if seen[pair[0]] && seen[pair[1]] {
-			errs = append(errs, field.Invalid(path, spec.Scopes, "conflicting scopes"))
-		}
-	}
-	return errs
+	return append(errs, scopeConflicts(scopes, path, spec.Scopes)...)
 }
 
 // tracksAny reports whether q tracks at least one resource that the
@@ -295,10 +282,7 @@ func scopeMatches(s ScopeRequirement, c Charge) bool {
 		case ScopeCrossNamespacePodAffinity:
 			return c.Scope.CrossNamespacePodAffinity
 		case ScopePriorityClass:
-			if c.Scope.PriorityClass == "" {
-				return labelMatches(s, nil)
-			}
-			return labelMatches(s, []string{c.Scope.PriorityClass})
+			return labelMatches(s, c.Scope.PriorityClass)
 		}
 		return false
 	}
@@ -307,10 +291,10 @@ func scopeMatches(s ScopeRequirement, c Charge) bool {
 			return len(c.Scope.VolumeAttributesClasses) != 0
 		}
 		if len(c.Scope.VolumeAttributesClasses) == 0 {
-			return labelMatches(s, nil)
+			return labelMatches(s, "")
 		}
 		for _, name := range c.Scope.VolumeAttributesClasses {
-			if labelMatches(s, []string{name}) {
+			if labelMatches(s, name) {
 				return true
 			}
 		}
@@ -319,23 +303,15 @@ func scopeMatches(s ScopeRequirement, c Charge) bool {
 }
 
 // labelMatches evaluates s as a label selector requirement on a label set
-// holding the scope name with value values[0], or no such label when values
-// is empty.
-func labelMatches(s ScopeRequirement, values []string) bool {
-	present := len(values) == 1
-	in := func() bool {
-		for _, v := range s.Values {
-			if present && v == values[0] {
-				return true
-			}
-		}
-		return false
-	}
+// holding the scope name with value, or no such label when value is "".
+func labelMatches(s ScopeRequirement, value string) bool {
+	present := value != ""
+	in := present && slices.Contains(s.Values, value)
 	switch s.Operator {
 	case OperatorIn:
-		return present && in()
+		return in
 	case OperatorNotIn:
-		return !present || !in()
+		return !in
 	case OperatorExists:
 		return present
 	case OperatorDoesNotExist:

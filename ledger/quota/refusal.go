@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,16 +14,11 @@ import (
 
 // The words of a refusal, as kube-apiserver's quota admission puts them.
 
+// joinSorted joins the distinct names, sorted, with commas.
 func joinSorted(names []string) string {
-	s := append([]string(nil), names...)
-	sort.Strings(s)
-	out := s[:0]
-	for i, n := range s {
-		if i == 0 || n != s[i-1] {
-			out = append(out, n)
-		}
-	}
-	return strings.Join(out, ",")
+	s := slices.Clone(names)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
 }
 
 // forbidden turns d into a 403 with kube-apiserver's message layout:
@@ -70,40 +64,33 @@ func constraints(o *object.Object, required []string) string {
 	if o.Resource != "pods" || !ok || podLevelSet(pod) {
 		return ""
 	}
-	var missing map[string]map[string]bool
-	check := func(c *corev1.Container) {
-		for _, r := range required {
-			if !mustSpecify[r] || specifies(c, r) {
-				continue
+	// missing holds the containers missing each resource.
+	var missing map[string][]string
+	for _, cs := range [2][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			for _, r := range required {
+				if mustSpecify[r] && !specifies(&cs[i], r) {
+					if missing == nil {
+						missing = map[string][]string{}
+					}
+					missing[r] = append(missing[r], cs[i].Name)
+				}
 			}
-			if missing == nil {
-				missing = map[string]map[string]bool{}
-			}
-			if missing[r] == nil {
-				missing[r] = map[string]bool{}
-			}
-			missing[r][c.Name] = true
 		}
-	}
-	for i := range pod.Spec.Containers {
-		check(&pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.InitContainers {
-		check(&pod.Spec.InitContainers[i])
 	}
 	return mustSpecifyMessage(missing)
 }
 
 // mustSpecifyMessage words the resources missing from containers, by
 // resource name then container name: "" when none is.
-func mustSpecifyMessage(missing map[string]map[string]bool) string {
+func mustSpecifyMessage(missing map[string][]string) string {
 	if len(missing) == 0 {
 		return ""
 	}
 	names := slices.Sorted(maps.Keys(missing))
 	parts := make([]string, len(names))
 	for i, r := range names {
-		parts[i] = r + " for: " + containerNames(missing[r])
+		parts[i] = r + " for: " + joinSorted(missing[r])
 	}
 	return "must specify " + strings.Join(parts, "; ")
 }

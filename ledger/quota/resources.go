@@ -3,6 +3,8 @@ package quota
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,14 +51,7 @@ func (l *ResourceList) UnmarshalJSON(b []byte) error {
 }
 
 // Names returns the resource names of l, sorted.
-func (l ResourceList) Names() []string {
-	names := make([]string, 0, len(l))
-	for k := range l {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
+func (l ResourceList) Names() []string { return slices.Sorted(maps.Keys(l)) }
 
 // String prints l as the quota admission plugin does in its messages:
 // name=quantity pairs sorted by name, joined by commas.
@@ -94,16 +89,7 @@ func SubtractNonNegative(a, b ResourceList) ResourceList {
 // Equal reports whether a and b name the same resources with equal values.
 // Formats are not compared, as Kubernetes' quota.Equals does not.
 func Equal(a, b ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, func(v, w quantity.Quantity) bool { return v.Cmp(w) == 0 })
 }
 
 // maskNames returns the part of l whose names are in names.

@@ -38,19 +38,12 @@ func Validate(o, old *object.Object, env Environment) error {
 		if err := validatePodResources(o.Name, v); err != nil {
 			return err
 		}
-		if err := limitPodAll(env.LimitRanges, v); err != nil {
+		if err := eachLimitRange(env.LimitRanges, v, limitPod); err != nil {
 			return err
 		}
 		return validateOverhead(v, env)
 	case *corev1.PersistentVolumeClaim:
-		for _, lr := range env.LimitRanges {
-			if lr == nil {
-				continue
-			}
-			if err := limitClaim(lr, v); err != nil {
-				return err
-			}
-		}
+		return eachLimitRange(env.LimitRanges, v, limitClaim)
 	}
 	return nil
 }
@@ -65,17 +58,17 @@ func ValidateResize(o, old *object.Object, env Environment) error {
 		return nil
 	}
 	limitRangeDefaults(pod, env.LimitRanges)
-	return limitPodAll(env.LimitRanges, pod)
+	return eachLimitRange(env.LimitRanges, pod, limitPod)
 }
 
-// limitPodAll checks a pod against each LimitRange in turn, stopping at
-// the first that refuses it.
-func limitPodAll(lrs []*corev1.LimitRange, pod *corev1.Pod) error {
+// eachLimitRange checks v against each LimitRange in turn, stopping at the
+// first that refuses it.
+func eachLimitRange[T any](lrs []*corev1.LimitRange, v T, check func(*corev1.LimitRange, T) error) error {
 	for _, lr := range lrs {
 		if lr == nil {
 			continue
 		}
-		if err := limitPod(lr, pod); err != nil {
+		if err := check(lr, v); err != nil {
 			return err
 		}
 	}

@@ -3,20 +3,43 @@ package buckets
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/tidwall/btree"
 )
 
-// ErrReadOnly is returned by a write to a snapshot's bucket.
-var ErrReadOnly = errors.New("buckets: write to a read-only snapshot")
+// Errors of the buckets' writes.
+var (
+	// ErrReadOnly is returned by a write to a snapshot's bucket.
+	ErrReadOnly = errors.New("buckets: write to a read-only snapshot")
+	// ErrNoCodec is returned by PutValue to a bucket without a codec.
+	ErrNoCodec = errors.New("buckets: a decoded value for a bucket without a codec")
+	// ErrNilValue is returned by PutValue of a nil value.
+	ErrNilValue = errors.New("buckets: a nil value")
+)
 
 // degree is the B-trees' degree: nodes of up to 2*degree-1 items, about
 // 1 KiB of item headers, so that a copy-on-write after a snapshot copies
 // little.
 const degree = 8
 
-type item struct{ k, v []byte }
+// item is one key's entry: v in a bucket without a codec, val in one
+// with a codec.
+type item struct {
+	k, v []byte
+	val  any
+}
+
+// A Codec turns the values of a bucket into bytes and back. A bucket with
+// a codec holds its values decoded: Put decodes the bytes it is given,
+// Get, ForEach and cursors encode what they return, and PutValue, Value
+// and AscendValues pass the values as they are, which is what makes the
+// bucket cheap for its owner's hot path.
+type Codec struct {
+	Encode func(v any) []byte
+	Decode func(b []byte) (any, error)
+}
 
 func less(a, b item) bool { return bytes.Compare(a.k, b.k) < 0 }
 
@@ -27,11 +50,19 @@ func newTree() *btree.BTreeG[item] {
 // Set is a projection's buckets, by name.
 type Set struct {
 	trees    map[string]*btree.BTreeG[item]
+	codecs   map[string]*Codec
 	readOnly bool
 }
 
 // New returns an empty set.
-func New() *Set { return &Set{trees: map[string]*btree.BTreeG[item]{}} }
+func New() *Set {
+	return &Set{trees: map[string]*btree.BTreeG[item]{}, codecs: map[string]*Codec{}}
+}
+
+// SetCodec makes the bucket called name, and every copy of the set
+// taken from now on, keep its values decoded by c. It is for a new set,
+// before anything is put in that bucket.
+func (s *Set) SetCodec(name []byte, c *Codec) { s.codecs[string(name)] = c }
 
 // Bucket returns the bucket called name, or nil if there is none.
 func (s *Set) Bucket(name []byte) *Bucket {
@@ -39,7 +70,7 @@ func (s *Set) Bucket(name []byte) *Bucket {
 	if !ok {
 		return nil
 	}
-	return &Bucket{tree: t, readOnly: s.readOnly}
+	return &Bucket{tree: t, codec: s.codecs[string(name)], readOnly: s.readOnly}
 }
 
 // CreateBucketIfNotExists returns the bucket called name, made empty if
@@ -53,7 +84,7 @@ func (s *Set) CreateBucketIfNotExists(name []byte) (*Bucket, error) {
 		t = newTree()
 		s.trees[string(name)] = t
 	}
-	return &Bucket{tree: t}, nil
+	return &Bucket{tree: t, codec: s.codecs[string(name)]}, nil
 }
 
 // Names returns the names of the buckets, in order.
@@ -68,7 +99,7 @@ func (s *Set) Names() []string {
 
 // Snapshot returns a read-only copy of the set as it is now.
 func (s *Set) Snapshot() *Set {
-	c := &Set{trees: make(map[string]*btree.BTreeG[item], len(s.trees)), readOnly: true}
+	c := &Set{trees: make(map[string]*btree.BTreeG[item], len(s.trees)), codecs: s.codecs, readOnly: true}
 	for n, t := range s.trees {
 		c.trees[n] = t.Copy()
 	}
@@ -78,7 +109,7 @@ func (s *Set) Snapshot() *Set {
 // Clone returns a writable copy of the set as it is now: the set a failed
 // batch of writes is rolled back to.
 func (s *Set) Clone() *Set {
-	c := &Set{trees: make(map[string]*btree.BTreeG[item], len(s.trees))}
+	c := &Set{trees: make(map[string]*btree.BTreeG[item], len(s.trees)), codecs: s.codecs}
 	for n, t := range s.trees {
 		c.trees[n] = t.Copy()
 	}
@@ -97,7 +128,16 @@ func (s *Set) Len() int {
 // Bucket is one named ordered map.
 type Bucket struct {
 	tree     *btree.BTreeG[item]
+	codec    *Codec
 	readOnly bool
+}
+
+// bytes is the value of it as bytes, encoded if the bucket has a codec.
+func (b *Bucket) bytes(it item) []byte {
+	if b.codec == nil {
+		return it.v
+	}
+	return b.codec.Encode(it.val)
 }
 
 // Get returns the value of key, or nil if key is not in the bucket.
@@ -106,19 +146,74 @@ func (b *Bucket) Get(key []byte) []byte {
 	if !ok {
 		return nil
 	}
-	return it.v
+	return b.bytes(it)
 }
 
-// Put sets key to value. A nil value is stored as an empty one.
+// Has reports whether key is in the bucket.
+func (b *Bucket) Has(key []byte) bool {
+	_, ok := b.tree.Get(item{k: key})
+	return ok
+}
+
+// Put sets key to value. A nil value is stored as an empty one. In a
+// bucket with a codec, value is decoded first, and a value that does not
+// decode is refused with the codec's error.
 func (b *Bucket) Put(key, value []byte) error {
 	if b.readOnly {
 		return ErrReadOnly
+	}
+	if b.codec != nil {
+		v, err := b.codec.Decode(value)
+		if err != nil {
+			return fmt.Errorf("decode value of %q: %w", key, err)
+		}
+		return b.PutValue(key, v)
 	}
 	if value == nil {
 		value = []byte{}
 	}
 	b.tree.Set(item{k: key, v: value})
 	return nil
+}
+
+// Value returns the decoded value of key in a bucket with a codec, or nil
+// if key is not in the bucket. The value belongs to the set: the caller
+// must not change it.
+func (b *Bucket) Value(key []byte) any {
+	it, ok := b.tree.Get(item{k: key})
+	if !ok {
+		return nil
+	}
+	return it.val
+}
+
+// PutValue sets key to a decoded value in a bucket with a codec. The set
+// keeps v as given: the caller must not change it afterwards.
+func (b *Bucket) PutValue(key []byte, v any) error {
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	if b.codec == nil {
+		return ErrNoCodec
+	}
+	if v == nil {
+		return fmt.Errorf("put %q: %w", key, ErrNilValue)
+	}
+	b.tree.Set(item{k: key, val: v})
+	return nil
+}
+
+// AscendValues calls fn for every key from the first at or after from,
+// in order, with its decoded value, until fn returns false or an error;
+// it returns that error.
+func (b *Bucket) AscendValues(from []byte, fn func(k []byte, v any) (bool, error)) error {
+	var err error
+	b.tree.Ascend(item{k: from}, func(it item) bool {
+		var more bool
+		more, err = fn(it.k, it.val)
+		return more && err == nil
+	})
+	return err
 }
 
 // Delete removes key; deleting a key that is not there does nothing.
@@ -134,7 +229,7 @@ func (b *Bucket) Delete(key []byte) error {
 func (b *Bucket) ForEach(fn func(k, v []byte) error) error {
 	var err error
 	b.tree.Scan(func(it item) bool {
-		err = fn(it.k, it.v)
+		err = fn(it.k, b.bytes(it))
 		return err == nil
 	})
 	return err
@@ -145,13 +240,14 @@ func (b *Bucket) Len() int { return b.tree.Len() }
 
 // Cursor returns a cursor over the bucket's keys in order.
 func (b *Bucket) Cursor() *Cursor {
-	return &Cursor{iter: b.tree.Iter()}
+	return &Cursor{iter: b.tree.Iter(), b: b}
 }
 
 // Cursor walks a bucket's keys in order. Its methods return a nil key
 // past either end.
 type Cursor struct {
 	iter btree.IterG[item]
+	b    *Bucket
 }
 
 func (c *Cursor) at(ok bool) ([]byte, []byte) {
@@ -159,7 +255,7 @@ func (c *Cursor) at(ok bool) ([]byte, []byte) {
 		return nil, nil
 	}
 	it := c.iter.Item()
-	return it.k, it.v
+	return it.k, c.b.bytes(it)
 }
 
 // First moves to the first key.

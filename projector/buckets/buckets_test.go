@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -122,5 +123,82 @@ func TestCursorSeeksAsBbolt(t *testing.T) {
 	}
 	if err := b.Delete([]byte("zz")); err != nil {
 		t.Errorf("deleting a missing key: %v", err)
+	}
+}
+
+// upper is a codec whose decoded values are the upper-case strings of
+// their bytes, and whose encoding is the lower case: a codec bucket
+// visibly holds the decoded form.
+var upper = &Codec{
+	Encode: func(v any) []byte { return []byte(strings.ToLower(v.(string))) },
+	Decode: func(b []byte) (any, error) {
+		if len(b) == 0 {
+			return nil, errors.New("empty")
+		}
+		return strings.ToUpper(string(b)), nil
+	},
+}
+
+// TestCodecBucketKeepsValuesDecoded: Put decodes, Value and AscendValues
+// give the decoded values, Get, ForEach and cursors their encoding; a
+// value that does not decode is refused and leaves the bucket as it was;
+// copies of the set keep the codec; a bucket without one refuses
+// PutValue.
+func TestCodecBucketKeepsValuesDecoded(t *testing.T) {
+	s := New()
+	s.SetCodec([]byte("objects"), upper)
+	b, err := s.CreateBucketIfNotExists([]byte("objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if err := b.Put([]byte(k), []byte("v"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Put([]byte("d"), nil); err == nil || !strings.Contains(err.Error(), `"d"`) {
+		t.Fatalf("Put of a value that does not decode: %v, want an error naming the key", err)
+	}
+	if b.Has([]byte("d")) || b.Len() != 3 {
+		t.Fatalf("a refused Put changed the bucket: %d keys", b.Len())
+	}
+	if err := b.PutValue([]byte("b"), "NEW"); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	if err := b.PutValue([]byte("b"), "NEWER"); err != nil {
+		t.Fatal(err)
+	}
+	sb := snap.Bucket([]byte("objects"))
+	if v := sb.Value([]byte("b")); v != "NEW" {
+		t.Fatalf("snapshot's value %v, want NEW", v)
+	}
+	if got := string(sb.Get([]byte("a"))); got != "va" {
+		t.Fatalf("Get %q, want the encoding va", got)
+	}
+	var seen []string
+	err = sb.AscendValues([]byte("b"), func(k []byte, v any) (bool, error) {
+		seen = append(seen, string(k)+"="+v.(string))
+		return true, nil
+	})
+	if err != nil || strings.Join(seen, ",") != "b=NEW,c=VC" {
+		t.Fatalf("AscendValues from b: %v %v", seen, err)
+	}
+	seen = seen[:0]
+	if err := sb.ForEach(func(k, v []byte) error { seen = append(seen, string(k)+"="+string(v)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if k, v := sb.Cursor().Last(); strings.Join(seen, ",") != "a=va,b=new,c=vc" || string(k) != "c" || string(v) != "vc" {
+		t.Fatalf("ForEach %v, cursor's last %q=%q", seen, k, v)
+	}
+	plain, err := s.CreateBucketIfNotExists([]byte("meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.PutValue([]byte("k"), "V"); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("PutValue without a codec: %v, want ErrNoCodec", err)
+	}
+	if err := b.PutValue([]byte("k"), nil); !errors.Is(err, ErrNilValue) {
+		t.Fatalf("PutValue of nil: %v, want ErrNilValue", err)
 	}
 }

@@ -68,12 +68,35 @@ const (
 	KubernetesPodsPerSecond1  = 114
 	KubernetesPodsPerSecond32 = 570
 	KubernetesFactor          = 10
-	// PeakRSSMax is the peak RSS target for RSSTargetEvents events with
-	// RSSTargetLiveObjects live objects.
-	PeakRSSMax           = 512 << 20
-	RSSTargetEvents      = 1_000_000
-	RSSTargetLiveObjects = 100_000
 )
+
+// rssTargets are the peak RSS targets of every phase, each for a
+// workload of at least its events and live objects; the largest one a
+// workload reaches applies.
+var rssTargets = []struct {
+	events, live int
+	max          float64
+}{
+	{200_000, 20_000, 256 << 20},
+	{1_000_000, 150_000, 512 << 20},
+}
+
+// peakWithTarget is peakFigure with the RSS target the workload reaches,
+// if any, checked.
+func peakWithTarget(name string, w workload.Config, sampled memSample) Figure {
+	f := peakFigure(name, "", sampled)
+	for _, t := range rssTargets {
+		if w.Events < t.events || w.LiveObjectsMax < t.live {
+			continue
+		}
+		f.Target = fmt.Sprintf("< %.0f MiB at %d events, %d live", t.max/(1<<20), t.events, t.live)
+		if f.Status == Measured {
+			met := f.Value < t.max
+			f.Met = &met
+		}
+	}
+	return f
+}
 
 func halfOfCeiling(_, ratio float64) bool { return ratio >= CeilingShareMin }
 
@@ -118,6 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Requests:     cfg.Requests,
 		Repeats:      cfg.Repeats,
 		GoVersion:    runtime.Version(),
+		MemoryLimit:  memoryLimit(),
 		CPUs:         runtime.NumCPU(),
 		Started:      time.Now().UTC(),
 	}
@@ -145,11 +169,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	startPeak := func(part string) {
 		debug.FreeOSMemory()
 		resetPeakRSS()
-		r.mem = startMemSampler(part)
+		r.mem = startMemSampler(part, r.cfg.ProfileDir)
 	}
 	startPeak(FigureIngest)
 	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
-	r.add(peakFigure(FigurePeakRSSIngest, "", r.mem.end()))
+	r.add(peakWithTarget(FigurePeakRSSIngest, r.cfg.Workload, r.mem.end()))
 	r.phase(FigureRawRead, UnitEventsPerSecond, r.rawRead)
 	startPeak(FigureProjection)
 
@@ -215,19 +239,13 @@ func (r *run) measureQueries(p *projector.Projector, env Env, startPeak func(par
 	// own figure (still beside the server's, in this process).
 	startPeak(FigureReplay)
 	r.replay()
-	r.add(peakFigure(FigurePeakRSSReplay, "", r.mem.end()))
+	r.add(peakWithTarget(FigurePeakRSSReplay, r.cfg.Workload, r.mem.end()))
 }
 
 // addProjectionPeak adds the peak RSS of the projection and the queries,
 // the figure the memory target applies to.
 func (r *run) addProjectionPeak(rep *Report) {
-	rss := peakFigure(FigurePeakRSSProjection, "", r.mem.end())
-	rss.Target = fmt.Sprintf("< %d MiB at %d events, %d live", PeakRSSMax>>20, RSSTargetEvents, RSSTargetLiveObjects)
-	if rep.Workload.Events >= RSSTargetEvents && rep.Workload.LiveObjectsMax >= RSSTargetLiveObjects && rss.Status == Measured {
-		met := rss.Value < PeakRSSMax
-		rss.Met = &met
-	}
-	r.add(rss)
+	r.add(peakWithTarget(FigurePeakRSSProjection, rep.Workload, r.mem.end()))
 }
 
 // option adjusts a figure before it is added.

@@ -124,7 +124,7 @@ func BenchmarkHarness(b *testing.B) {
 // a part runs shows in the sample the sampler keeps, labelled with that
 // part, in the Go heap's objects and the anonymous resident set.
 func TestMemSamplerKeepsTheLargestSample(t *testing.T) {
-	m := startMemSampler("before")
+	m := startMemSampler("before", "")
 	time.Sleep(2 * memSampleInterval)
 	m.at("allocating")
 	big := make([]byte, 64<<20)

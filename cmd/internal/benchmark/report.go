@@ -56,10 +56,13 @@ type Report struct {
 	Requests     int             `json:"requests"`
 	Repeats      int             `json:"repeats"`
 	GoVersion    string          `json:"goVersion"`
-	CPUs         int             `json:"cpus"`
-	Started      time.Time       `json:"started"`
-	Duration     time.Duration   `json:"duration"`
-	Figures      []Figure        `json:"figures"`
+	// MemoryLimit is the Go runtime's soft memory limit (GOMEMLIMIT) in
+	// bytes; zero for none.
+	MemoryLimit int64         `json:"memoryLimit,omitempty"`
+	CPUs        int           `json:"cpus"`
+	Started     time.Time     `json:"started"`
+	Duration    time.Duration `json:"duration"`
+	Figures     []Figure      `json:"figures"`
 }
 
 // Figure returns the figure named name, or nil.
@@ -99,8 +102,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.SyncInterval > 0 {
 		sync = "every " + r.SyncInterval.String()
 	}
-	fmt.Fprintf(w, "JetStream sync: %s; %d requests per request-reply measurement, the median of %d runs, each compared to the ceiling measured right before it; %s, %d CPUs; run took %s\n\n",
-		sync, r.Requests, max(1, r.Repeats), r.GoVersion, r.CPUs, r.Duration.Round(time.Second))
+	limit := ""
+	if r.MemoryLimit > 0 {
+		limit = ", GOMEMLIMIT " + bytesText(float64(r.MemoryLimit))
+	}
+	fmt.Fprintf(w, "JetStream sync: %s; %d requests per request-reply measurement, the median of %d runs, each compared to the ceiling measured right before it; %s%s, %d CPUs; run took %s\n\n",
+		sync, r.Requests, max(1, r.Repeats), r.GoVersion, limit, r.CPUs, r.Duration.Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, "figure\tvalue\tceiling\tratio\ttarget\tmet\t")
 	for _, f := range r.Figures {

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -94,6 +98,10 @@ type memSampler struct {
 	stop chan struct{}
 	done chan struct{}
 	peak memSample
+	// profileDir, when set, gets the heap profile taken at the largest
+	// sample ("<part> peak.heap.pprof"): the live objects as of the last
+	// garbage collection before it.
+	profileDir string
 }
 
 // memSampleInterval is how often memSampler samples.
@@ -109,8 +117,8 @@ type memSample struct {
 
 // startMemSampler starts sampling, the samples labelled part until at
 // names another part.
-func startMemSampler(part string) *memSampler {
-	m := &memSampler{stop: make(chan struct{}), done: make(chan struct{})}
+func startMemSampler(part, profileDir string) *memSampler {
+	m := &memSampler{stop: make(chan struct{}), done: make(chan struct{}), profileDir: profileDir}
 	m.at(part)
 	go m.run()
 	return m
@@ -125,6 +133,11 @@ func (m *memSampler) run() {
 	defer t.Stop()
 	for {
 		if s, err := sampleMem(*m.part.Load()); err == nil && s.rss > m.peak.rss {
+			// A profile again only for a peak a tenth larger: writing one
+			// costs time the phase is measured in.
+			if m.profileDir != "" && s.rss > m.peak.rss+m.peak.rss/10 {
+				writeHeapProfile(filepath.Join(m.profileDir, s.part+" peak.heap.pprof"))
+			}
 			m.peak = s
 		}
 		select {
@@ -133,6 +146,17 @@ func (m *memSampler) run() {
 		case <-t.C:
 		}
 	}
+}
+
+// writeHeapProfile writes the heap profile to path, or nothing: a
+// profile is a diagnostic, and the figures do not depend on it.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("heap").WriteTo(f, 0)
 }
 
 // end stops sampling and returns the sample with the largest resident set.
@@ -172,4 +196,13 @@ func (s memSample) note() string {
 	mib := func(v int64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
 	return fmt.Sprintf("largest sample (every %v), during %s: RSS %s, of it anonymous %s (the Go heap's objects %s, its free and unused memory %s, stacks %s) and mapped files %s",
 		memSampleInterval, s.part, mib(s.rss), mib(s.anon), mib(int64(s.heapObjects)), mib(int64(s.heapSpare)), mib(int64(s.stacks)), mib(s.file))
+}
+
+// memoryLimit is the Go runtime's soft memory limit, zero when none is
+// set (GOMEMLIMIT unset: math.MaxInt64).
+func memoryLimit() int64 {
+	if l := debug.SetMemoryLimit(-1); l < math.MaxInt64 {
+		return l
+	}
+	return 0
 }

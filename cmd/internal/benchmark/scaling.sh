@@ -25,4 +25,7 @@ run live-25k 50000 100 25000
 run ns-10 50000 10 5000
 run ns-1000 50000 1000 5000
 run ns-10000 50000 10000 5000
-go run ./cmd/internal/benchmark/scalingtable "$OUT"/events-*.json "$OUT"/live-*.json "$OUT"/ns-*.json
+# A large cluster: the memory target's size (1M events, 150 000 live
+# objects over 2000 namespaces).
+run large-1m 1000000 2000 150000
+go run ./cmd/internal/benchmark/scalingtable "$OUT"/events-*.json "$OUT"/live-*.json "$OUT"/ns-*.json "$OUT"/large-*.json

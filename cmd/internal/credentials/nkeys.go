@@ -41,6 +41,8 @@ var Permissions = map[string]*Rights{
 	"export": {
 		Publish: []string{
 			"quota.events.>", "quota.rejects.>", "quota.ingest", "quota.ingest.states",
+			// What the log holds, compared with a relist (ledger.SubjectVersions).
+			"quota.query.versions",
 			"$JS.API.INFO",
 			"$JS.API.STREAM.INFO." + eventStream, "$JS.API.STREAM.INFO." + rejectStream,
 			"$JS.API.STREAM.MSG.GET." + eventStream, "$JS.API.DIRECT.GET." + eventStream + ".>",

@@ -67,6 +67,10 @@ func newRegistry(proj *projector.Projector) (*prometheus.Registry, *admission.Me
 			Name: "quota_projection_skipped_records_total",
 			Help: "Stream records the projection could not apply since the server started; each is kept as a dead letter ('quota rejects').",
 		}, func() float64 { return float64(proj.Skipped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "quota_projection_stale_facts_total",
+			Help: "Upserts, deletes and resync items this server's projection ignored as older (by resourceVersion) than the state it held.",
+		}, func() float64 { return float64(proj.Stale()) }),
 	)
 	reg.MustRegister(feedCollector{proj: proj})
 	m, err := admission.NewMetrics(reg)

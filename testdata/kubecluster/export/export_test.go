@@ -122,6 +122,12 @@ func TestExportHandover(t *testing.T) {
 	if got := b.metric(t, "quota_export_resyncs_total", `reason="takeover"`); got == 0 {
 		t.Errorf("the standby took over without a takeover resync\n%s", b.Logs)
 	}
+	// Only team-a changed while nobody streamed: the takeover's resyncs
+	// of the other namespaces and resources are left out, as the log
+	// holds their lists already.
+	if got := b.metric(t, "quota_export_resync_namespaces_unchanged_total"); got == 0 {
+		t.Errorf("the takeover appended a resync of every namespace, changed or not\n%s", b.Logs)
+	}
 	mutate(t, c, "team-a", n)
 	converge(t, c, l, b.Logs)
 
