@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build image run test test-short test-race oracle cluster bench bench-cluster bench-webhook bench-scaling fuzz lint fmt vet clean
+.PHONY: all build image run test test-short test-race oracle cluster bench bench-cluster bench-webhook bench-scaling bench-history fuzz lint fmt vet clean
 
 all: build
 
@@ -72,7 +72,8 @@ test-race:
 # then every package's own Go benchmarks run.
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkHarness$$' -benchtime 1x -timeout 6h ./cmd/internal/benchmark
-	$(GO) test -run '^$$' -bench . -skip '^BenchmarkHarness$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkHarness|BenchmarkHistory)$$' -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	$(MAKE) bench-history
 	$(MAKE) bench-cluster
 	$(MAKE) bench-webhook
 
@@ -94,6 +95,14 @@ bench-webhook: build
 # its own process), printed as a Markdown table.
 bench-scaling: build
 	./cmd/internal/benchmark/scaling.sh
+
+# A log bounded by a retention at 1x, 5x and 10x the history (days of the
+# benchmark workload, BENCH_HISTORY_EVENTS each, default 50 000) ending in
+# the same live state (BENCH_HISTORY_LIVE, default 5000 objects): the
+# store's and the log's bytes, and a rebuild from the newest checkpoint,
+# beside what the untrimmed history cost.
+bench-history:
+	$(GO) test -run '^$$' -bench '^BenchmarkHistory$$' -benchtime 1x -timeout 60m ./replay
 
 # Each fuzz target for FUZZTIME (default 60s).
 FUZZTIME ?= 60s

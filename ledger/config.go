@@ -83,8 +83,14 @@ type Config struct {
 	// Zero (false): denied, since removing a fact silently changes every
 	// later replay.
 	AllowDelete bool
-	// AllowPurge permits purging the event stream. Zero (false): denied,
-	// for the same reason.
+	// AllowPurge makes a new event stream allow purging, which
+	// Stream.PurgeBefore needs: a server with a retention removes through
+	// it the events a checkpoint covers, and nothing else. Zero (false):
+	// a new stream denies it, since removing facts no checkpoint covers
+	// changes every later replay. JetStream can deny purging on an
+	// existing stream but never lift the denial, so Open leaves an
+	// existing stream's setting as it is either way: one that denies
+	// purging keeps every event for good.
 	AllowPurge bool
 	// AckWaitTimeout bounds the wait for the acknowledgement of one append.
 	// Zero: DefaultAckWaitTimeout.

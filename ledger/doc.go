@@ -37,6 +37,20 @@
 // consumer. A record whose bytes do not decode is returned with Record.Err
 // set, in its place; it is never dropped and never stops the reader.
 //
+// # Trimming and the archive
+//
+// The stream has no age or size limit of JetStream's: a server with a
+// retention trims it with PurgeBefore, up to a sequence a checkpoint of
+// the projection covers, so the log always starts right after one. A
+// namespace whose last event was trimmed has none in the stream, which
+// JetStream's expected-last-subject-sequence reads as 0: an append
+// expecting the trimmed sequence is sent again expecting 0, so the
+// compare-and-swap holds across a trim. Before events are trimmed they
+// can be copied into an Archive: a directory of gzip JSON-lines
+// segments, each named by its first and last sequence and time, written
+// to a temporary name, synced and renamed, and read back in order
+// (Archive.Read) as the Reader reads the stream.
+//
 // # Dead letters
 //
 // A second stream, QUOTA_REJECTS on quota.rejects.<origin>, keeps what could
@@ -70,9 +84,11 @@
 //
 // # Caveats
 //
-//   - The event stream denies deleting and purging by default, and has no
-//     age or size limit: do not configure limits on it unless replay from
-//     the start is no longer wanted.
+//   - The event stream denies deleting single events, and purging unless
+//     made with Config.AllowPurge; JetStream never lifts a denial, so a
+//     stream made denying purges keeps every event for good. It has no age
+//     or size limit: do not configure limits on it, which would drop
+//     events no checkpoint covers; trim it with PurgeBefore.
 //   - Deduplication by message ID only works within Config.DuplicateWindow;
 //     re-sending a backlog older than that appends it again (harmless for
 //     upserts and deletes, which are idempotent, but it grows the log).

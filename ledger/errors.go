@@ -80,3 +80,12 @@ var (
 	// closed, or the server took the subscription away.
 	ErrSubscriptionClosed = errors.New("subscription closed")
 )
+
+// ErrArchive is returned by the archive (OpenArchive, Archive.Copy,
+// Archive.Read) when a directory is not one, a file in it does not hold
+// what its name says, or the sequences asked for are in no segment.
+var ErrArchive = errors.New("archive")
+
+// ErrPurgeDenied is returned by Stream.PurgeBefore when the stream denies
+// purging (it was opened without Config.AllowPurge).
+var ErrPurgeDenied = errors.New("the stream denies purging")

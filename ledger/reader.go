@@ -113,7 +113,7 @@ func (r *Reader) pump() {
 	}
 }
 
-// recordOf decodes a stored message into a record.
+// recordOf decodes a message the consumer delivered into a record.
 func recordOf(msg jetstream.Msg) Record {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -121,7 +121,15 @@ func recordOf(msg jetstream.Msg) Record {
 		// always provides it, so this is a broken invariant of the client.
 		panic(fmt.Sprintf("ledger: message on %s without JetStream metadata: %v", msg.Subject(), err))
 	}
-	rec := Record{Subject: msg.Subject(), Raw: msg.Data(), Seq: meta.Sequence.Stream, Time: meta.Timestamp, Pending: meta.NumPending}
+	rec := recordFrom(msg.Subject(), msg.Data(), meta.Sequence.Stream, meta.Timestamp)
+	rec.Pending = meta.NumPending
+	return rec
+}
+
+// recordFrom decodes the event of a stored message (or an archived one)
+// into a record.
+func recordFrom(subject string, data []byte, seq uint64, at time.Time) Record {
+	rec := Record{Subject: subject, Raw: data, Seq: seq, Time: at}
 	if rec.Namespace, rec.Err = NamespaceOf(rec.Subject); rec.Err != nil {
 		return rec
 	}

@@ -19,7 +19,11 @@ type LogStatus struct {
 	// MaxBytes and MaxAge are the stream's limits (0: none).
 	MaxBytes int64         `json:"maxBytes,omitempty"`
 	MaxAge   time.Duration `json:"maxAge,omitempty"`
-	Replicas int           `json:"replicas"`
+	// Retention is the age past which the server removes events a
+	// checkpoint covers (0: none); the stream itself knows nothing of
+	// it, its server fills it in.
+	Retention time.Duration `json:"retention,omitempty"`
+	Replicas  int           `json:"replicas"`
 	// Leader is the server that leads the stream's replicas ("" on a
 	// single server that reports none).
 	Leader string `json:"leader,omitempty"`

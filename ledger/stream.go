@@ -36,7 +36,16 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, err
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	events, err := js.CreateOrUpdateStream(ctx, cfg.eventStreamConfig())
+	sc := cfg.eventStreamConfig()
+	// Purging is denied or allowed once, when the stream is made (see
+	// Config.AllowPurge): JetStream refuses to lift a denial, and a
+	// denial set on a stream that allowed it could never be lifted.
+	if old, err := js.Stream(ctx, cfg.StreamName); err == nil {
+		sc.DenyPurge = old.CachedInfo().Config.DenyPurge
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
+	}
+	events, err := js.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
 	}
@@ -50,6 +59,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, err
 // Config returns the configuration the stream was opened with, defaults
 // applied.
 func (s *Stream) Config() Config { return s.cfg }
+
+// PurgeAllowed reports whether the event stream allows purging, as it was
+// made (Config.AllowPurge).
+func (s *Stream) PurgeAllowed() bool { return !s.events.CachedInfo().Config.DenyPurge }
 
 // Identity names the event stream and when JetStream created it: what
 // tells it from a stream deleted and created again under the same name (a
@@ -138,10 +151,32 @@ func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts A
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckWaitTimeout)
 	defer cancel()
 	ack, err := s.js.PublishMsg(ctx, msg, pubOpts...)
+	err = classifyPublishError(err)
+	if expect := opts.ExpectLastSubjectSeq; errors.Is(err, ErrConflict) && *expect > 0 && s.trimmedSubject(ctx, msg.Subject, *expect) {
+		// The subject's last event was trimmed from the log: JetStream
+		// knows of none on it, which is what the caller saw.
+		ack, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.cfg.StreamName), jetstream.WithExpectLastSequencePerSubject(0))
+		err = classifyPublishError(err)
+	}
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, classifyPublishError(err))
+		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, err)
 	}
 	return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// trimmedSubject reports whether the last event of subject a caller saw
+// at seq expect was trimmed from the log (PurgeBefore), leaving none on
+// the subject: expect lies before the stream's first sequence, and
+// JetStream holds no event of the subject. Had another event of the
+// subject come after expect, it would still be in the log (trimming only
+// removes what a projection has long applied), and the compare-and-swap
+// stays a conflict.
+func (s *Stream) trimmedSubject(ctx context.Context, subject string, expect uint64) bool {
+	if _, err := s.events.GetLastMsgForSubject(ctx, subject); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false
+	}
+	info, err := s.events.Info(ctx)
+	return err == nil && expect < info.State.FirstSeq
 }
 
 // BatchEntry is one event of AppendBatch.
@@ -311,6 +346,31 @@ func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// PurgeBefore removes the events before seq from the stream, keeping seq
+// and later (JetStream's purge up to a sequence), and returns how many it
+// removed (counted from the stream's first sequence, as it has no gaps).
+// The stream must allow purging (Config.AllowPurge). A seq at or
+// below the stream's first removes nothing; purging twice to the same seq
+// is harmless.
+func (s *Stream) PurgeBefore(ctx context.Context, seq uint64) (uint64, error) {
+	before, err := s.events.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("purge %s before seq %d: %w", s.cfg.StreamName, seq, err)
+	}
+	if seq <= before.State.FirstSeq {
+		return 0, nil
+	}
+	if before.Config.DenyPurge {
+		return 0, fmt.Errorf("purge %s before seq %d: %w", s.cfg.StreamName, seq, ErrPurgeDenied)
+	}
+	if err := s.events.Purge(ctx, jetstream.WithPurgeSequence(seq)); err != nil {
+		return 0, fmt.Errorf("purge %s before seq %d: %w", s.cfg.StreamName, seq, err)
+	}
+	// The stream has no gaps (deleting single events is denied): what
+	// lay between its first sequence and seq is gone.
+	return min(seq, before.State.LastSeq+1) - before.State.FirstSeq, nil
+}
+
 // LastSubjectSeq returns the sequence of the last event of namespace ns (""
 // for cluster-scoped objects), 0 if there is none. It is the value to pass
 // as AppendOptions.ExpectLastSubjectSeq.
@@ -356,6 +416,9 @@ func validateMsgID(id string) error {
 // ErrConflict and a client-side timeout to ErrAckTimeout, keeping the
 // original error in the chain.
 func classifyPublishError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {

@@ -48,6 +48,19 @@
 //     of why (in the projection's skipped bucket and in the log), never
 //     retried forever and never silently dropped.
 //
+// Besides the file, the state goes to the JetStream object store as
+// checkpoints (snapshot.go): the whole projection at a sequence (every
+// live object's trimmed form and charge, every quota's used, the
+// reservations, holds, deadlines and feeds), stored under a pending name,
+// read back and compared with the state it was written from, and only
+// then named as a checkpoint. They are the base of every rebuild: a
+// server without its file, a new replica and replay start from the
+// newest that serves. A Retainer (retention.go) bounds the log by time:
+// it removes the events older than its retention that a checkpoint
+// covers, archiving them first when asked, so the log always starts right
+// after a checkpoint; Run stops with ErrLogGap rather than fold across a
+// gap such a trim left behind a projection that had not applied it.
+//
 // Where Kubernetes' answer is a draw, the ledger's rule is:
 //   - a figure is a running total in log order, as admission keeps
 //     status.used: it prints in the format of the charge that made it

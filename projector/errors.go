@@ -39,6 +39,14 @@ var (
 	// ErrNoSnapshots is returned by OpenSnapshotsExisting when the snapshot
 	// store does not exist (no server has written one).
 	ErrNoSnapshots = errors.New("no snapshot store")
+	// ErrLogGap is returned by Run when the log hands the projection a
+	// record that does not follow its applied sequence: the events
+	// between were trimmed from the log before it applied them.
+	ErrLogGap = errors.New("the log does not continue the projection")
+	// ErrNoCheckpoint is returned when a projection must start from a
+	// checkpoint (the log no longer holds its first events) and none
+	// usable by this build is stored.
+	ErrNoCheckpoint = errors.New("no checkpoint covers the events trimmed from the log")
 	// ErrSnapshotUnusable is returned when a stored snapshot lacks the
 	// metadata that says which sequence it reflects, or its file does not
 	// agree with that metadata.

@@ -65,6 +65,9 @@ func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
 	}()
 	for b := range batches {
 		if b.prepared != nil {
+			if err := contiguous(p.Applied(), b.prepared.Records()); err != nil {
+				return err
+			}
 			if err := p.ApplyPrepared(ctx, b.prepared); err != nil {
 				return err
 			}
@@ -115,6 +118,20 @@ func prepareAhead(ctx context.Context, next func(context.Context) ([]ledger.Reco
 		}
 	}()
 	return out
+}
+
+// contiguous checks that records continue applied without a gap: the
+// log has none (deleting single events is denied), but a log trimmed
+// (Retainer) past a projection that was not following it would hand it
+// the events after the trim as if nothing lay between.
+func contiguous(applied uint64, records []ledger.Record) error {
+	for _, r := range records {
+		if r.Seq != applied+1 {
+			return fmt.Errorf("%w: the log gave seq %d after applied seq %d: the events between were removed from it; move the projection file aside to start from the newest checkpoint", ErrLogGap, r.Seq, applied)
+		}
+		applied = r.Seq
+	}
+	return nil
 }
 
 // gather lets a batch of reservations smaller than a quarter of

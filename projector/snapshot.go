@@ -1,11 +1,13 @@
 package projector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +16,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/quotaledger/quota/projector/buckets"
 )
 
 // Defaults and limits of SnapshotConfig.
@@ -24,8 +29,18 @@ const (
 	// DefaultSnapshotEvery is the number of applied events between two
 	// periodic snapshots.
 	DefaultSnapshotEvery = 100_000
+	// DefaultSnapshotInterval is the longest a periodic snapshot waits once
+	// anything was applied: a quiet ledger still gets checkpoints that a
+	// retention can trim its log to.
+	DefaultSnapshotInterval = time.Hour
 	// DefaultSnapshotKeep is the number of periodic snapshots kept.
 	DefaultSnapshotKeep = 3
+	// SnapshotSpacingDivisor divides SnapshotConfig.Retention into the
+	// spacing of the checkpoints kept inside the log's window (see
+	// Retained): the log can always be trimmed to within an eighth of the
+	// retention past its age limit, and any moment in it is rebuilt from
+	// a checkpoint at most that far before it.
+	SnapshotSpacingDivisor = 8
 	// SnapshotKeepMax bounds SnapshotConfig.Keep.
 	SnapshotKeepMax = 100
 	// SnapshotChunkSize is the object store chunk size: well under the
@@ -42,6 +57,10 @@ const (
 	// snapshotPrefix starts a periodic snapshot's name; the rest is the
 	// applied sequence, zero-padded so that names sort by sequence.
 	snapshotPrefix = "projection-"
+	// pendingPrefix starts a periodic snapshot's name while it is
+	// validated; it takes snapshotPrefix's name once it has read back
+	// as written, so that no reader ever starts from one that did not.
+	pendingPrefix = "pending-"
 	// verifyPrefix starts a snapshot taken for a comparison. It is never a
 	// starting point for replay: it is a copy of the live projection, the
 	// very thing under suspicion, and the comparison deletes it after use.
@@ -65,12 +84,23 @@ type SnapshotConfig struct {
 	// Bucket is the object store name. Zero: DefaultSnapshotBucket.
 	Bucket string
 	// Every is the number of applied events between periodic snapshots.
-	// Zero: DefaultSnapshotEvery. Negative: no periodic snapshots (the
-	// store still serves verify snapshots).
+	// Zero: DefaultSnapshotEvery. Negative: none by count (with Interval
+	// negative too, no periodic snapshots at all; the store still serves
+	// verify snapshots).
 	Every int64
-	// Keep is how many periodic snapshots are kept; older ones are
-	// deleted after each new one. Zero: DefaultSnapshotKeep.
+	// Interval is the longest a periodic snapshot waits once anything
+	// was applied since the newest. Zero: DefaultSnapshotInterval.
+	// Negative: by Every alone.
+	Interval time.Duration
+	// Keep is how many periodic snapshots are kept, newest first; older
+	// ones are deleted after each new one, but for those Retained keeps
+	// for the log's sake. Zero: DefaultSnapshotKeep.
 	Keep int
+	// Retention is the log's retention (a Retainer's): the checkpoints
+	// inside the log's window are then kept Retention/8 apart, so that
+	// one is always old enough to trim the log to. Zero: none, the log
+	// keeps everything.
+	Retention time.Duration
 	// Replicas of the object store's stream. Zero: 1. Use the event
 	// stream's replica count in a cluster.
 	Replicas int
@@ -87,6 +117,9 @@ func (c *SnapshotConfig) Validate() error {
 	if c.Replicas < 0 || c.Replicas > 5 {
 		problems = append(problems, fmt.Sprintf("Replicas %d is outside 0..5", c.Replicas))
 	}
+	if c.Retention < 0 {
+		problems = append(problems, fmt.Sprintf("Retention %s is negative", c.Retention))
+	}
 	if strings.ContainsAny(c.Bucket, " .*>") {
 		problems = append(problems, fmt.Sprintf("Bucket %q may hold only letters, digits, '-' and '_'", c.Bucket))
 	}
@@ -102,6 +135,9 @@ func (c SnapshotConfig) withDefaults() SnapshotConfig {
 	}
 	if c.Every == 0 {
 		c.Every = DefaultSnapshotEvery
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultSnapshotInterval
 	}
 	if c.Keep == 0 {
 		c.Keep = DefaultSnapshotKeep
@@ -128,6 +164,9 @@ type SnapshotInfo struct {
 	Rules uint64 `json:"rules"`
 	// Size is the file's size in bytes.
 	Size uint64 `json:"size"`
+	// Written is when a pending checkpoint was stored (zero otherwise):
+	// one left pending twice SnapshotTimeout was abandoned.
+	Written time.Time `json:"-"`
 }
 
 // Snapshots is the object store of projection snapshots.
@@ -180,16 +219,37 @@ func OpenSnapshotsExisting(ctx context.Context, js jetstream.JetStream, bucket s
 // Config returns the configuration, defaults applied.
 func (s *Snapshots) Config() SnapshotConfig { return s.cfg }
 
-// Write stores a snapshot of p's current state, of the given kind, and for
-// a periodic one deletes all but the newest Keep periodic snapshots. The
-// newest view is written to a local file first, then uploaded.
+// Write stores a snapshot of p's current state, of the given kind. A
+// periodic one is a checkpoint: it is stored under a pending name, read
+// back and compared with the state it was written from (validate), and
+// only then named as a checkpoint; then the checkpoints no longer needed
+// are deleted (Prune). One that does not read back as written is deleted
+// and the older ones are kept. The newest view is written to a local file
+// first, then uploaded.
 func (s *Snapshots) Write(ctx context.Context, p *Projector, kind string) (SnapshotInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, SnapshotTimeout)
 	defer cancel()
 	view := p.View()
 	var info SnapshotInfo
 	info.Seq, info.Time = AppliedAt(view)
-	tmp, err := os.CreateTemp(filepath.Dir(p.cfg.Path), ".snapshot-*.db")
+	info.Kind, info.Schema, info.Rules = kind, SchemaVersion, p.rules
+	switch kind {
+	case SnapshotPeriodic:
+		info.Name = checkpointName(info.Seq)
+		if old, err := s.store.GetInfo(ctx, info.Name); err == nil && !old.Deleted {
+			// Another replica took this sequence's checkpoint already:
+			// the same state, as the fold is deterministic.
+			if got, ok := infoOf(old); ok {
+				return got, nil
+			}
+		}
+	case SnapshotVerify:
+		info.Name = fmt.Sprintf("%s%020d-%d", verifyPrefix, info.Seq, time.Now().UnixNano())
+	default:
+		return SnapshotInfo{}, fmt.Errorf("write snapshot: unknown kind %q", kind)
+	}
+	dir := filepath.Dir(p.cfg.Path)
+	tmp, err := os.CreateTemp(dir, ".snapshot-*.db")
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
 	}
@@ -203,75 +263,223 @@ func (s *Snapshots) Write(ctx context.Context, p *Projector, kind string) (Snaps
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
 	}
 	info.Size = uint64(st.Size())
-	info.Kind, info.Schema, info.Rules = kind, SchemaVersion, p.rules
-	switch kind {
-	case SnapshotPeriodic:
-		info.Name = fmt.Sprintf("%s%020d", snapshotPrefix, info.Seq)
-	case SnapshotVerify:
-		info.Name = fmt.Sprintf("%s%020d-%d", verifyPrefix, info.Seq, time.Now().UnixNano())
-	default:
-		return SnapshotInfo{}, fmt.Errorf("write snapshot: unknown kind %q", kind)
+	if kind == SnapshotVerify {
+		if _, err := s.store.Put(ctx, s.meta(info, info.Name), tmp); err != nil {
+			return SnapshotInfo{}, fmt.Errorf("store snapshot %s: %w", info.Name, err)
+		}
+		return info, nil
 	}
-	meta := jetstream.ObjectMeta{
-		Name:        info.Name,
+	if err := s.putCheckpoint(ctx, info, tmp, view, dir); err != nil {
+		return SnapshotInfo{}, err
+	}
+	return info, s.Prune(ctx, firstSeqOf(ctx, p))
+}
+
+// checkpointName names the checkpoint at seq: zero-padded, so that names
+// sort by sequence.
+func checkpointName(seq uint64) string { return fmt.Sprintf("%s%020d", snapshotPrefix, seq) }
+
+// meta is the object metadata of the snapshot info describes, stored
+// under name.
+func (s *Snapshots) meta(info SnapshotInfo, name string) jetstream.ObjectMeta {
+	return jetstream.ObjectMeta{
+		Name:        name,
 		Description: fmt.Sprintf("quota projection at stream seq %d", info.Seq),
 		Metadata: map[string]string{
 			metaSeq:    strconv.FormatUint(info.Seq, 10),
 			metaTime:   info.Time.Format(time.RFC3339Nano),
-			metaSchema: strconv.Itoa(SchemaVersion),
-			metaRules:  strconv.FormatUint(p.rules, 10),
-			metaKind:   kind,
+			metaSchema: strconv.Itoa(info.Schema),
+			metaRules:  strconv.FormatUint(info.Rules, 10),
+			metaKind:   info.Kind,
 		},
 		Opts: &jetstream.ObjectMetaOptions{ChunkSize: SnapshotChunkSize},
 	}
-	if _, err := s.store.Put(ctx, meta, tmp); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("store snapshot %s: %w", info.Name, err)
-	}
-	if kind == SnapshotPeriodic {
-		if err := s.prune(ctx); err != nil {
-			return info, err
-		}
-	}
-	return info, nil
 }
 
-// prune deletes periodic snapshots beyond the newest Keep.
-func (s *Snapshots) prune(ctx context.Context) error {
-	list, err := s.List(ctx)
-	if err != nil {
-		return err
+// putCheckpoint stores the file f, written from view, as the checkpoint
+// info names: under a pending name, then, once a copy read back from the
+// store holds exactly view's state, under its own.
+func (s *Snapshots) putCheckpoint(ctx context.Context, info SnapshotInfo, f *os.File, view *buckets.Set, dir string) error {
+	pending := fmt.Sprintf("%s%020d-%d", pendingPrefix, info.Seq, time.Now().UnixNano())
+	if _, err := s.store.Put(ctx, s.meta(info, pending), f); err != nil {
+		return fmt.Errorf("store checkpoint %s: %w", pending, err)
 	}
-	for len(list) > s.cfg.Keep {
-		if err := s.store.Delete(ctx, list[0].Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			return fmt.Errorf("prune snapshot %s: %w", list[0].Name, err)
+	if err := s.validate(ctx, pending, view, dir); err != nil {
+		if derr := s.Delete(context.WithoutCancel(ctx), pending); derr != nil {
+			err = errors.Join(err, derr)
 		}
-		list = list[1:]
+		return fmt.Errorf("%w: checkpoint at seq %d: %w; it is deleted, the older checkpoints are kept", ErrSnapshotUnusable, info.Seq, err)
+	}
+	err := s.store.UpdateMeta(ctx, pending, s.meta(info, info.Name))
+	if errors.Is(err, jetstream.ErrObjectAlreadyExists) {
+		// Another replica named the same sequence's checkpoint first.
+		return s.Delete(ctx, pending)
+	}
+	if err != nil {
+		return fmt.Errorf("name checkpoint %s: %w", info.Name, err)
 	}
 	return nil
 }
 
-// List returns the periodic snapshots, oldest first. Objects whose metadata
-// does not read are left out: they are not usable as a starting point.
+// validate reads the stored snapshot called name back into a file in dir
+// and checks that it holds exactly view's state, key for key. The file is
+// compared where it lies, through bbolt's mapping, not loaded: a copy of
+// a large projection in memory would double the server's heap while it
+// is checked.
+func (s *Snapshots) validate(ctx context.Context, name string, view *buckets.Set, dir string) error {
+	f, err := os.CreateTemp(dir, ".snapshot-check-*.db")
+	if err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	if _, err := s.Download(ctx, name, path); err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: openTimeout})
+	if err != nil {
+		return fmt.Errorf("validate: the copy read back: %w", err)
+	}
+	defer db.Close()
+	if err := Check(db); err != nil {
+		return fmt.Errorf("validate: the copy read back: %w", err)
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		var names []string
+		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			names = append(names, string(name))
+			return nil
+		})
+		return sameBuckets(view.Names(), names, func(name string) kvCursor {
+			if b := view.Bucket([]byte(name)); b != nil {
+				return b.Cursor()
+			}
+			return nil
+		}, func(name string) kvCursor {
+			if b := tx.Bucket([]byte(name)); b != nil {
+				return b.Cursor()
+			}
+			return nil
+		})
+	})
+}
+
+// SameState reports whether a and b hold the same keys and values in
+// every bucket: nil, or an error naming the first entry that differs.
+func SameState(a, b *buckets.Set) error {
+	cursor := func(s *buckets.Set) func(string) kvCursor {
+		return func(name string) kvCursor {
+			if bk := s.Bucket([]byte(name)); bk != nil {
+				return bk.Cursor()
+			}
+			return nil
+		}
+	}
+	return sameBuckets(a.Names(), b.Names(), cursor(a), cursor(b))
+}
+
+// kvCursor walks a bucket in key order: the live state's, or a bbolt
+// file's.
+type kvCursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+}
+
+// sameBuckets compares the buckets of two states, named by aNames and
+// bNames and opened by a and b (nil: none), key for key.
+func sameBuckets(aNames, bNames []string, a, b func(string) kvCursor) error {
+	names := map[string]bool{}
+	for _, n := range append(aNames, bNames...) {
+		names[n] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, name := range sorted {
+		if key, differ := firstDifference(a(name), b(name)); differ {
+			e := ReadEntry(name, key, nil)
+			return fmt.Errorf("bucket %s differs at %s (key %q)", name, e.Name, key)
+		}
+	}
+	return nil
+}
+
+// firstDifference walks two buckets (nil: empty) in key order and
+// returns the first key whose value differs or that one of them lacks.
+func firstDifference(a, b kvCursor) ([]byte, bool) {
+	var ka, va, kb, vb []byte
+	if a != nil {
+		ka, va = a.First()
+	}
+	if b != nil {
+		kb, vb = b.First()
+	}
+	for ka != nil || kb != nil {
+		if ka == nil || kb == nil || !bytes.Equal(ka, kb) {
+			if ka == nil || (kb != nil && bytes.Compare(kb, ka) < 0) {
+				return kb, true
+			}
+			return ka, true
+		}
+		if !bytes.Equal(va, vb) {
+			return ka, true
+		}
+		ka, va = a.Next()
+		kb, vb = b.Next()
+	}
+	return nil, false
+}
+
+// firstSeqOf returns the first sequence p's stream holds, 1 when it is
+// empty, unknown (the question failed) or there is no stream: nothing to
+// keep a checkpoint for beyond the newest.
+func firstSeqOf(ctx context.Context, p *Projector) uint64 {
+	if p.stream == nil {
+		return 1
+	}
+	st, err := p.stream.Status(ctx)
+	if err != nil || st.FirstSeq == 0 {
+		return 1
+	}
+	return st.FirstSeq
+}
+
+// List returns the periodic snapshots (the checkpoints), oldest first.
+// Objects whose metadata does not read, and checkpoints still being
+// validated, are left out: they are not usable as a starting point.
 func (s *Snapshots) List(ctx context.Context) ([]SnapshotInfo, error) {
+	list, _, err := s.list(ctx)
+	return list, err
+}
+
+// list returns the checkpoints, oldest first, and the pending ones.
+func (s *Snapshots) list(ctx context.Context) (checkpoints, pending []SnapshotInfo, err error) {
 	objs, err := s.store.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", err)
+		return nil, nil, fmt.Errorf("list snapshots: %w", err)
 	}
 	if len(objs) > SnapshotsListMax {
 		objs = objs[len(objs)-SnapshotsListMax:]
 	}
-	var out []SnapshotInfo
 	for _, o := range objs {
 		info, ok := infoOf(o)
-		if ok && info.Kind == SnapshotPeriodic {
-			out = append(out, info)
+		switch {
+		case !ok || info.Kind != SnapshotPeriodic:
+		case strings.HasPrefix(info.Name, snapshotPrefix):
+			checkpoints = append(checkpoints, info)
+		case strings.HasPrefix(info.Name, pendingPrefix):
+			info.Written = o.ModTime
+			pending = append(pending, info)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
+	sort.Slice(checkpoints, func(i, j int) bool { return checkpoints[i].Seq < checkpoints[j].Seq })
+	return checkpoints, pending, nil
 }
 
 func infoOf(o *jetstream.ObjectInfo) (SnapshotInfo, bool) {
@@ -288,6 +496,14 @@ func infoOf(o *jetstream.ObjectInfo) (SnapshotInfo, bool) {
 	return SnapshotInfo{Name: o.Name, Kind: o.Metadata[metaKind], Seq: seq, Time: t, Schema: schema, Rules: rules, Size: o.Size}, true
 }
 
+// Usable reports whether this build can start a projection from the
+// checkpoint: one of its schema and rules, past the first event. A
+// checkpoint folded under other rules holds charges this build would not
+// make.
+func (i SnapshotInfo) Usable() bool {
+	return i.Schema == SchemaVersion && i.Rules == RulesVersion && i.Seq > 0
+}
+
 // Newest returns the newest periodic snapshot of this build's schema and
 // rules whose sequence is at most maxSeq and whose time is not after
 // notAfter (zero: any time). ok is false when there is none. A snapshot
@@ -300,7 +516,7 @@ func (s *Snapshots) Newest(ctx context.Context, maxSeq uint64, notAfter time.Tim
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
-		if c.Schema != SchemaVersion || c.Rules != RulesVersion || c.Seq > maxSeq || c.Seq == 0 {
+		if !c.Usable() || c.Seq > maxSeq {
 			continue
 		}
 		if !notAfter.IsZero() && c.Time.After(notAfter) {
@@ -353,7 +569,8 @@ func (s *Snapshots) Delete(ctx context.Context, name string) error {
 }
 
 // Snapshotter writes a periodic snapshot of a projection every
-// SnapshotConfig.Every applied events.
+// SnapshotConfig.Every applied events, or SnapshotConfig.Interval after
+// the newest once anything was applied since.
 type Snapshotter struct {
 	p     *Projector
 	store *Snapshots
@@ -369,12 +586,13 @@ func NewSnapshotter(p *Projector, store *Snapshots, log *slog.Logger) *Snapshott
 }
 
 // Run waits for the projection to advance and writes a snapshot each time
-// it has applied Every events since the newest stored one, until ctx ends.
-// A failed snapshot is logged and tried again after the next Every events:
-// the projection does not depend on it.
+// it has applied Every events since the newest stored one, or Interval
+// has passed with anything applied, until ctx ends. A failed snapshot is
+// logged and tried again after the next Every events or Interval: the
+// projection does not depend on it.
 func (s *Snapshotter) Run(ctx context.Context) error {
 	every := s.store.cfg.Every
-	if every < 0 {
+	if every < 0 && s.store.cfg.Interval < 0 {
 		return nil
 	}
 	var last uint64
@@ -385,12 +603,18 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 		last = list[len(list)-1].Seq
 	}
 	for {
-		next := last + uint64(every)
-		if err := s.p.WaitApplied(ctx, next); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		next := uint64(math.MaxUint64) // by the interval alone
+		if every >= 0 {
+			next = last + uint64(every)
+		}
+		if err := s.wait(ctx, next); err != nil {
 			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if s.p.Applied() <= last {
+			continue
 		}
 		start := time.Now()
 		info, err := s.store.Write(ctx, s.p, SnapshotPeriodic)
@@ -405,4 +629,19 @@ func (s *Snapshotter) Run(ctx context.Context) error {
 		s.log.Info("snapshot written", "name", info.Name, "seq", info.Seq, "bytes", info.Size, "took", time.Since(start).Round(time.Millisecond))
 		last = info.Seq
 	}
+}
+
+// wait returns once the projection has applied next, or Interval has
+// passed (when set), or ctx has ended (nil then: a stop).
+func (s *Snapshotter) wait(ctx context.Context, next uint64) error {
+	waitCtx, cancel := ctx, context.CancelFunc(func() {})
+	if interval := s.store.cfg.Interval; interval > 0 {
+		waitCtx, cancel = context.WithTimeout(ctx, interval)
+	}
+	defer cancel()
+	err := s.p.WaitApplied(waitCtx, next)
+	if err == nil || ctx.Err() != nil || (errors.Is(err, ErrNotCaughtUp) && waitCtx.Err() != nil) {
+		return nil
+	}
+	return err
 }

@@ -61,6 +61,29 @@ type Status struct {
 	// Webhooks are the webhook replicas this server has heard from, by
 	// name, with when it last did.
 	Webhooks []HeardWebhook `json:"webhooks"`
+	// Checkpoints are the checkpoints in the object store, oldest first:
+	// what a rebuild starts from.
+	Checkpoints []SnapshotInfo `json:"checkpoints"`
+	// Archive is the archive the answering server writes to; nil when
+	// it has none.
+	Archive *ArchiveStatus `json:"archive,omitempty"`
+}
+
+// ArchiveStatus is what an archive holds.
+type ArchiveStatus struct {
+	Dir      string `json:"dir"`
+	Segments int    `json:"segments"`
+	Bytes    int64  `json:"bytes"`
+	// FirstSeq and LastSeq are the sequences its segments hold without
+	// a gap from the first of them (0: none).
+	FirstSeq uint64 `json:"firstSeq"`
+	LastSeq  uint64 `json:"lastSeq"`
+	// LastSegment is its newest segment; nil when it has none.
+	LastSegment *ledger.ArchiveSegment `json:"lastSegment,omitempty"`
+	// Checkpoints is the number of checkpoints it keeps.
+	Checkpoints int `json:"checkpoints"`
+	// Error says why the archive could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // HeardWebhook is a webhook's last status and when this server got it.
@@ -97,8 +120,20 @@ type StatusResponder struct {
 	server string
 	log    *slog.Logger
 
+	// retention, snaps and archive are what SetRetention gives.
+	retention time.Duration
+	snaps     *Snapshots
+	archive   *ledger.Archive
+
 	mu       sync.Mutex
 	webhooks map[string]HeardWebhook
+}
+
+// SetRetention makes the status show the log's retention, the
+// checkpoints in snaps and the archive (each may be zero). Call it
+// before Run.
+func (r *StatusResponder) SetRetention(retention time.Duration, snaps *Snapshots, archive *ledger.Archive) {
+	r.retention, r.snaps, r.archive = retention, snaps, archive
 }
 
 // NewStatusResponder returns a StatusResponder of the server named
@@ -167,14 +202,54 @@ func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
 	if feeds == nil {
 		feeds = []Feed{}
 	}
-	return &StatusReply{Status: &Status{
+	logStatus.Retention = r.retention
+	st := &Status{
 		Time: time.Now().UTC(),
 		Log:  logStatus,
 		Projection: ProjectionStatus{Server: r.server, AppliedSeq: r.p.Applied(), Pending: r.p.Pending(),
 			Skipped: r.p.Skipped(), Rules: r.p.Rules()},
-		Feeds:    feeds,
-		Webhooks: r.heardWebhooks(),
-	}}, nil
+		Feeds:       feeds,
+		Webhooks:    r.heardWebhooks(),
+		Checkpoints: []SnapshotInfo{},
+	}
+	if r.snaps != nil {
+		list, err := r.snaps.List(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the checkpoints: %w", err)
+		}
+		st.Checkpoints = append(st.Checkpoints, list...)
+	}
+	if r.archive != nil {
+		st.Archive = archiveStatus(r.archive)
+	}
+	return &StatusReply{Status: st}, nil
+}
+
+// archiveStatus reads what a holds; an archive that cannot be read says
+// why in its Error.
+func archiveStatus(a *ledger.Archive) *ArchiveStatus {
+	st := &ArchiveStatus{Dir: a.Dir()}
+	segs, err := a.Segments()
+	if err == nil {
+		var cps []ledger.ArchiveCheckpoint
+		cps, err = a.Checkpoints()
+		st.Checkpoints = len(cps)
+	}
+	if err == nil {
+		st.FirstSeq, st.LastSeq, err = a.Covered()
+	}
+	if err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.Segments = len(segs)
+	for i, s := range segs {
+		st.Bytes += s.Bytes
+		if st.LastSegment == nil || s.LastSeq > st.LastSegment.LastSeq {
+			st.LastSegment = &segs[i]
+		}
+	}
+	return st
 }
 
 // WriteStatus prints a status as text: the log, the projection, then the
@@ -187,11 +262,7 @@ func WriteStatus(w io.Writer, s *Status) error {
 	if !l.FirstTime.IsZero() {
 		fmt.Fprintf(tw, "  From:\t%s to %s\n", l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
 	}
-	limits := "none"
-	if l.MaxAge > 0 || l.MaxBytes > 0 {
-		limits = fmt.Sprintf("max age %s, max bytes %d", l.MaxAge, l.MaxBytes)
-	}
-	fmt.Fprintf(tw, "  Limits:\t%s\n", limits)
+	fmt.Fprintf(tw, "  Limits:\t%s\n", limitsText(l, s.Archive))
 	if l.Replicas > 1 || len(l.Peers) > 0 {
 		fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, l.Leader)
 	} else {
@@ -210,10 +281,56 @@ func WriteStatus(w io.Writer, s *Status) error {
 	pr := s.Projection
 	fmt.Fprintf(tw, "Projection:\tserver %s, applied seq %d, %d pending, rules %d\n", pr.Server, pr.AppliedSeq, pr.Pending, pr.Rules)
 	tw.Flush()
+	writeCheckpoints(&b, s)
 	writeFeeds(&b, s)
 	writeWebhooks(&b, s)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// limitsText says what bounds the log: JetStream's limits, and the
+// retention its server trims it to.
+func limitsText(l ledger.LogStatus, archive *ArchiveStatus) string {
+	var limits []string
+	if l.MaxAge > 0 || l.MaxBytes > 0 {
+		limits = append(limits, fmt.Sprintf("max age %s, max bytes %d", l.MaxAge, l.MaxBytes))
+	}
+	if l.Retention > 0 {
+		where := "not archived"
+		if archive != nil {
+			where = "archived to " + archive.Dir
+		}
+		limits = append(limits, fmt.Sprintf("retention %s (older events a checkpoint covers leave the log, %s)", l.Retention, where))
+	}
+	if len(limits) == 0 {
+		return "none (the log keeps every event)"
+	}
+	return strings.Join(limits, "; ")
+}
+
+// writeCheckpoints prints the checkpoints, a line each, then the
+// archive.
+func writeCheckpoints(b *strings.Builder, s *Status) {
+	if len(s.Checkpoints) == 0 {
+		b.WriteString("Checkpoints: none yet\n")
+	} else {
+		fmt.Fprintf(b, "Checkpoints: %d\n", len(s.Checkpoints))
+	}
+	for _, c := range s.Checkpoints {
+		fmt.Fprintf(b, "  seq %d, %s, rules %d, %d bytes\n", c.Seq, c.Time.UTC().Format(time.RFC3339), c.Rules, c.Size)
+	}
+	a := s.Archive
+	switch {
+	case a == nil:
+	case a.Error != "":
+		fmt.Fprintf(b, "Archive:     %s: %s\n", a.Dir, a.Error)
+	case a.LastSegment == nil:
+		fmt.Fprintf(b, "Archive:     %s: empty\n", a.Dir)
+	default:
+		l := a.LastSegment
+		fmt.Fprintf(b, "Archive:     %s: seq %d to %d in %d segments, %d bytes, %d checkpoints\n", a.Dir, a.FirstSeq, a.LastSeq, a.Segments, a.Bytes, a.Checkpoints)
+		fmt.Fprintf(b, "  last %s: seq %d to %d, %s to %s\n", l.Name, l.FirstSeq, l.LastSeq, l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
+	}
 }
 
 // writeWebhooks prints a line per webhook replica heard from, warning of

@@ -3,13 +3,18 @@
 //
 // Rebuild folds the stream into a fresh bbolt file with the projector's own
 // fold (projector.Projector.Apply, which calls projector.Fold.ApplyBatch): there
-// is no second copy of the fold here. It starts from the first event, or
-// from the newest periodic snapshot (projector.Snapshots) at or before the
-// target, and stops at a stream sequence (Options.UntilSeq) or before the
-// first record the stream stored after a moment (Options.At). Verify asks
-// the live server for a copy of its projection at its applied sequence S,
-// rebuilds to exactly S from the first event, and lists every difference
-// (Compare).
+// is no second copy of the fold here. It starts from the newest starting
+// point that serves the target (plan.go): a checkpoint of the object store
+// (projector.Snapshots) or of an archive (ledger.Archive), or the first
+// event; it reads the archive's records before the log's first, then the
+// log's, and stops at a stream sequence (Options.UntilSeq) or before the
+// first record the stream stored after a moment (Options.At). A target no
+// starting point serves (the log was trimmed past it, and no archive holds
+// it) is refused with ErrNotCovered, naming the oldest moment that can be
+// answered: never is a past moment answered from a later state. Verify
+// asks the live server for a copy of its projection at its applied
+// sequence S, rebuilds to exactly S from the oldest starting point that
+// serves, and lists every difference (Compare).
 //
 // Invariant: a rebuild of the same stream prefix holds the same bytes in
 // every bucket, whatever the batch sizes and wherever it started (from the
@@ -23,10 +28,11 @@
 // with Compare, which reads each entry that differs through
 // projector.ReadEntry, never with a file checksum.
 //
-// A snapshot is a copy of the live projection. A replay that starts from
-// one inherits whatever drift the live projection had when it was taken;
-// Verify therefore always folds from the first event, and an operator who
-// suspects drift replays with Options.Snapshots nil.
+// A checkpoint is a copy of the live projection. A replay that starts
+// from one inherits whatever drift the live projection had when it was
+// taken; Verify therefore folds from the oldest starting point (the first
+// event while the log or the archive holds it), and an operator who
+// suspects drift replays with Options.Snapshots nil and the archive.
 //
 // Rebuild reads the stream through ledger.Open, which creates or updates
 // the stream's configuration; open it with the same ledger.Config as the

@@ -14,6 +14,11 @@ var (
 	// ErrReadStalled is returned by Rebuild when a record the stream holds
 	// did not arrive within Options.ReadWaitTimeout.
 	ErrReadStalled = errors.New("stream read stalled")
+	// ErrNotCovered is returned by Rebuild and Verify when no starting
+	// point serves the target: the log was trimmed past it and no
+	// archive holds what it lacks. The message names the oldest moment
+	// that could be answered.
+	ErrNotCovered = errors.New("not covered by the log, its checkpoints or the archive")
 	// ErrDrift is returned by Verify's callers' convention: it marks a
 	// comparison that found differences (the command exits 1 on it).
 	ErrDrift = errors.New("rebuilt projection differs from the live one")

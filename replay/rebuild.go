@@ -41,9 +41,14 @@ type Options struct {
 	// At, when set, stops before the first record the stream stored after
 	// this time; records at exactly At are applied.
 	At time.Time
-	// Snapshots, when set, lets Rebuild start from the newest periodic
-	// snapshot at or before the target. Nil: fold from the first event.
+	// Snapshots, when set, lets Rebuild start from the newest checkpoint
+	// (periodic snapshot) at or before the target. Nil: fold from the
+	// first event, or from a checkpoint of Archive.
 	Snapshots *projector.Snapshots
+	// Archive, when set, holds the events before the log's first, read
+	// before the log's own, and checkpoints to start from (see plan.go).
+	// Nil: the log alone.
+	Archive *ledger.Archive
 	// BatchSizeMax is the number of records per transaction. Zero:
 	// DefaultBatchSizeMax.
 	BatchSizeMax int
@@ -59,6 +64,11 @@ type Options struct {
 	// Logger receives the fold's warnings (skipped records). Nil: a logger
 	// that discards, since a replay reports skips through Result.
 	Logger *slog.Logger
+
+	// oldest makes the rebuild start from the oldest starting point that
+	// serves, not the newest: Verify's, which checks as much of the fold
+	// as it can.
+	oldest bool
 }
 
 // Validate reports every problem with o in one error.
@@ -137,9 +147,15 @@ type Result struct {
 	Seq uint64
 	// Time is the stream time of the record at Seq.
 	Time time.Time
-	// Snapshot is the snapshot the rebuild started from, nil when it
-	// folded from the first event.
+	// Snapshot is the checkpoint of the object store the rebuild started
+	// from, nil when it started elsewhere.
 	Snapshot *projector.SnapshotInfo
+	// Archived is the archive's checkpoint the rebuild started from, nil
+	// when it started elsewhere.
+	Archived *ledger.ArchiveCheckpoint
+	// From says where the rebuild started, for an operator: "the first
+	// event", or which checkpoint.
+	From string
 	// Applied is the number of records this rebuild applied (after the
 	// snapshot).
 	Applied uint64
@@ -184,10 +200,11 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	last, err := stream.LastSeq(ctx)
+	h, err := readHoldings(ctx, stream, opts.Archive)
 	if err != nil {
-		return nil, fmt.Errorf("rebuild: %w", err)
+		return nil, err
 	}
+	last := h.log.last
 	target := last
 	if until != nil {
 		if *until > last {
@@ -216,11 +233,11 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	}
 	// Tombstones live as long as the stream's duplicate window, as in the
 	// projection of a server on the same stream.
-	if err := res.open(ctx, opts, target, stream.Config().DuplicateWindow); err != nil {
+	if err := res.open(ctx, opts, target, h, stream.Config().DuplicateWindow); err != nil {
 		return fail(err)
 	}
 	p := res.Projector
-	if err := fold(ctx, stream, p, res, target, opts); err != nil {
+	if err := fold(ctx, stream, p, res, target, opts, h); err != nil {
 		return fail(err)
 	}
 	if !res.temp {
@@ -250,111 +267,155 @@ func newResult(path string) (*Result, error) {
 	return res, nil
 }
 
-// open opens res's projection where the rebuild starts: the newest
-// snapshot of opts.Snapshots at or before target (and opts.At), else an
-// empty file; it sets res.Snapshot, res.Seq and res.Time.
-func (res *Result) open(ctx context.Context, opts Options, target uint64, tombstoneTTL time.Duration) error {
+// open opens res's projection where the rebuild starts (plan.go): the
+// newest checkpoint (of opts.Snapshots or opts.Archive) at or before
+// target (and opts.At) that the records held continue, else an empty
+// file; it sets res.Snapshot or res.Archived, res.From, res.Seq and
+// res.Time. It refuses with ErrNotCovered when no starting point serves.
+func (res *Result) open(ctx context.Context, opts Options, target uint64, h holdings, tombstoneTTL time.Duration) error {
 	path := res.Path
-	if opts.Snapshots != nil {
-		info, ok, err := opts.Snapshots.Newest(ctx, target, opts.At)
-		if err != nil {
-			return fmt.Errorf("rebuild: %w", err)
-		}
-		if ok {
-			got, err := opts.Snapshots.Download(ctx, info.Name, path)
-			if err != nil {
-				return fmt.Errorf("rebuild: %w", err)
-			}
-			res.Snapshot = &got
-		}
+	list, err := origins(ctx, opts)
+	if err != nil {
+		return err
 	}
-
+	o, ok := choose(list, h, target, opts)
+	if !ok {
+		return notCovered(list, h, target, opts)
+	}
+	if err := materialize(ctx, o, opts, path); err != nil {
+		return err
+	}
+	res.Snapshot, res.Archived, res.From = o.snapshot, o.archived, o.name()
 	p, err := projector.Open(projector.Config{Path: path, NoSync: true, BatchSizeMax: opts.BatchSizeMax, Logger: opts.Logger,
 		TombstoneTTL: tombstoneTTL}, nil)
-	if err != nil && res.Snapshot != nil {
-		// The file is the snapshot's copy, not one to move aside: the
+	if err != nil && o.seq > 0 {
+		// The file is the checkpoint's copy, not one to move aside: the
 		// error says what is wrong with it without Open's advice.
 		cause := errors.Unwrap(err)
 		if cause == nil {
 			cause = err
 		}
-		return fmt.Errorf("rebuild: %w: snapshot %s: %w (--no-snapshot folds from the first event)", projector.ErrSnapshotUnusable, res.Snapshot.Name, cause)
+		return fmt.Errorf("rebuild: %w: %s: %w (--no-snapshot starts without the object store's checkpoints)", projector.ErrSnapshotUnusable, o.name(), cause)
 	}
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	res.Projector = p
 	res.Seq, res.Time = projector.AppliedAt(p.View())
-	if res.Snapshot != nil && res.Seq != res.Snapshot.Seq {
-		return fmt.Errorf("%w: %s says seq %d, its file holds seq %d", projector.ErrSnapshotUnusable, res.Snapshot.Name, res.Snapshot.Seq, res.Seq)
-	}
-	if res.Seq > target {
-		return fmt.Errorf("%w: starting file is at seq %d, past the target %d", ErrBeyondStream, res.Seq, target)
+	if res.Seq != o.seq {
+		return fmt.Errorf("%w: %s says seq %d, its file holds seq %d", projector.ErrSnapshotUnusable, o.name(), o.seq, res.Seq)
 	}
 	return nil
 }
 
-// fold reads records after res.Seq and applies them in batches until the
-// target sequence, or until a record stored after opts.At.
-func fold(ctx context.Context, stream *ledger.Stream, p *projector.Projector, res *Result, target uint64, opts Options) error {
-	start := time.Now()
-	total := target - res.Seq
-	report := func(done bool) {
-		if opts.Progress != nil {
-			opts.Progress(Progress{Applied: res.Applied, Total: total, Seq: res.Seq, Elapsed: time.Since(start), Done: done})
+// fold reads the records after res.Seq, from the archive while they lie
+// before the log's first, then from the log, and applies them in batches
+// until the target sequence, or until a record stored after opts.At.
+func fold(ctx context.Context, stream *ledger.Stream, p *projector.Projector, res *Result, target uint64, opts Options, h holdings) error {
+	f := &folder{ctx: ctx, p: p, res: res, target: target, opts: opts, start: time.Now(), total: target - res.Seq}
+	f.lastReport = f.start
+	defer func() { res.Elapsed = time.Since(f.start) }()
+	if res.Seq < target && res.Seq+1 < h.log.first && opts.Archive != nil {
+		to := min(target, h.log.first-1)
+		_, err := opts.Archive.Read(ctx, res.Seq+1, to, opts.BatchSizeMax, f.apply)
+		if err != nil && !errors.Is(err, errStop) {
+			return fmt.Errorf("rebuild: %w", err)
 		}
 	}
-	defer func() { res.Elapsed = time.Since(start) }()
-	if res.Seq >= target {
-		report(true)
-		return nil
+	if !f.stopped && res.Seq < target {
+		if res.Seq+1 < h.log.first {
+			return fmt.Errorf("%w: the records from seq %d are in neither the archive nor the log, which starts at seq %d", ErrNotCovered, res.Seq+1, h.log.first)
+		}
+		if err := f.readLog(ctx, stream); err != nil {
+			return err
+		}
 	}
-	reader, err := stream.Reader(ctx, res.Seq+1)
+	f.report(true)
+	return nil
+}
+
+// errStop ends a read once the fold has reached its target.
+var errStop = errors.New("target reached")
+
+// folder applies the records of a rebuild in order.
+type folder struct {
+	ctx        context.Context
+	p          *projector.Projector
+	res        *Result
+	target     uint64
+	opts       Options
+	start      time.Time
+	lastReport time.Time
+	total      uint64
+	// stopped is set once a record past the target (or opts.At) came.
+	stopped bool
+}
+
+func (f *folder) report(done bool) {
+	if f.opts.Progress != nil {
+		f.opts.Progress(Progress{Applied: f.res.Applied, Total: f.total, Seq: f.res.Seq, Elapsed: time.Since(f.start), Done: done})
+	}
+}
+
+// apply applies the records of recs up to the target, each the one after
+// the last applied; it returns errStop once the target is reached.
+func (f *folder) apply(recs []ledger.Record) error {
+	n := 0
+	for _, rec := range recs {
+		if rec.Seq > f.target || (!f.opts.At.IsZero() && rec.Time.After(f.opts.At)) {
+			f.stopped = true
+			break
+		}
+		if rec.Seq != f.res.Seq+uint64(n)+1 {
+			return fmt.Errorf("%w: seq %d came after seq %d: the log was trimmed meanwhile (run the rebuild again), or does not hold what it should", ErrReadStalled, rec.Seq, f.res.Seq+uint64(n))
+		}
+		n++
+	}
+	if n > 0 {
+		batch := recs[:n]
+		if err := f.p.Apply(f.ctx, batch); err != nil {
+			if errors.Is(err, projector.ErrWrite) {
+				return fmt.Errorf("rebuild: %w; the file is removed: run the rebuild again where its disk has room (--db elsewhere, or TMPDIR for the temporary file)", err)
+			}
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		f.res.Applied += uint64(n)
+		f.res.Seq, f.res.Time = batch[n-1].Seq, batch[n-1].Time
+	}
+	if now := time.Now(); now.Sub(f.lastReport) >= f.opts.ProgressInterval {
+		f.lastReport = now
+		f.report(false)
+	}
+	if f.stopped || f.res.Seq >= f.target {
+		f.stopped = true
+		return errStop
+	}
+	return nil
+}
+
+// readLog applies the log's records after res.Seq until the target.
+func (f *folder) readLog(ctx context.Context, stream *ledger.Stream) error {
+	reader, err := stream.Reader(ctx, f.res.Seq+1)
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	defer reader.Close()
-	lastReport := start
-	batch := make([]ledger.Record, 0, opts.BatchSizeMax)
-	for res.Seq < target {
-		batch = batch[:0]
-		stop := false
-		// One read per batch: the first record may wait for the server, the
-		// rest are what the reader has already decoded. Folding a batch
-		// while the reader fills its buffer keeps both busy; waiting to fill
-		// a large batch would leave the fold idle meanwhile.
-		recs, err := reader.Next(ctx, min(opts.BatchSizeMax, ledger.ReaderNextMax), opts.ReadWaitTimeout)
+	for !f.stopped {
+		// One read per batch: the first record may wait for the server,
+		// the rest are what the reader has already decoded. Folding a
+		// batch while the reader fills its buffer keeps both busy;
+		// waiting to fill a large batch would leave the fold idle
+		// meanwhile.
+		recs, err := reader.Next(ctx, min(f.opts.BatchSizeMax, ledger.ReaderNextMax), f.opts.ReadWaitTimeout)
 		if err != nil {
-			return fmt.Errorf("rebuild: read after seq %d: %w", res.Seq, err)
+			return fmt.Errorf("rebuild: read after seq %d: %w", f.res.Seq, err)
 		}
 		if len(recs) == 0 {
-			return fmt.Errorf("%w: no record after seq %d within %s (want up to %d)", ErrReadStalled, res.Seq, opts.ReadWaitTimeout, target)
+			return fmt.Errorf("%w: no record after seq %d within %s (want up to %d)", ErrReadStalled, f.res.Seq, f.opts.ReadWaitTimeout, f.target)
 		}
-		for _, rec := range recs {
-			if rec.Seq > target || (!opts.At.IsZero() && rec.Time.After(opts.At)) {
-				stop = true
-				break
-			}
-			batch = append(batch, rec)
-		}
-		if len(batch) > 0 {
-			if err := p.Apply(ctx, batch); err != nil {
-				if errors.Is(err, projector.ErrWrite) {
-					return fmt.Errorf("rebuild: %w; the file is removed: run the rebuild again where its disk has room (--db elsewhere, or TMPDIR for the temporary file)", err)
-				}
-				return fmt.Errorf("rebuild: %w", err)
-			}
-			res.Applied += uint64(len(batch))
-			res.Seq, res.Time = batch[len(batch)-1].Seq, batch[len(batch)-1].Time
-		}
-		if stop {
-			break
-		}
-		if now := time.Now(); now.Sub(lastReport) >= opts.ProgressInterval {
-			lastReport = now
-			report(false)
+		if err := f.apply(recs); err != nil && !errors.Is(err, errStop) {
+			return err
 		}
 	}
-	report(true)
 	return nil
 }

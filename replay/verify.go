@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -22,8 +23,8 @@ const SnapshotRequestTimeout = projector.SnapshotTimeout
 type Verification struct {
 	// Live describes the copy of the live projection that was compared.
 	Live projector.SnapshotInfo
-	// Rebuilt is the projection folded from the stream's first event to
-	// Live.Seq.
+	// Rebuilt is the projection folded to Live.Seq from the oldest
+	// starting point (Rebuilt.From).
 	Rebuilt *Result
 	// Differences lists every disagreement; empty means no drift.
 	Differences []Difference
@@ -33,12 +34,15 @@ type Verification struct {
 func (v *Verification) Close() error { return v.Rebuilt.Close() }
 
 // Verify asks the live server (over nc) for a copy of its projection at its
-// applied sequence S, folds the stream from its first event to exactly S
-// into a fresh file, and compares the two bucket by bucket.
+// applied sequence S, folds the records to exactly S into a fresh file,
+// and compares the two bucket by bucket.
 //
-// The rebuild never starts from a snapshot, whatever opts.Snapshots says:
-// snapshots are copies of the live projection, so one taken after a drift
-// would carry the drift into the rebuild and hide it.
+// The rebuild starts from the oldest starting point that serves (plan.go),
+// whatever opts asks, so that it checks as much of the fold as the records
+// allow: the first event when the log (or opts.Archive) holds it, else the
+// oldest checkpoint in snaps that the records continue. A checkpoint is a
+// copy of the live projection, so a drift it was taken after is carried
+// into the rebuild and not seen.
 func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *projector.Snapshots, opts Options) (*Verification, error) {
 	info, err := requestSnapshot(ctx, nc)
 	if err != nil {
@@ -61,7 +65,7 @@ func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *pr
 		return nil, fmt.Errorf("verify: the live projection's copy %s: %w", info.Name, err)
 	}
 
-	opts.Snapshots = nil
+	opts.Snapshots, opts.oldest, opts.At = snaps, true, time.Time{}
 	seq := info.Seq
 	rebuilt, err := rebuild(ctx, stream, opts, &seq)
 	if err != nil {

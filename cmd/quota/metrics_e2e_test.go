@@ -74,7 +74,8 @@ func TestServeMetrics(t *testing.T) {
 	} else if v, err := strconv.ParseFloat(fact[1], 64); err != nil || time.Since(time.Unix(int64(v), 0)) > time.Minute || v <= 0 {
 		t.Errorf("last fact at %s (%v), want the quota's ingest, seconds ago", fact[1], err)
 	}
-	for _, name := range []string{"process_resident_memory_bytes ", "go_gc_duration_seconds_count "} {
+	for _, name := range []string{"process_resident_memory_bytes ", "go_gc_duration_seconds_count ", "quota_log_bytes ", "quota_log_messages ",
+		"quota_log_first_timestamp_seconds ", "quota_store_bytes ", "quota_store_limit_bytes ", "quota_data_volume_free_bytes "} {
 		if !strings.Contains(text, "\n"+name) {
 			t.Errorf("metrics lack %s", name)
 		}

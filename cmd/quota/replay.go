@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
 	"github.com/quotaledger/quota/replay"
 )
@@ -26,12 +27,13 @@ type replayFlags struct {
 	all        bool
 	explain    bool
 	output     string
+	archive    string
 }
 
 func newReplayCommand(g *globalFlags) *cobra.Command {
 	var o replayFlags
 	cmd := &cobra.Command{
-		Use:   "replay [--db FILE] [--until-seq N | --at RFC3339] [--verify | --explain -n NS] [-o text|json]",
+		Use:   "replay [--db FILE] [--until-seq N | --at RFC3339] [--verify | --explain -n NS] [--archive DIR] [-o text|json]",
 		Short: "Rebuild usage from the stream, at any point, and compare it with the live projection",
 		Long:  replayLong,
 		Args:  cobra.NoArgs,
@@ -48,7 +50,8 @@ func newReplayCommand(g *globalFlags) *cobra.Command {
 	f.Uint64Var(&o.untilSeq, "until-seq", 0, "apply events up to and including this stream sequence")
 	f.StringVar(&o.at, "at", "", "apply the events the stream stored at or before this time (RFC 3339)")
 	f.BoolVar(&o.verify, "verify", false, "compare with the live projection; exit 1 on any difference")
-	f.BoolVar(&o.noSnapshot, "no-snapshot", false, "fold from the first event even when a snapshot is usable")
+	f.BoolVar(&o.noSnapshot, "no-snapshot", false, "start from none of the object store's checkpoints: from the first event (or the archive's checkpoints)")
+	f.StringVar(&o.archive, "archive", "", "read the events the log no longer holds from this archive ('quota serve --archive'), and start from its checkpoints")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "print only this namespace's quotas")
 	f.BoolVarP(&o.all, "all-namespaces", "A", false, "print every namespace's quotas (the default)")
 	f.BoolVar(&o.explain, "explain", false, "print which objects made up each quota's usage at that point, as 'quota explain' does (needs -n)")
@@ -70,12 +73,20 @@ why.
 
 --db FILE keeps the rebuilt bbolt file (it must not exist; a rebuild that
 fails, a full disk say, removes it); by default a temporary file is used and
-removed. --no-snapshot folds from the first event.
+removed. --no-snapshot starts from none of the object store's checkpoints.
+
+A log trimmed by 'serve --retention' starts right after a checkpoint: a
+moment or sequence before that checkpoint is refused (exit 2), naming the
+oldest one the log answers, unless --archive DIR, the archive 'serve
+--archive' writes, holds the events before it: they are read from there,
+before the log's, starting from a checkpoint the archive keeps.
 
 --verify asks the live server for a copy of its projection at its applied
-sequence S, rebuilds to exactly S from the first event (never from a
-snapshot, which could carry the drift), prints every difference on its own
-line and exits 1 when there is any, 0 when the two are equal.`
+sequence S, rebuilds to exactly S from the oldest starting point (the first
+event when the log or the archive holds it, else the oldest checkpoint the
+log continues, whose own drift, if any, it carries), prints every
+difference on its own line and exits 1 when there is any, 0 when the two
+are equal.`
 
 // options checks the flags and returns the replay they ask for;
 // untilSeqSet says --until-seq was given.
@@ -122,6 +133,11 @@ func runReplay(cmd *cobra.Command, g *globalFlags, o replayFlags, opts replay.Op
 	if err == nil && !o.noSnapshot {
 		opts.Snapshots = snaps
 	}
+	if o.archive != "" {
+		if opts.Archive, err = ledger.OpenArchive(o.archive, false); err != nil {
+			return withCode(exitError, err)
+		}
+	}
 	opts.Progress = progressPrinter(cmd.ErrOrStderr())
 
 	if o.verify {
@@ -150,12 +166,8 @@ func runReplay(cmd *cobra.Command, g *globalFlags, o replayFlags, opts replay.Op
 // printRebuilt prints a rebuilt projection: what it was rebuilt from on
 // standard error, then its quotas, or with --explain their explanation.
 func printRebuilt(cmd *cobra.Command, res *replay.Result, o replayFlags) error {
-	from := "the first event"
-	if res.Snapshot != nil {
-		from = fmt.Sprintf("snapshot %s (seq %d)", res.Snapshot.Name, res.Snapshot.Seq)
-	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "replayed to seq %d (%s) from %s: %d events in %s\n",
-		res.Seq, formatTime(res.Time), from, res.Applied, res.Elapsed.Round(time.Millisecond))
+		res.Seq, formatTime(res.Time), res.From, res.Applied, res.Elapsed.Round(time.Millisecond))
 	if o.explain {
 		return printExplanation(cmd, res.Projector, o.namespace, o.output)
 	}

@@ -62,8 +62,11 @@ func addServeFlags(f *pflag.FlagSet, sf *server.Flags) {
 	f.DurationVar(&sf.Projector.CommitDelay, "projection-commit-delay", projector.DefaultCommitDelay, "how long a small batch of new events waits for more before the projection commits it, unless a query waits (negative: commit at once)")
 	f.Uint64Var(&sf.Projector.CheckpointEvery, "projection-checkpoint-every", projector.DefaultCheckpointEvery, "write the projection's live state to its file every N applied events at most: what a restart folds again from the log")
 	f.DurationVar(&sf.Projector.CheckpointInterval, "projection-checkpoint-interval", projector.DefaultCheckpointInterval, "write the projection's live state to its file at least this often while events are applied")
-	f.Int64Var(&sf.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a snapshot of the projection to the object store every N applied events (negative: never)")
-	f.IntVar(&sf.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of periodic snapshots kept")
+	f.Int64Var(&sf.Snapshots.Every, "snapshot-every", projector.DefaultSnapshotEvery, "write a checkpoint (a snapshot of the projection) to the object store every N applied events (negative: by --snapshot-interval alone; both negative: none)")
+	f.DurationVar(&sf.Snapshots.Interval, "snapshot-interval", projector.DefaultSnapshotInterval, "and at least this often while events are applied (negative: by --snapshot-every alone)")
+	f.IntVar(&sf.Snapshots.Keep, "snapshot-keep", projector.DefaultSnapshotKeep, "number of newest checkpoints kept (with --retention, also those the log needs)")
+	f.DurationVar(&sf.Retention, "retention", 0, "remove from the log the events older than this that a checkpoint covers, such as 720h (default 0: keep every event)")
+	f.StringVar(&sf.ArchiveDir, "archive", "", "with --retention, write the events to this directory (gzip JSON lines) before they leave the log, for 'quota replay --archive'")
 	f.StringVar(&sf.Release, "reservation-release", "ttl", "what releases an allowed create's reservation that no creation event confirms: 'ttl', --reservation-ttl after it was made (a ledger fed by quota ingest); or 'feed', once quota export's feed shows the cluster --api-request-timeout past it, held for as long as the feed is behind (a ledger fed by quota export)")
 	f.DurationVar(&sf.Admission.ReservationTTL, "reservation-ttl", admission.DefaultReservationTTL, "with --reservation-release ttl, how long an allowed admission's reservation holds before its object's creation event confirms it")
 	f.DurationVar(&sf.Admission.StoreTimeout, "api-request-timeout", admission.DefaultStoreTimeout, "with --reservation-release feed, the longest kube-apiserver may take to store an object it admitted: its --request-timeout")
@@ -103,6 +106,19 @@ answers probes: /readyz is 200 once admissions are taken and 503 while the
 projection catches up at start, /healthz is 200 while the server runs.
 A resource whose feed is behind is named in /readyz's 200 answer and in
 quota_feed_lag_seconds.
+
+--retention DURATION bounds the log by time: events older than DURATION
+that a checkpoint covers leave it, purged up to the newest such checkpoint,
+so the log always starts right after one, and every rebuild (a restart
+without its file, a new replica, quota replay) starts from a checkpoint.
+Checkpoints (--snapshot-every, --snapshot-interval) are validated before an
+older one is dropped; those the log needs are kept besides the newest
+--snapshot-keep. --archive DIR writes the events to DIR first, as gzip
+JSON-lines segments named by their sequences and times, with the checkpoint
+they fold onto: 'quota replay --archive DIR' answers for any moment the
+archive and the log cover. --duplicate-window must not exceed the
+retention. With several servers on one log one trims at a time (a lease in
+the key-value bucket QUOTA_RETENTION): give them one shared DIR.
 
 --reservation-release says what ends a reservation that no object confirms
 (a create refused later in the API server's chain, or never made). With

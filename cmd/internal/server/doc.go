@@ -9,6 +9,13 @@
 // drain, the projector commits the batch in hand, and the embedded server
 // shuts down last, after its clients.
 //
+// The projection starts from its file, or, when there is none or it cannot
+// go on (another layout or rules, or a log trimmed past it), from the
+// newest checkpoint the log continues (openProjection); a log that was
+// trimmed and holds no such checkpoint stops the server with
+// projector.ErrNoCheckpoint rather than fold a log missing its start.
+// With a retention a projector.Retainer trims the log.
+//
 // # Caveats
 //
 // One projection file serves one Server; two servers sharing a NATS must

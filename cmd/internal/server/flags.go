@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/projector"
 	"github.com/quotaledger/quota/projector/admission"
 )
 
@@ -56,6 +57,7 @@ func (f Flags) Validate() error {
 	if _, err := f.syncInterval(); err != nil {
 		add("%v", err)
 	}
+	problems = append(problems, f.retentionProblems()...)
 	if f.NATSURL != "" {
 		for _, name := range f.EmbeddedGiven {
 			add("--%s configures the embedded NATS server; with --nats there is none (set it on that NATS server)", name)
@@ -70,6 +72,26 @@ func (f Flags) Validate() error {
 		return nil
 	}
 	return invalidFlags(problems)
+}
+
+// retentionProblems words what is wrong with --retention and --archive.
+func (f Flags) retentionProblems() []string {
+	var problems []string
+	switch r := f.Retention; {
+	case r < 0:
+		problems = append(problems, fmt.Sprintf("--retention %s: want a positive duration such as 720h, or 0 to keep every event", r))
+	case r > 0 && r < projector.RetentionMin:
+		problems = append(problems, fmt.Sprintf("--retention %s: want at least %s", r, projector.RetentionMin))
+	case r > 0 && f.Stream.DuplicateWindow > r:
+		problems = append(problems, fmt.Sprintf("--duplicate-window %s exceeds --retention %s: an event re-sent within the window must still be in the log to be recognised; lower --duplicate-window to at most the retention", f.Stream.DuplicateWindow, r))
+	}
+	if f.ArchiveDir != "" && f.Retention == 0 {
+		problems = append(problems, "--archive needs --retention: without it no event leaves the log")
+	}
+	if f.Snapshots.Interval < 0 && f.Snapshots.Every < 0 && f.Retention > 0 {
+		problems = append(problems, "--retention needs checkpoints to trim the log to: --snapshot-every and --snapshot-interval are both off")
+	}
+	return problems
 }
 
 // invalidFlags is ErrInvalidFlags, worded as its problems alone.
@@ -127,5 +149,10 @@ func Serve(ctx context.Context, f Flags) error {
 	cfg.SyncInterval, _ = f.syncInterval()
 	cfg.Admission.ReleaseByFeed = f.Release == "feed"
 	cfg.Snapshots.Replicas = cfg.Stream.Replicas
+	cfg.Snapshots.Retention = cfg.Retention
+	// A log serve makes allows purging, so that a retention can be given
+	// later (JetStream never lifts a denial); only a Retainer purges it,
+	// and only what a checkpoint covers.
+	cfg.Stream.AllowPurge = true
 	return Run(ctx, cfg)
 }

@@ -37,6 +37,19 @@ func TestFlagsValidate(t *testing.T) {
 		{"embedded flags with --nats", func(f *server.Flags) {
 			f.NATSURL, f.EmbeddedGiven = "nats://n:4222", []string{"listen", "auth"}
 		}, []string{"--listen configures the embedded NATS server", "--auth configures the embedded NATS server"}},
+		{"a retention with an archive", func(f *server.Flags) { f.Retention, f.ArchiveDir = 720*time.Hour, "/archive" }, nil},
+		{"a retention of seconds, with a duplicate window as short", func(f *server.Flags) { f.Retention, f.Stream.DuplicateWindow = 3*time.Second, time.Second }, nil},
+		{"a duplicate window longer than the retention", func(f *server.Flags) { f.Retention = 30 * time.Minute },
+			[]string{"--duplicate-window 1h0m0s exceeds --retention 30m0s", "lower --duplicate-window"}},
+		{"a retention under a second", func(f *server.Flags) {
+			f.Retention, f.Stream.DuplicateWindow = 500*time.Millisecond, 100*time.Millisecond
+		},
+			[]string{"--retention 500ms: want at least 1s"}},
+		{"a negative retention", func(f *server.Flags) { f.Retention = -time.Hour }, []string{"--retention -1h0m0s: want a positive duration"}},
+		{"an archive without a retention", func(f *server.Flags) { f.ArchiveDir = "/archive" }, []string{"--archive needs --retention"}},
+		{"a retention without checkpoints", func(f *server.Flags) {
+			f.Retention, f.Snapshots.Every, f.Snapshots.Interval = 2*time.Hour, -1, -1
+		}, []string{"--retention needs checkpoints"}},
 		{"every wrong flag at once", func(f *server.Flags) {
 			f.Sync, f.Admission.ReservationTTL, f.Stream.DuplicateWindow, f.Stream.Replicas = "-1s", 0, 0, 9
 		}, []string{"--sync", "--reservation-ttl 0s", "--duplicate-window 0s", "--replicas 9: want 1 to"}},

@@ -70,6 +70,13 @@ type Config struct {
 	// Snapshots configures the projection's snapshots in the JetStream
 	// object store; its zero value is the documented default.
 	Snapshots projector.SnapshotConfig
+	// Retention, when set, is the age past which events covered by a
+	// checkpoint leave the log (projector.Retainer). Zero: the log keeps
+	// every event.
+	Retention time.Duration
+	// ArchiveDir, when set with Retention, is the directory the events
+	// are archived to before they leave the log. Zero: none.
+	ArchiveDir string
 	// MetricsListen, when set, is the HOST:PORT (port 0: any free port)
 	// where Prometheus metrics are served, on MetricsPath.
 	MetricsListen string
@@ -147,7 +154,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
 	pcfg.Logger = log
 	p.path = pcfg.Path
-	if p.proj, err = openProjection(pcfg, p.stream, log); err != nil {
+	if p.snaps, err = projector.OpenSnapshots(ctx, js, cfg.Snapshots); err != nil {
+		return err
+	}
+	if p.proj, err = openProjection(ctx, pcfg, p.stream, p.snaps, log); err != nil {
 		return err
 	}
 	defer p.proj.Close()
@@ -181,6 +191,10 @@ type parts struct {
 	stream *ledger.Stream
 	proj   *projector.Projector
 	snaps  *projector.Snapshots
+	// retainer, when not nil, trims the log (--retention), archiving to
+	// archive when that is not nil.
+	retainer *projector.Retainer
+	archive  *ledger.Archive
 	// responders start with the projection; adm starts once the
 	// projection has caught up with the stream.
 	responders []interface{ Run(context.Context) error }
@@ -282,11 +296,15 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
+	if err := p.buildRetention(ctx, js, cfg, log); err != nil {
+		return err
+	}
 	if cfg.MetricsListen != "" {
 		reg, m, err := newRegistry(p.proj)
 		if err != nil {
 			return err
 		}
+		reg.MustRegister(storeCollector{js: js, stream: p.stream, dataDir: cfg.DataDir, embedded: p.embedded != nil, retainer: p.retainer})
 		acfg.Metrics = m
 		ready := func() (bool, string) {
 			if p.admitting.Load() {
@@ -312,19 +330,55 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		closeMetrics()
 		return err
 	}
-	if p.snaps, err = projector.OpenSnapshots(ctx, js, cfg.Snapshots); err != nil {
-		closeMetrics()
-		return err
+	status := projector.NewStatusResponder(p.nc, p.proj, p.stream, serverName(), log)
+	retention := time.Duration(0)
+	if p.retainer != nil {
+		retention = cfg.Retention
 	}
+	status.SetRetention(retention, p.snaps, p.archive)
 	// Admission starts apart from these, once the projection has caught
 	// up with the stream (see run).
 	p.responders = []interface{ Run(context.Context) error }{
 		projector.NewResponder(p.nc, p.proj, log),
 		ingest.NewResponder(p.nc, in, log),
 		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log),
-		projector.NewStatusResponder(p.nc, p.proj, p.stream, serverName(), log),
+		status,
 	}
 	return nil
+}
+
+// buildRetention makes the Retainer that trims the log with --retention,
+// and opens (creating it) the archive of --archive.
+func (p *parts) buildRetention(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) error {
+	if cfg.Retention <= 0 {
+		return nil
+	}
+	if !p.stream.PurgeAllowed() {
+		// Serving goes on: a retention that cannot apply is no reason to
+		// stop answering admissions. The log grows as before; status says
+		// it keeps every event.
+		log.Error("--retention is not applied: the stream was made denying purges, which JetStream cannot lift, so the log keeps every event; to bound it, start a new log (another --data, or another NATS)",
+			"retention", cfg.Retention, "stream", p.stream.Config().StreamName, "err", ledger.ErrPurgeDenied)
+		return nil
+	}
+	var err error
+	if cfg.ArchiveDir != "" {
+		if p.archive, err = ledger.OpenArchive(cfg.ArchiveDir, true); err != nil {
+			return err
+		}
+	}
+	p.retainer, err = projector.NewRetainer(ctx, js, p.stream, p.snaps, projector.RetentionConfig{
+		Retention: cfg.Retention,
+		Archive:   p.archive,
+		TempDir:   cfg.DataDir,
+		// The host name names a pod; the process tells apart two servers
+		// of one machine.
+		Holder:   fmt.Sprintf("%s/%d", serverName(), os.Getpid()),
+		Replicas: cfg.Stream.Replicas,
+		Storage:  cfg.Stream.Storage,
+		Logger:   log,
+	})
+	return err
 }
 
 // run runs the parts until ctx ends or one of them fails, and returns
@@ -336,6 +390,9 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer stopProjection()
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return projector.NewSnapshotter(p.proj, p.snaps, log).Run(gctx) })
+	if p.retainer != nil {
+		g.Go(func() error { return p.retainer.Run(gctx) })
+	}
 	for _, r := range p.responders {
 		g.Go(func() error { return r.Run(gctx) })
 	}
@@ -515,41 +572,6 @@ func connectionLogs(log *slog.Logger) []nats.Option {
 			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
 		}),
 	}
-}
-
-// openProjection opens the projection file, and rebuilds it from the
-// stream when it has another layout (SchemaVersion) or was folded under
-// other rules (RulesVersion) than this build's: a file of other rules
-// keeps each object's charge as the build that folded its last event
-// computed it, so describe and admission would go on from figures this
-// build would not give. The projection holds nothing the stream does not,
-// so it is never migrated. The old file is moved aside, not deleted, and
-// the new one catches up with the stream before admission takes requests.
-func openProjection(cfg projector.Config, stream *ledger.Stream, log *slog.Logger) (*projector.Projector, error) {
-	proj, err := projector.Open(cfg, stream)
-	var what string
-	rules := uint64(projector.RulesVersion)
-	switch {
-	case errors.Is(err, projector.ErrSchemaVersion):
-		what = "layout"
-	case err != nil:
-		return nil, err
-	case proj.Rules() == projector.RulesVersion:
-		return proj, nil
-	default:
-		rules = proj.Rules()
-		what = fmt.Sprintf("rules-%d", rules)
-		if err := proj.Close(); err != nil {
-			return nil, fmt.Errorf("close projection %s: %w", cfg.Path, err)
-		}
-	}
-	aside := cfg.Path + "." + what
-	if err := os.Rename(cfg.Path, aside); err != nil {
-		return nil, fmt.Errorf("projection %s has another %s than this build's, and moving it aside to rebuild it failed: %w", cfg.Path, what, err)
-	}
-	log.Warn("the projection has another layout or charging rules than this build's: rebuilding it from the stream; the old file is kept aside",
-		"path", cfg.Path, "rules", rules, "build_schema", projector.SchemaVersion, "build_rules", projector.RulesVersion, "aside", aside)
-	return projector.Open(cfg, stream)
 }
 
 // serverName names this server in `quota status`: its host name, which is
