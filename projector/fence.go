@@ -48,6 +48,19 @@ func factVersion(rec *ledger.Record, o *object.Object) string {
 	return o.ResourceVersion
 }
 
+// fence skips a reported state of object o at resource version rv that
+// is older than the projection's (staleFact), and buries the uid of the
+// object it replaces under the name: by then that one was deleted.
+func (f *fold) fence(rec *ledger.Record, o *object.Object, rv string, old *objectRecord) error {
+	if why := f.staleFact(o.UID, rv, old); why != "" {
+		return staleSkip(why)
+	}
+	if old != nil && old.Reservation == "" && old.UID != o.UID {
+		return f.bury(old.UID, rv, rec.Time)
+	}
+	return nil
+}
+
 // staleFact says why a reported state of an object (uid, resource
 // version rv) is older than what the projection holds: the same name's
 // current object (old, if it is a reported one, whatever its uid: the
@@ -116,7 +129,7 @@ func pruneTombstones(tx *buckets.Set, now time.Time, ttl time.Duration) error {
 	exp := tx.Bucket(bucketTombstoneExpiry)
 	var gone [][]byte
 	c := exp.Cursor()
-	for k, _ := c.First(); k != nil && len(k) >= 8; k, _ = c.Next() {
+	for k, _ := c.First(); len(k) >= 8; k, _ = c.Next() {
 		if !time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))).Before(cutoff) {
 			break
 		}

@@ -296,14 +296,8 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	}
 	rv := factVersion(rec, o)
 	if reservation == "" {
-		if why := f.staleFact(o.UID, rv, old); why != "" {
-			return staleSkip(why)
-		}
-		// A new uid under the name: the old one was deleted by then.
-		if old != nil && old.Reservation == "" && old.UID != o.UID {
-			if err := f.bury(old.UID, rv, rec.Time); err != nil {
-				return err
-			}
+		if err := f.fence(rec, o, rv, old); err != nil {
+			return err
 		}
 	}
 	if err := f.release(old, o, reservation); err != nil {
@@ -332,16 +326,8 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 			return err
 		}
 	}
-	// The holds that the object's new charge covers are made (or need
-	// not be): released. The others keep holding.
-	if old != nil {
-		for _, h := range old.Holds {
-			if !covers(next.Charge, h.Charge) {
-				next.Holds = append(next.Holds, h)
-			} else if err := f.unindex(h.ID, h.ExpiresAt, o.Resource); err != nil {
-				return err
-			}
-		}
+	if err := f.keepHolds(old, next); err != nil {
+		return err
 	}
 	if reservation != "" {
 		next.ExpiresAt = rec.Time.Add(ttl)
@@ -357,6 +343,20 @@ func (f *fold) upsert(rec *ledger.Record, raw json.RawMessage, e *evaluated, res
 	}
 	if o.Resource == "resourcequotas" && reservation == "" {
 		return f.upsertQuota(o, raw, rec.Seq)
+	}
+	return nil
+}
+
+// keepHolds carries the holds of an object's old record that its next
+// charge does not cover over to next; those it covers are made (or need
+// not be): released.
+func (f *fold) keepHolds(old, next *objectRecord) error {
+	for _, h := range old.holds() {
+		if !covers(next.Charge, h.Charge) {
+			next.Holds = append(next.Holds, h)
+		} else if err := f.unindex(h.ID, h.ExpiresAt, next.Resource); err != nil {
+			return err
+		}
 	}
 	return nil
 }
