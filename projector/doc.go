@@ -82,12 +82,12 @@
 // A projection file belongs to one Projector at a time: bbolt locks it.
 // Readers outside the process use the NATS query subjects instead. The
 // file lags the live state by up to a checkpoint's interval; DB writes a
-// checkpoint before it returns the file. The live state is in memory:
-// about the size of the file's data. The file
-// layout is versioned (SchemaVersion), and so are the rules it was folded
-// under (RulesVersion). A file of another layout is refused with
-// ErrSchemaVersion, and one of other rules is read as it is, charges and
-// all; either way its owner (`quota serve`) moves it aside and rebuilds it
-// from the stream, as the file holds nothing the stream does not. There
-// are no migrations.
+// checkpoint before it returns the file. The live state is in memory.
+// The file layout is versioned (SchemaVersion), and so are the rules it
+// was folded under (RulesVersion). A file of another layout is refused
+// with ErrSchemaVersion, and its owner (`quota serve`) moves it aside and
+// rebuilds it from the stream and its checkpoints; there are no
+// migrations. One of other rules is recharged as it opens (Recharge):
+// every charge is computed again from the objects it holds, without the
+// log.
 package projector

@@ -224,6 +224,14 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 		db.Close()
 		return nil, openError(cfg.Path, err)
 	}
+	if rules := p.rules; rules != RulesVersion {
+		if err := p.Recharge(); err != nil {
+			db.Close()
+			return nil, openError(cfg.Path, fmt.Errorf("recharge under rules %d: %w", RulesVersion, err))
+		}
+		cfg.Logger.Info("the projection was folded under other charging rules: every charge and used recomputed from the objects it holds",
+			"path", cfg.Path, "rules", rules, "build_rules", RulesVersion)
+	}
 	return p, nil
 }
 

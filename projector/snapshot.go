@@ -497,18 +497,15 @@ func infoOf(o *jetstream.ObjectInfo) (SnapshotInfo, bool) {
 }
 
 // Usable reports whether this build can start a projection from the
-// checkpoint: one of its schema and rules, past the first event. A
-// checkpoint folded under other rules holds charges this build would not
-// make.
+// checkpoint: one of its schema, past the first event. One folded under
+// other rules is recharged as it opens (Recharge).
 func (i SnapshotInfo) Usable() bool {
-	return i.Schema == SchemaVersion && i.Rules == RulesVersion && i.Seq > 0
+	return i.Schema == SchemaVersion && i.Seq > 0
 }
 
-// Newest returns the newest periodic snapshot of this build's schema and
-// rules whose sequence is at most maxSeq and whose time is not after
-// notAfter (zero: any time). ok is false when there is none. A snapshot
-// folded under other rules is no starting point: it holds charges this
-// build would not make.
+// Newest returns the newest periodic snapshot of this build's schema
+// whose sequence is at most maxSeq and whose time is not after notAfter
+// (zero: any time). ok is false when there is none.
 func (s *Snapshots) Newest(ctx context.Context, maxSeq uint64, notAfter time.Time) (info SnapshotInfo, ok bool, err error) {
 	list, err := s.List(ctx)
 	if err != nil {

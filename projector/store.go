@@ -26,8 +26,8 @@ const SchemaVersion = 9
 // usage. A file records the version it was first folded under
 // (Projector.Rules); a projection keeps each object's charge as its last
 // event was folded, so one folded under other rules holds charges this
-// build would not make, and `quota serve` rebuilds it from the stream.
-// Any change that folds the same log to other usage bumps it (see
+// build would not make, and Open recharges it (Recharge). Any change
+// that folds the same log to other usage bumps it (see
 // testdata/rules.golden).
 const RulesVersion = 3
 

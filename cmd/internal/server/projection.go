@@ -14,16 +14,16 @@ import (
 
 // openProjection opens the projection file, or starts it from the newest
 // checkpoint this build can use when there is none, or when the one
-// there cannot go on: it has another layout (SchemaVersion) or was folded
-// under other rules (RulesVersion) than this build's, or the log was
-// trimmed past it (its next event is gone). A file of other rules keeps
-// each object's charge as the build that folded its last event computed
-// it, so describe and admission would go on from figures this build
-// would not give. The projection holds nothing the log and its
-// checkpoints do not, so it is never migrated. The old file is moved
-// aside, not deleted, and the new one catches up with the log before
-// admission takes requests. Without a usable checkpoint it folds the log
-// from its first event, which only a log never trimmed allows.
+// there cannot go on: it has another layout (SchemaVersion) than this
+// build's, or the log was trimmed past it (its next event is gone). A
+// file or checkpoint folded under other charging rules is recharged as
+// it opens (projector.Recharge): every charge is recomputed from the
+// objects it holds, with no need of the log. The projection holds
+// nothing the log and its checkpoints do not, so its layout is never
+// migrated. The old file is moved aside, not deleted, and the new one
+// catches up with the log before admission takes requests. Without a
+// usable checkpoint it folds the log from its first event, which only a
+// log never trimmed allows.
 func openProjection(ctx context.Context, cfg projector.Config, stream *ledger.Stream, snaps *projector.Snapshots, log *slog.Logger) (*projector.Projector, error) {
 	st, err := stream.Status(ctx)
 	if err != nil {
@@ -35,35 +35,18 @@ func openProjection(ctx context.Context, cfg projector.Config, stream *ledger.St
 	}
 	proj, err := projector.Open(cfg, stream)
 	var what string
-	rules := uint64(projector.RulesVersion)
 	switch {
 	case errors.Is(err, projector.ErrSchemaVersion):
 		what = "layout"
 	case err != nil:
 		return nil, err
-	case proj.Rules() != projector.RulesVersion:
-		rules = proj.Rules()
-		what = fmt.Sprintf("rules-%d", rules)
 	case proj.Applied()+1 < first:
 		what = fmt.Sprintf("behind-%d", proj.Applied())
-	default:
-		return proj, nil
-	}
-	if proj != nil {
-		continues := proj.Applied()+1 >= first
 		if err := proj.Close(); err != nil {
 			return nil, fmt.Errorf("close projection %s: %w", cfg.Path, err)
 		}
-		if _, ok, _ := newestBase(ctx, snaps, st); !ok && first > 1 && continues {
-			// Other rules, and nothing to rebuild from: the charges stay
-			// as they were folded until each object's next event.
-			log.Warn("the projection was folded under other charging rules, and the log was trimmed with no checkpoint of this build's rules to rebuild from: its charges stay as they were folded until each object's next event",
-				"path", cfg.Path, "rules", proj.Rules(), "build_rules", projector.RulesVersion, "first_seq", first)
-			return projector.Open(cfg, stream)
-		}
-	}
-	if what != "" {
-		log = log.With("rules", rules)
+	default:
+		return proj, nil
 	}
 	return startProjection(ctx, cfg, stream, snaps, st, what, log)
 }
@@ -79,15 +62,15 @@ func startProjection(ctx context.Context, cfg projector.Config, stream *ledger.S
 		return nil, err
 	}
 	if !ok && first > 1 {
-		return nil, fmt.Errorf("projection %s: %w: the log starts at seq %d and %s holds no checkpoint of schema %d and rules %d at seq %d or later to start from",
-			cfg.Path, projector.ErrNoCheckpoint, first, snaps.Config().Bucket, projector.SchemaVersion, projector.RulesVersion, first-1)
+		return nil, fmt.Errorf("projection %s: %w: the log starts at seq %d and %s holds no checkpoint of schema %d at seq %d or later to start from",
+			cfg.Path, projector.ErrNoCheckpoint, first, snaps.Config().Bucket, projector.SchemaVersion, first-1)
 	}
 	if what != "" {
 		aside := cfg.Path + "." + what
 		if err := os.Rename(cfg.Path, aside); err != nil {
 			return nil, fmt.Errorf("projection %s cannot go on (%s), and moving it aside to start again failed: %w", cfg.Path, what, err)
 		}
-		log.Warn("the projection cannot go on (another layout or charging rules than this build's, or the log was trimmed past it): rebuilding it from the stream and its checkpoints; the old file is kept aside",
+		log.Warn("the projection cannot go on (another layout than this build's, or the log was trimmed past it): rebuilding it from the stream and its checkpoints; the old file is kept aside",
 			"path", cfg.Path, "aside", aside, "build_schema", projector.SchemaVersion, "build_rules", projector.RulesVersion)
 	}
 	if ok {

@@ -20,14 +20,16 @@ import (
 	"github.com/quotaledger/quota/projector"
 )
 
-// TestRebuildsAProjectionOfOtherRules starts the ledger on a projection
+// TestRechargesAProjectionOfOtherRules starts the ledger on a projection
 // folded under other charging rules than this build's, whose quota holds a
-// figure (7 pods) the log's two pods do not make. The ledger moves the file
-// aside, says so in its log, and rebuilds it from the stream, so describe
-// shows the log's 2; a start on a projection of this build's rules keeps
-// the file. A file of another layout (SchemaVersion) is rebuilt the same
-// way.
-func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
+// figure (7 pods) the log's two pods do not make, and which has applied
+// the whole log. The ledger recomputes every charge and used from the
+// objects the file holds, with no event of the log, says so in its log,
+// and keeps the file, so describe shows the log's 2; a start on a
+// projection of this build's rules keeps the file as it is. A file of
+// another layout (SchemaVersion) is moved aside and rebuilt from the
+// stream.
+func TestRechargesAProjectionOfOtherRules(t *testing.T) {
 	nats0, client := logOf(t, []string{
 		`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"compute","namespace":"team-a"},"spec":{"hard":{"pods":"10"}}}`,
 		pod("team-a", "web-1"),
@@ -83,7 +85,7 @@ func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
 	if used, _ := run(); used != "2" {
 		t.Fatalf("first start: pods used %q, want 2", used)
 	}
-	if used, logs := run(); used != "2" || strings.Contains(logs, "rebuilding") {
+	if used, logs := run(); used != "2" || strings.Contains(logs, "rebuilding") || strings.Contains(logs, "recomputed") {
 		t.Fatalf("second start, same rules: pods used %q, want 2 without a rebuild\n%s", used, logs)
 	}
 	if _, err := os.Stat(aside); !os.IsNotExist(err) {
@@ -95,15 +97,18 @@ func TestRebuildsAProjectionOfOtherRules(t *testing.T) {
 	plant(t, path, "rules", projector.RulesVersion-1)
 	used, logs := run()
 	if used != "2" {
-		t.Errorf("start on a projection of other rules: pods used %q, want 2 (rebuilt from the stream)\n%s", used, logs)
+		t.Errorf("start on a projection of other rules: pods used %q, want 2 (recharged)\n%s", used, logs)
 	}
-	for _, want := range []string{"rebuilding it from the stream", fmt.Sprintf("rules=%d", projector.RulesVersion-1), fmt.Sprintf("build_rules=%d", projector.RulesVersion), "aside=" + aside} {
+	for _, want := range []string{"recomputed from the objects it holds", fmt.Sprintf("rules=%d", projector.RulesVersion-1), fmt.Sprintf("build_rules=%d", projector.RulesVersion)} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log does not say %q:\n%s", want, logs)
 		}
 	}
-	if _, err := os.Stat(aside); err != nil {
-		t.Errorf("the old projection was not kept aside: %v", err)
+	if strings.Contains(logs, "rebuilding") {
+		t.Errorf("a projection of other rules was rebuilt from the stream, not recharged:\n%s", logs)
+	}
+	if _, err := os.Stat(aside); !os.IsNotExist(err) {
+		t.Errorf("a projection of other rules was moved aside (%v)", err)
 	}
 
 	plant(t, path, "schema", projector.SchemaVersion-1)
