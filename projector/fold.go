@@ -112,6 +112,11 @@ func Prepare(records []ledger.Record) *Prepared {
 // Records returns the batch's records.
 func (b *Prepared) Records() []ledger.Record { return b.records }
 
+// Head returns the batch of the first n records.
+func (b *Prepared) Head(n int) *Prepared {
+	return &Prepared{records: b.records[:n], pre: b.pre[:n]}
+}
+
 // ApplyPrepared is ApplyBatch of a prepared batch.
 func (fd *Fold) ApplyPrepared(tx *buckets.Set, b *Prepared) (skipped []Skipped, err error) {
 	records := b.records

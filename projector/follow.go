@@ -51,7 +51,7 @@ func (p *Projector) Run(ctx context.Context) error {
 // fold (prepareAhead), so that the two overlap.
 func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
 	ctx, cancel := context.WithCancel(ctx)
-	batches := prepareAhead(ctx, func(ctx context.Context) ([]ledger.Record, error) {
+	batches := PrepareAhead(ctx, func(ctx context.Context) ([]ledger.Record, error) {
 		records, err := reader.Next(ctx, p.cfg.BatchSizeMax, p.cfg.FetchWaitTimeout)
 		if err == nil && len(records) > 0 {
 			records, err = p.gather(ctx, reader, records)
@@ -64,47 +64,47 @@ func (p *Projector) follow(ctx context.Context, reader *ledger.Reader) error {
 		}
 	}()
 	for b := range batches {
-		if b.prepared != nil {
-			if err := contiguous(p.Applied(), b.prepared.Records()); err != nil {
+		if b.Prepared != nil {
+			if err := contiguous(p.Applied(), b.Prepared.Records()); err != nil {
 				return err
 			}
-			if err := p.ApplyPrepared(ctx, b.prepared); err != nil {
+			if err := p.ApplyPrepared(ctx, b.Prepared); err != nil {
 				return err
 			}
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		if b.err != nil {
-			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), b.err)
+		if b.Err != nil {
+			return fmt.Errorf("read stream after seq %d: %w", p.Applied(), b.Err)
 		}
 	}
 	return nil
 }
 
-// preparedBatch is one step of prepareAhead: a batch, an error, or both
+// PreparedBatch is one step of prepareAhead: a batch, an error, or both
 // (the records read before the error).
-type preparedBatch struct {
-	prepared *Prepared
-	err      error
+type PreparedBatch struct {
+	Prepared *Prepared
+	Err      error
 }
 
 // prepareAhead calls next in a goroutine of its own, prepares each batch
 // it returns, and sends it on the channel it returns, at most one batch
 // ahead of the receiver. It stops after next returns an error, which it
 // sends, or once ctx ends; then it closes the channel.
-func prepareAhead(ctx context.Context, next func(context.Context) ([]ledger.Record, error)) <-chan preparedBatch {
-	out := make(chan preparedBatch, 1)
+func PrepareAhead(ctx context.Context, next func(context.Context) ([]ledger.Record, error)) <-chan PreparedBatch {
+	out := make(chan PreparedBatch, 1)
 	go func() {
 		defer close(out)
 		for ctx.Err() == nil {
 			records, err := next(ctx)
-			var b preparedBatch
+			var b PreparedBatch
 			if len(records) > 0 {
-				b.prepared = Prepare(records)
+				b.Prepared = Prepare(records)
 			}
-			b.err = err
-			if b.prepared == nil && err == nil {
+			b.Err = err
+			if b.Prepared == nil && err == nil {
 				continue
 			}
 			select {

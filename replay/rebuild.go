@@ -360,6 +360,12 @@ func (f *folder) report(done bool) {
 // apply applies the records of recs up to the target, each the one after
 // the last applied; it returns errStop once the target is reached.
 func (f *folder) apply(recs []ledger.Record) error {
+	return f.applyPrepared(projector.Prepare(recs))
+}
+
+// applyPrepared is apply of a prepared batch.
+func (f *folder) applyPrepared(b *projector.Prepared) error {
+	recs := b.Records()
 	n := 0
 	for _, rec := range recs {
 		if rec.Seq > f.target || (!f.opts.At.IsZero() && rec.Time.After(f.opts.At)) {
@@ -373,7 +379,7 @@ func (f *folder) apply(recs []ledger.Record) error {
 	}
 	if n > 0 {
 		batch := recs[:n]
-		if err := f.p.Apply(f.ctx, batch); err != nil {
+		if err := f.p.ApplyPrepared(f.ctx, b.Head(n)); err != nil {
 			if errors.Is(err, projector.ErrWrite) {
 				return fmt.Errorf("rebuild: %w; the file is removed: run the rebuild again where its disk has room (--db elsewhere, or TMPDIR for the temporary file)", err)
 			}
@@ -400,22 +406,42 @@ func (f *folder) readLog(ctx context.Context, stream *ledger.Stream) error {
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	defer reader.Close()
-	for !f.stopped {
-		// One read per batch: the first record may wait for the server,
-		// the rest are what the reader has already decoded. Folding a
-		// batch while the reader fills its buffer keeps both busy;
-		// waiting to fill a large batch would leave the fold idle
-		// meanwhile.
+	// One read per batch: the first record may wait for the server, the
+	// rest are what the reader has already decoded. The next batch is
+	// read and evaluated while this one is folded (PrepareAhead); waiting
+	// to fill a large batch would leave the fold idle meanwhile.
+	ctx, cancel := context.WithCancel(ctx)
+	batches := projector.PrepareAhead(ctx, func(ctx context.Context) ([]ledger.Record, error) {
 		recs, err := reader.Next(ctx, min(f.opts.BatchSizeMax, ledger.ReaderNextMax), f.opts.ReadWaitTimeout)
-		if err != nil {
-			return fmt.Errorf("rebuild: read after seq %d: %w", f.res.Seq, err)
+		if err == nil && len(recs) == 0 {
+			err = errNoRecord
 		}
-		if len(recs) == 0 {
+		return recs, err
+	})
+	defer func() {
+		cancel()
+		for range batches {
+		}
+	}()
+	for b := range batches {
+		if b.Prepared != nil {
+			if err := f.applyPrepared(b.Prepared); err != nil && !errors.Is(err, errStop) {
+				return err
+			}
+			if f.stopped {
+				return nil
+			}
+		}
+		switch {
+		case errors.Is(b.Err, errNoRecord):
 			return fmt.Errorf("%w: no record after seq %d within %s (want up to %d)", ErrReadStalled, f.res.Seq, f.opts.ReadWaitTimeout, f.target)
-		}
-		if err := f.apply(recs); err != nil && !errors.Is(err, errStop) {
-			return err
+		case b.Err != nil:
+			return fmt.Errorf("rebuild: read after seq %d: %w", f.res.Seq, b.Err)
 		}
 	}
-	return nil
+	return ctx.Err()
 }
+
+// errNoRecord is a read of the log that brought nothing within
+// Options.ReadWaitTimeout.
+var errNoRecord = errors.New("no record")
