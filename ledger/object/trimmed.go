@@ -55,19 +55,11 @@ type trimmedObject struct {
 	// Flat fields of kinds that keep them at the top level.
 	Handler    string             `json:"handler,omitempty"`
 	Overhead   *nodev1.Overhead   `json:"overhead,omitempty"`
-	Scheduling *trimmedScheduling `json:"scheduling,omitempty"`
+	Scheduling *nodev1.Scheduling `json:"scheduling,omitempty"`
 	Value      *int32             `json:"value,omitempty"`
 	// GlobalDefault and Provisioner are kept for the record only.
 	GlobalDefault bool   `json:"globalDefault,omitempty"`
 	Provisioner   string `json:"provisioner,omitempty"`
-}
-
-// trimmedScheduling is the part of a RuntimeClass's scheduling that
-// admission reads: the RuntimeClass plugin refuses a pod whose node
-// selector gives one of these labels another value. Its tolerations are
-// merged into the pod, which refuses nothing and charges nothing.
-type trimmedScheduling struct {
-	NodeSelector map[string]string `json:"nodeSelector"`
 }
 
 type trimmedResources struct {
@@ -158,16 +150,6 @@ type trimmedServiceSpec struct {
 	AllocateLoadBalancerNodePorts *bool                `json:"allocateLoadBalancerNodePorts,omitempty"`
 }
 
-type trimmedQuotaSpec struct {
-	Hard          corev1.ResourceList         `json:"hard,omitempty"`
-	Scopes        []corev1.ResourceQuotaScope `json:"scopes,omitempty"`
-	ScopeSelector *corev1.ScopeSelector       `json:"scopeSelector,omitempty"`
-}
-
-type trimmedLimitRangeSpec struct {
-	Limits []corev1.LimitRangeItem `json:"limits"`
-}
-
 // Trimmed returns the object's JSON reduced to the fields quota accounting
 // reads, from the typed value (defaulting included). Decode(Trimmed())
 // evaluates to the same charges as the original, and two states that
@@ -228,14 +210,17 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 		// The status is the cluster's own count, rewritten on every
 		// admission; usage is computed from the objects, so keeping it
 		// would only grow the log.
-		t.Spec = &trimmedQuotaSpec{Hard: v.Spec.Hard, Scopes: v.Spec.Scopes, ScopeSelector: v.Spec.ScopeSelector}
+		t.Spec = &v.Spec
 	case *corev1.LimitRange:
-		t.Spec = &trimmedLimitRangeSpec{Limits: v.Spec.Limits}
+		t.Spec = &v.Spec
 	case *nodev1.RuntimeClass:
 		t.Handler = v.Handler
 		t.Overhead = v.Overhead
+		// Admission reads the node selector, whose labels a pod may not
+		// give another value; the tolerations merged into a pod refuse
+		// nothing and charge nothing.
 		if sc := v.Scheduling; sc != nil && len(sc.NodeSelector) > 0 {
-			t.Scheduling = &trimmedScheduling{NodeSelector: sc.NodeSelector}
+			t.Scheduling = &nodev1.Scheduling{NodeSelector: sc.NodeSelector}
 		}
 	case *schedulingv1.PriorityClass:
 		value := v.Value

@@ -166,7 +166,8 @@ func Admit(req AdmitRequest) Decision {
 		// server reports as an internal error with the bare message.
 		parts := make([]string, len(missing))
 		for i, m := range missing {
-			parts[i] = m.String()
+			// As Kubernetes prints the value, not by its String method.
+			parts[i] = fmt.Sprint(m)
 		}
 		d.Allowed = false
 		d.Code = http.StatusInternalServerError

@@ -152,7 +152,7 @@ func refAdmit(req AdmitRequest) Decision {
 		// server reports as an internal error with the bare message.
 		parts := make([]string, len(missing))
 		for i, m := range missing {
-			parts[i] = m.String()
+			parts[i] = fmt.Sprint(m)
 		}
 		d.Allowed = false
 		d.Code = http.StatusInternalServerError
@@ -239,7 +239,7 @@ var generatedHardNames = []string{
 
 var generatedLimits = []string{"0", "1", "2", "3", "500m", "1500m", "4", "1Gi", "2Gi", "8Ei", "1000"}
 
-var generatedScopes = []string{ScopeBestEffort, ScopeNotBestEffort, ScopeTerminating, ScopeNotTerminating}
+var generatedScopes = []corev1.ResourceQuotaScope{ScopeBestEffort, ScopeNotBestEffort, ScopeTerminating, ScopeNotTerminating}
 
 func (g admitGenerator) quantity(values []string) quantity.Quantity {
 	return quantity.MustParse(values[g.r.IntN(len(values))])

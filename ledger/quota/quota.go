@@ -18,17 +18,7 @@ import (
 // ScopeRequirement is one scope a quota is restricted to: an entry of
 // spec.scopeSelector.matchExpressions, or a spec.scopes entry read as
 // Exists.
-type ScopeRequirement struct {
-	ScopeName string   `json:"scopeName"`
-	Operator  string   `json:"operator"`
-	Values    []string `json:"values,omitempty"`
-}
-
-// String prints the requirement as Kubernetes prints its Go struct in the
-// "insufficient quota to match these scopes" message.
-func (r ScopeRequirement) String() string {
-	return fmt.Sprintf("{%s %s %v}", r.ScopeName, r.Operator, r.Values)
-}
+type ScopeRequirement = corev1.ScopedResourceSelectorRequirement
 
 // Quota is a validated ResourceQuota.
 type Quota struct {
@@ -78,11 +68,11 @@ func FromObject(o *object.Object) (*Quota, error) {
 		q.Hard = ResourceList{}
 	}
 	for _, s := range rq.Spec.Scopes {
-		q.Scopes = append(q.Scopes, ScopeRequirement{ScopeName: string(s), Operator: OperatorExists})
+		q.Scopes = append(q.Scopes, ScopeRequirement{ScopeName: s, Operator: OperatorExists})
 	}
 	if sel := rq.Spec.ScopeSelector; sel != nil {
 		for _, r := range sel.MatchExpressions {
-			q.Scopes = append(q.Scopes, ScopeRequirement{ScopeName: string(r.ScopeName), Operator: string(r.Operator), Values: r.Values})
+			q.Scopes = append(q.Scopes, r)
 		}
 	}
 	return q, nil
