@@ -16,8 +16,10 @@ var ErrNoStream = errors.New("the ledger's streams do not exist on this NATS (ha
 // Attach opens the existing event and dead-letter streams without creating
 // or changing them: what a client (quota ingest, replay) does, so that its
 // defaults never overwrite the configuration the server chose. Only the
-// stream names of cfg are read; the largest event is the event stream's
-// own (Config.MaxMsgSize of the server that opened it).
+// stream names of cfg are read; the largest event and the replicas are
+// the event stream's own (Config.MaxMsgSize and Config.Replicas of the
+// server that opened it), so that what a client creates beside the
+// stream (quota export's key-value bucket) is kept as many times.
 func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, error) {
 	cfg = cfg.withDefaults()
 	events, err := js.Stream(ctx, cfg.StreamName)
@@ -29,6 +31,9 @@ func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, e
 	}
 	if n := events.CachedInfo().Config.MaxMsgSize; n > 0 {
 		cfg.MaxMsgSize = n
+	}
+	if n := events.CachedInfo().Config.Replicas; n > 0 {
+		cfg.Replicas = n
 	}
 	rejects, err := js.Stream(ctx, cfg.RejectStreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {

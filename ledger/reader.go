@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -18,6 +19,15 @@ const (
 	ReaderBufferMax = 1024
 	// ReaderNextMax is the largest max a Next call accepts.
 	ReaderNextMax = 100_000
+	// ReaderHeartbeat is how often an idle consumer tells its reader it is
+	// there. Two missed in a row make the client create the consumer
+	// again from the last delivered sequence: on a cluster, the member
+	// that held it may be gone (killed, restarted, cut off), and the
+	// reader waits that long before it goes on reading from another.
+	ReaderHeartbeat = time.Second
+	// ReaderStartTimeout bounds how long Reader tries to create its
+	// consumer while JetStream answers that it cannot for now.
+	ReaderStartTimeout = time.Minute
 )
 
 // Record is one message of the event stream as a Reader returns it.
@@ -72,11 +82,11 @@ func (s *Stream) Reader(ctx context.Context, fromSeq uint64) (*Reader, error) {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = fromSeq
 	}
-	cons, err := s.events.OrderedConsumer(ctx, cfg)
+	cons, err := s.orderedConsumer(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(ReaderBufferMax))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(ReaderBufferMax), jetstream.PullHeartbeat(ReaderHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
 	}
@@ -89,6 +99,28 @@ func (s *Stream) Reader(ctx context.Context, fromSeq uint64) (*Reader, error) {
 	go r.pump()
 	return r, nil
 }
+
+// orderedConsumer creates the reader's consumer. While JetStream cannot
+// answer for want of a leader (a cluster electing one, a member just
+// back), the creation is tried again, for ReaderStartTimeout at most.
+func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	giveUp := time.Now().Add(ReaderStartTimeout)
+	for {
+		attempt, cancel := context.WithTimeout(ctx, readerAttemptTimeout)
+		cons, err := s.events.OrderedConsumer(attempt, cfg)
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		transient := resendable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		if !transient || ctx.Err() != nil || time.Now().After(giveUp) || !pause(ctx, AppendResendWait) {
+			return nil, err
+		}
+	}
+}
+
+// readerAttemptTimeout bounds one attempt to create a reader's consumer.
+const readerAttemptTimeout = 5 * time.Second
 
 // pump moves messages from the consumer into the bounded records channel,
 // decoding them on the way, until the iterator is closed or fails.

@@ -18,6 +18,14 @@ const (
 	// AppendBatchEntriesMax is the largest number of entries one AppendBatch
 	// takes; a caller with more splits them.
 	AppendBatchEntriesMax = 100_000
+	// AppendAttemptTimeout bounds the wait for the acknowledgement of one
+	// send of an append with a message ID; past it the append is sent
+	// again (see Append), within Config.AckWaitTimeout in all. A stream
+	// leader acknowledges in milliseconds; one that went away with the
+	// append in flight never does.
+	AppendAttemptTimeout = 2 * time.Second
+	// AppendResendWait is the pause before an append is sent again.
+	AppendResendWait = 250 * time.Millisecond
 )
 
 // Stream is the event log: a JetStream stream holding Events on per-namespace
@@ -129,7 +137,16 @@ func (s *Stream) AppendEncoded(ctx context.Context, e Encoded, opts AppendOption
 }
 
 // publish sends msg with the options of an append and waits for its
-// acknowledgement.
+// acknowledgement, at most Config.AckWaitTimeout in all. On a replicated
+// stream (Config.Replicas above 1), an append with a message ID whose
+// send found no stream leader, or was not acknowledged within
+// AppendAttemptTimeout (a leader that died or stepped down with it in
+// flight), is sent again, the same message with the same ID: if the
+// first send was stored after all, JetStream's deduplication answers with
+// its sequence (Duplicate) and stores nothing twice. The message ID is
+// checked before an expected last sequence, so a re-sent conditional
+// append that was stored is a duplicate, not a conflict. An append
+// without one is sent once: sending it again could store it twice.
 func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts AppendOptions) (AppendResult, error) {
 	pubOpts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.cfg.StreamName)}
 	if opts.ExpectLastSubjectSeq != nil {
@@ -137,11 +154,56 @@ func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts A
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckWaitTimeout)
 	defer cancel()
-	ack, err := s.js.PublishMsg(ctx, msg, pubOpts...)
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, classifyPublishError(err))
+	// Only a replicated stream changes leaders; a single server that does
+	// not acknowledge is stuck, and a re-send would only wait again.
+	resend := opts.MsgID != "" && s.cfg.Replicas > 1
+	for sends := 1; ; sends++ {
+		attempt, stop := ctx, context.CancelFunc(func() {})
+		if resend {
+			attempt, stop = context.WithTimeout(ctx, AppendAttemptTimeout)
+		}
+		ack, err := s.js.PublishMsg(attempt, msg, pubOpts...)
+		stop()
+		if err == nil {
+			return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+		}
+		err = classifyPublishError(err)
+		if !resend || !resendable(err) || !pause(ctx, AppendResendWait) {
+			if sends > 1 {
+				err = fmt.Errorf("sent %d times with message id %q: %w", sends, opts.MsgID, err)
+			}
+			return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, err)
+		}
 	}
-	return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// errCodeDuplicateInProcess is JetStream's error code for a message whose
+// ID a send still in process carries (JSStreamDuplicateMessageConflict).
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+// resendable reports whether an append that failed with err may have
+// failed for want of a stream leader, one that a re-send may find.
+func resendable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// 503: JetStream unavailable, no leader yet, a cluster electing;
+		// or an earlier send of this very append still in process, whose
+		// sequence a later send is told.
+		return apiErr.Code == 503 || apiErr.ErrorCode == errCodeDuplicateInProcess
+	}
+	return errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// pause waits d, or until ctx ends: false then.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // BatchEntry is one event of AppendBatch.
@@ -158,6 +220,12 @@ type BatchEntry struct {
 // zero when that entry failed. The error joins the failures, each naming
 // its entry index.
 //
+// On a replicated stream, entries with a message ID that failed for want
+// of a leader (see Append) are sent again, in order, in further passes
+// within Config.AckWaitTimeout of the first pass's end; one stored before
+// its leader went away is then a duplicate. A re-sent entry may land after
+// later entries of the batch that its first pass stored.
+//
 // No entry is published when one of them does not encode: a batch is
 // checked whole first, so a caller's bug does not leave half a batch.
 func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]AppendResult, error) {
@@ -165,20 +233,41 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 		return nil, fmt.Errorf("append batch of %d: %w (%d)", len(entries), ErrBatchTooLarge, AppendBatchEntriesMax)
 	}
 	msgs := make([]*nats.Msg, len(entries))
+	todo := make([]int, len(entries))
 	for i, e := range entries {
 		m, err := s.message(e.Event, e.MsgID)
 		if err != nil {
 			return nil, fmt.Errorf("append batch entry %d: %w", i, err)
 		}
-		msgs[i] = m
+		msgs[i], todo[i] = m, i
 	}
 
 	b := &batchAppend{msgs: msgs, results: make([]AppendResult, len(entries)), ackWait: s.cfg.AckWaitTimeout}
+	s.sendPass(ctx, b, todo)
+	resendBy := time.Now().Add(s.cfg.AckWaitTimeout)
+	for s.cfg.Replicas > 1 && time.Now().Before(resendBy) {
+		todo = b.takeResendable()
+		if len(todo) == 0 || !pause(ctx, AppendResendWait) {
+			break
+		}
+		// A leader acknowledges at once: one that does not is gone too.
+		b.ackWait, b.timedOut = AppendAttemptTimeout, false
+		s.sendPass(ctx, b, todo)
+	}
+	if len(b.failures) > 0 {
+		return b.results, fmt.Errorf("append batch: %d of %d failed: %w", len(b.failures), len(entries), joinFailures(b.failures))
+	}
+	return b.results, nil
+}
+
+// sendPass publishes the entries of b at indices todo, in order, and
+// records how each ended.
+func (s *Stream) sendPass(ctx context.Context, b *batchAppend, todo []int) {
 	// window is a FIFO of unacknowledged publishes, at most
 	// AppendBatchInFlightMax long; the oldest is awaited before a new one
 	// is sent once it is full.
 	window := make([]pendingAppend, 0, s.cfg.AppendBatchInFlightMax)
-	for i, m := range msgs {
+	for _, i := range todo {
 		if err := ctx.Err(); err != nil {
 			b.fail(i, err)
 			continue
@@ -193,7 +282,7 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 			// Reuse the backing array instead of letting append grow it.
 			window = append(make([]pendingAppend, 0, s.cfg.AppendBatchInFlightMax), window...)
 		}
-		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectStream(s.cfg.StreamName))
+		f, err := s.js.PublishMsgAsync(b.msgs[i], jetstream.WithExpectStream(s.cfg.StreamName))
 		if err != nil {
 			b.fail(i, classifyPublishError(err))
 			continue
@@ -203,10 +292,24 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 	for _, p := range window {
 		b.await(ctx, p)
 	}
-	if len(b.failures) > 0 {
-		return b.results, fmt.Errorf("append batch: %d of %d failed: %w", len(b.failures), len(entries), joinFailures(b.failures))
+}
+
+// takeResendable removes from b's failures those a re-send may store
+// (see resendable) and that carry a message ID, and returns their
+// indices in order.
+func (b *batchAppend) takeResendable() []int {
+	var again []int
+	kept := b.failures[:0]
+	for _, f := range b.failures {
+		if resendable(f.err) && b.msgs[f.index].Header.Get(jetstream.MsgIDHeader) != "" {
+			again = append(again, f.index)
+		} else {
+			kept = append(kept, f)
+		}
 	}
-	return b.results, nil
+	b.failures = kept
+	slices.Sort(again)
+	return again
 }
 
 // batchAppend is the state of one AppendBatch: what each entry's
