@@ -118,7 +118,7 @@ func (c ClusterConfig) problems(serverName string) []string {
 	}
 	seen := map[string]bool{}
 	for _, r := range c.Routes {
-		if err := checkRoute(r); err != nil {
+		if err := CheckRoute(r); err != nil {
 			add("Cluster.Routes: %v", err)
 		} else if seen[r] {
 			add("Cluster.Routes lists %s twice", r)
@@ -133,8 +133,8 @@ func (c ClusterConfig) problems(serverName string) []string {
 	return problems
 }
 
-// checkRoute checks that r is a route URL: nats://HOST:PORT.
-func checkRoute(r string) error {
+// CheckRoute checks that r is a route URL: nats://HOST:PORT.
+func CheckRoute(r string) error {
 	u, err := url.Parse(r)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL: %v", r, err)
@@ -164,4 +164,13 @@ func (c ClusterConfig) apply(opts *server.Options) {
 	opts.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
 	opts.LameDuckDuration = c.LameDuckDuration
 	opts.LameDuckGracePeriod = c.LameDuckGracePeriod
+	// A member down for a while is dialled every second by each of the
+	// others: its first failure is reported, then one in routeErrorReports
+	// (once in half a minute), not every one.
+	opts.ReconnectErrorReports = routeErrorReports
+	opts.ConnectErrorReports = routeErrorReports
 }
+
+// routeErrorReports is how many failed attempts to reach a member make
+// one error in the log, after the first.
+const routeErrorReports = 30

@@ -1,12 +1,15 @@
 package ledger
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Clustered reports whether the server is a member of a JetStream cluster
@@ -117,6 +120,15 @@ func (e *Embedded) LameDuckShutdown() {
 		e.srv.LameDuckShutdown()
 	}
 	e.Shutdown()
+}
+
+// Unavailable reports whether err, from a request to JetStream, says
+// that it cannot answer for now, for want of a leader (a cluster electing
+// one, its members still joining, a member just back): the same request
+// may succeed when made again. On a server known to run JetStream only:
+// a NATS server without it answers every request with no responders too.
+func Unavailable(err error) bool {
+	return resendable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
 // healthProblem says whether a health report of a cluster member's

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -112,8 +111,7 @@ func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsu
 		if err == nil {
 			return cons, nil
 		}
-		transient := resendable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
-		if !transient || ctx.Err() != nil || time.Now().After(giveUp) || !pause(ctx, AppendResendWait) {
+		if !Unavailable(err) || ctx.Err() != nil || time.Now().After(giveUp) || !pause(ctx, AppendResendWait) {
 			return nil, err
 		}
 	}

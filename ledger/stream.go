@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // Limits of appending.
@@ -44,13 +45,24 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, err
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	events, err := js.CreateOrUpdateStream(ctx, cfg.eventStreamConfig())
-	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
-	}
-	rejects, err := js.CreateOrUpdateStream(ctx, cfg.rejectStreamConfig())
-	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, noJetStream(err))
+	// Both at once: on a cluster, a new stream waits for its replicas to
+	// elect a leader, seconds each.
+	var events, rejects jetstream.Stream
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		if events, err = js.CreateOrUpdateStream(ctx, cfg.eventStreamConfig()); err != nil {
+			return fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if rejects, err = js.CreateOrUpdateStream(ctx, cfg.rejectStreamConfig()); err != nil {
+			return fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, noJetStream(err))
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
 }
@@ -405,9 +417,15 @@ func joinFailures(failures []entryFailure) error {
 }
 
 // LastSeq returns the sequence of the last event in the stream, 0 if it is
-// empty.
+// empty. The stream's leader answers; on a replicated stream without one
+// for now (an election), it is asked again for Config.AckWaitTimeout at
+// most.
 func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
-	info, err := s.events.Info(ctx)
+	var info *jetstream.StreamInfo
+	err := s.leaderless(ctx, func() (err error) {
+		info, err = s.events.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", s.cfg.StreamName, err)
 	}
@@ -420,6 +438,21 @@ func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, error) {
 	seq, _, err := s.LastSubjectEvent(ctx, namespace)
 	return seq, err
+}
+
+// leaderless calls f, a request its stream's leader answers, and on a
+// replicated stream calls it again while it fails for want of a leader
+// (Unavailable), for Config.AckWaitTimeout at most.
+func (s *Stream) leaderless(ctx context.Context, f func() error) error {
+	err := f()
+	if s.cfg.Replicas <= 1 {
+		return err
+	}
+	giveUp := time.Now().Add(s.cfg.AckWaitTimeout)
+	for err != nil && Unavailable(err) && ctx.Err() == nil && time.Now().Before(giveUp) && pause(ctx, AppendResendWait) {
+		err = f()
+	}
+	return err
 }
 
 // message encodes ev into a NATS message on its subject, checking its size

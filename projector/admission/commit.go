@@ -450,10 +450,15 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 }
 
 // reserve appends reservations as one Reserve event, expecting the
-// namespace's subject to be at expect. No message ID is sent: the
-// compare-and-swap admits one append per sequence, and a client's retry
-// names an object the namespace already holds, so its reservation charges
-// nothing.
+// namespace's subject to be at expect. The compare-and-swap admits one
+// append per sequence, and a client's retry names an object the
+// namespace already holds, so its reservation charges nothing. The event
+// carries a message ID of its own all the same: on a replicated log, an
+// append whose leader went away before acknowledging it is sent again
+// with it (ledger.Stream.Append), and if the first send was stored the
+// second is told so (a duplicate) instead of meeting its own append as a
+// conflict, which would decide the round again against its own
+// reservations and could refuse what it had allowed.
 func (r *Responder) reserve(ctx context.Context, namespace string, reservations []ledger.EncodedReservation, expect uint64) (uint64, error) {
 	ttl, release := r.cfg.ReservationTTL, ""
 	if r.cfg.ReleaseByFeed {
@@ -463,7 +468,7 @@ func (r *Responder) reserve(ctx context.Context, namespace string, reservations 
 	if err != nil {
 		return 0, err
 	}
-	res, err := r.stream.AppendEncoded(ctx, ev, ledger.AppendOptions{ExpectLastSubjectSeq: &expect})
+	res, err := r.stream.AppendEncoded(ctx, ev, ledger.AppendOptions{MsgID: "reserve/" + NewUID(), ExpectLastSubjectSeq: &expect})
 	if err != nil {
 		return 0, err
 	}
