@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest"
 )
@@ -172,5 +174,61 @@ func waitQuorum(t *testing.T, m *ledger.Embedded, what string, ok func(error) bo
 			t.Fatalf("%s: Quorum still %v after %s", what, err, ledgertest.ClusterReadyTimeout)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRequestSentAgainAfterAReconnection asks through a member that goes
+// away before the request is answered: the client reconnects to another
+// member and sends the request again, and gets the answer to that. The
+// responder answers only the second copy, as when the answer to the first
+// was published while the client was between servers.
+func TestRequestSentAgainAfterAReconnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a three-member cluster")
+	}
+	c := ledgertest.StartCluster(t, 3)
+	responder, _ := c.Connect(0, 1)
+	copies := make(chan int, 4)
+	var n atomic.Int64
+	sub, err := responder.Subscribe("ask", func(m *nats.Msg) {
+		k := int(n.Add(1))
+		copies <- k
+		if k >= 2 {
+			_ = m.Respond([]byte("answer"))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := responder.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The client starts on member 0 and knows the others.
+	client, err := nats.Connect(c.Members[0].ClientURL()+","+c.URLs(0), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	type result struct {
+		m   *nats.Msg
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := ledger.RequestAnswer(context.Background(), client, "ask", []byte("q"), 20*time.Second)
+		done <- result{m, err}
+	}()
+	if k := <-copies; k != 1 {
+		t.Fatalf("first copy numbered %d", k)
+	}
+	c.Stop(0)
+	select {
+	case r := <-done:
+		if r.err != nil || string(r.m.Data) != "answer" {
+			t.Fatalf("got %v, %v; want the answer to the request sent again", r.m, r.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer 30 s after the member went away")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -383,6 +385,13 @@ func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft)
 		if err != nil {
 			return false, err
 		}
+		if last == d.v.SubjectSeq {
+			// The subject has not moved: a replicated stream's leader
+			// refuses a compare-and-swap while another append to the
+			// subject is on its way to the replicas, whatever the
+			// expected sequence. Let that one land first.
+			conflictPause(ctx)
+		}
 		return true, r.proj.WaitApplied(ctx, last)
 	}
 	if err != nil {
@@ -473,6 +482,22 @@ func (r *Responder) reserve(ctx context.Context, namespace string, reservations 
 		return 0, err
 	}
 	return res.Seq, nil
+}
+
+// conflictPauseMax bounds the pause after a compare-and-swap refused
+// while another append to the subject was in flight.
+const conflictPauseMax = 20 * time.Millisecond
+
+// conflictPause waits a random while up to conflictPauseMax, or until ctx
+// ends: rounds of several servers refused together do not all try again
+// at once.
+func conflictPause(ctx context.Context) {
+	t := time.NewTimer(conflictPauseMax/4 + rand.N(conflictPauseMax*3/4))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func contains(keys []string, key string) bool {

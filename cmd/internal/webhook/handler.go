@@ -188,7 +188,9 @@ func (h *handler) relay(r *http.Request) ([]byte, string, error) {
 		return nil, "", fail(http.StatusRequestEntityTooLarge, "review %s is %d bytes, more than the ledger's NATS takes (%d)", head.Request.UID, len(body), max)
 	}
 	subject := SubjectPrefix + ns
-	msg, err := h.nc.RequestWithContext(ctx, subject, body)
+	// A reconnection meanwhile (a ledger member going away) sends the
+	// review again; the ledger decides a review's uid once.
+	msg, err := ledger.RequestAnswer(ctx, h.nc, subject, body, timeout)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, "", fail(http.StatusServiceUnavailable, "no ledger answers %s: is 'quota serve' running on this NATS, and caught up with its stream?", subject)
