@@ -232,3 +232,67 @@ func TestRequestSentAgainAfterAReconnection(t *testing.T) {
 		t.Fatal("no answer 30 s after the member went away")
 	}
 }
+
+// TestReaderGoesOnAcrossTheLossOfALeader reads the stream through one
+// member while another appends and the member leading the stream (and
+// most likely the cluster's meta group, and the reader's consumer) is
+// cut off: the reader goes on once the others have elected leaders, and
+// returns every event exactly once, in order.
+func TestReaderGoesOnAcrossTheLossOfALeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a three-member cluster through a leader election")
+	}
+	c := ledgertest.StartCluster(t, 3)
+	_, js := c.Connect()
+	ledgertest.OpenStreamConfig(t, js, ledger.Config{Replicas: 3})
+	leader := c.Leader(js, ledger.DefaultStreamName)
+	writer, reader := (leader+1)%3, (leader+2)%3
+	_, jsw := c.Connect(leader, reader)
+	w := ledgertest.OpenStreamConfig(t, jsw, ledger.Config{Replicas: 3, AckWaitTimeout: 30 * time.Second})
+	_, jsr := c.Connect(leader, writer)
+	rd, err := ledgertest.OpenStreamConfig(t, jsr, ledger.Config{Replicas: 3}).Reader(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+
+	const total = 400
+	appended := make(chan error, 1)
+	go func() {
+		for i := range total {
+			if i == total/4 {
+				c.Mesh.Cut(leader)
+			}
+			ev := pod("w", fmt.Sprintf("p%d", i))
+			if _, err := w.Append(context.Background(), ev, ledger.AppendOptions{MsgID: ev.Name}); err != nil {
+				appended <- err
+				return
+			}
+		}
+		appended <- nil
+	}()
+	var got []string
+	last := uint64(0)
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(got) < total && time.Now().Before(deadline) {
+		recs, err := rd.Next(context.Background(), 100, time.Second)
+		if err != nil {
+			t.Fatalf("read after %d records: %v", len(got), err)
+		}
+		for _, r := range recs {
+			if r.Seq <= last {
+				t.Fatalf("record %d after %d: out of order or again", r.Seq, last)
+			}
+			last = r.Seq
+			got = append(got, r.Event.Name)
+		}
+	}
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	for i := range total {
+		if i >= len(got) || got[i] != fmt.Sprintf("p%d", i) {
+			t.Fatalf("read %d records, the %dth of them %v; want p0 to p%d in order", len(got), i, got[min(i, len(got)-1):min(i+1, len(got))], total-1)
+		}
+	}
+}
