@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -60,7 +61,8 @@ func SendAnswer(nc *nats.Conn, m *nats.Msg, data []byte) error {
 //
 // A connection that reconnects (to another member of a cluster, its
 // server gone or in lame-duck mode) before the answer's first message
-// has come sends the request again: the answer to the first may have
+// has come sends the request again, and a request made while it
+// reconnects is sent once it has, within timeout: the answer to the first may have
 // been published while nothing listened for it. Every request the ledger
 // answers can be asked twice: queries read, ingest's events carry
 // message IDs, and an admission's reservation is named by its review's
@@ -80,10 +82,17 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 	}
 	reconnected := nc.StatusChanged(nats.CONNECTED)
 	defer nc.RemoveStatusListener(reconnected)
-	if err := nc.PublishRequest(subject, inbox, data); err != nil {
+	send := func() error {
+		err := nc.PublishRequest(subject, inbox, data)
+		if lostServer(err) {
+			return nil // sent again once reconnected
+		}
+		return err
+	}
+	if err := send(); err != nil {
 		return nil, err
 	}
-	first, err := firstAnswer(ctx, sub, reconnected, func() error { return nc.PublishRequest(subject, inbox, data) })
+	first, err := firstAnswer(ctx, sub, reconnected, send)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +127,12 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 			return whole, nil
 		}
 	}
+}
+
+// lostServer reports whether a publish failed for want of a server: the
+// connection is reconnecting, and keeps nothing to send meanwhile.
+func lostServer(err error) bool {
+	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
 
 // firstAnswer waits for the first message on sub, sending the request

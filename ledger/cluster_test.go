@@ -64,13 +64,13 @@ func TestAppendsSurviveTheLossOfTheLeader(t *testing.T) {
 	}
 	c := ledgertest.StartCluster(t, 3)
 	_, js := c.Connect()
-	ledgertest.OpenStreamConfig(t, js, ledger.Config{Replicas: 3})
+	c.OpenStream(js, ledger.Config{Replicas: 3})
 	leader := c.Leader(js, ledger.DefaultStreamName)
 	_, js = c.Connect(leader)
 	// The writers' own bound, above nats-server's longest election
 	// timeout (9 s), so that an append in flight at the cut is
 	// acknowledged rather than failed.
-	s := ledgertest.OpenStreamConfig(t, js, ledger.Config{Replicas: 3, AckWaitTimeout: 30 * time.Second})
+	s := c.OpenStream(js, ledger.Config{Replicas: 3, AckWaitTimeout: 30 * time.Second})
 
 	const writers, each = 8, 60
 	var acked, resent atomic.Int64
@@ -141,7 +141,7 @@ func TestQuorumIsLostAndFound(t *testing.T) {
 	}
 	c := ledgertest.StartCluster(t, 3)
 	_, js := c.Connect()
-	ledgertest.OpenStreamConfig(t, js, ledger.Config{Replicas: 3})
+	c.OpenStream(js, ledger.Config{Replicas: 3})
 	leader := c.Leader(js, ledger.DefaultStreamName)
 	for i, m := range c.Members {
 		waitQuorum(t, m, fmt.Sprintf("m%d with every member up", i+1), func(err error) bool { return err == nil })
@@ -244,13 +244,13 @@ func TestReaderGoesOnAcrossTheLossOfALeader(t *testing.T) {
 	}
 	c := ledgertest.StartCluster(t, 3)
 	_, js := c.Connect()
-	ledgertest.OpenStreamConfig(t, js, ledger.Config{Replicas: 3})
+	c.OpenStream(js, ledger.Config{Replicas: 3})
 	leader := c.Leader(js, ledger.DefaultStreamName)
 	writer, reader := (leader+1)%3, (leader+2)%3
 	_, jsw := c.Connect(leader, reader)
-	w := ledgertest.OpenStreamConfig(t, jsw, ledger.Config{Replicas: 3, AckWaitTimeout: 30 * time.Second})
+	w := c.OpenStream(jsw, ledger.Config{Replicas: 3, AckWaitTimeout: 30 * time.Second})
 	_, jsr := c.Connect(leader, writer)
-	rd, err := ledgertest.OpenStreamConfig(t, jsr, ledger.Config{Replicas: 3}).Reader(context.Background(), 1)
+	rd, err := c.OpenStream(jsr, ledger.Config{Replicas: 3}).Reader(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

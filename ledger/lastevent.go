@@ -22,7 +22,7 @@ func (s *Stream) LastSubjectEvent(ctx context.Context, namespace string) (seq ui
 	}
 	subject := Subject(namespace)
 	var msg *jetstream.RawStreamMsg
-	err = s.leaderless(ctx, func() (err error) {
+	err = s.leaderless(ctx, func(ctx context.Context) (err error) {
 		msg, err = s.events.GetLastMsgForSubject(ctx, subject)
 		return err
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Clustered reports whether the server is a member of a JetStream cluster
@@ -128,8 +129,16 @@ func (e *Embedded) LameDuckShutdown() {
 // may succeed when made again. On a server known to run JetStream only:
 // a NATS server without it answers every request with no responders too.
 func Unavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeNoPeers {
+		return true // members not all known online yet: a cluster starting
+	}
 	return resendable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
+
+// errCodeNoPeers is JetStream's error code for a stream its cluster
+// cannot place: too few members online (JSClusterNoPeersErr).
+const errCodeNoPeers jetstream.ErrorCode = 10005
 
 // healthProblem says whether a health report of a cluster member's
 // server, why (not OK), is a failure of its own store, which the member

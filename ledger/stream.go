@@ -27,6 +27,10 @@ const (
 	AppendAttemptTimeout = 2 * time.Second
 	// AppendResendWait is the pause before an append is sent again.
 	AppendResendWait = 250 * time.Millisecond
+	// LeaderAttemptTimeout bounds one read a replicated stream's leader
+	// answers (LastSeq, LastSubjectEvent): it answers in milliseconds,
+	// and a leader stepping down may take a request and answer nothing.
+	LeaderAttemptTimeout = time.Second
 )
 
 // Stream is the event log: a JetStream stream holding Events on per-namespace
@@ -203,7 +207,10 @@ func resendable(err error) bool {
 		// sequence a later send is told.
 		return apiErr.Code == 503 || apiErr.ErrorCode == errCodeDuplicateInProcess
 	}
-	return errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+	// The connection lost its server (a member gone): it reconnects to
+	// another, and the append goes there.
+	lost := errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded)
+	return lost || errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // pause waits d, or until ctx ends: false then.
@@ -422,7 +429,7 @@ func joinFailures(failures []entryFailure) error {
 // most.
 func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 	var info *jetstream.StreamInfo
-	err := s.leaderless(ctx, func() (err error) {
+	err := s.leaderless(ctx, func(ctx context.Context) (err error) {
 		info, err = s.events.Info(ctx)
 		return err
 	})
@@ -440,19 +447,24 @@ func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, 
 	return seq, err
 }
 
-// leaderless calls f, a request its stream's leader answers, and on a
-// replicated stream calls it again while it fails for want of a leader
-// (Unavailable), for Config.AckWaitTimeout at most.
-func (s *Stream) leaderless(ctx context.Context, f func() error) error {
-	err := f()
+// leaderless calls f, a request its stream's leader answers, with ctx.
+// On a replicated stream each call waits LeaderAttemptTimeout at most (a
+// request the leader took as it stepped down is never answered), and f
+// is called again while it fails for want of a leader (Unavailable), for
+// Config.AckWaitTimeout at most.
+func (s *Stream) leaderless(ctx context.Context, f func(context.Context) error) error {
 	if s.cfg.Replicas <= 1 {
-		return err
+		return f(ctx)
 	}
 	giveUp := time.Now().Add(s.cfg.AckWaitTimeout)
-	for err != nil && Unavailable(err) && ctx.Err() == nil && time.Now().Before(giveUp) && pause(ctx, AppendResendWait) {
-		err = f()
+	for {
+		attempt, cancel := context.WithTimeout(ctx, LeaderAttemptTimeout)
+		err := f(attempt)
+		cancel()
+		if err == nil || !Unavailable(err) || ctx.Err() != nil || !time.Now().Before(giveUp) || !pause(ctx, AppendResendWait) {
+			return err
+		}
 	}
-	return err
 }
 
 // message encodes ev into a NATS message on its subject, checking its size

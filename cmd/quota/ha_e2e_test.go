@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -65,10 +67,16 @@ func startHA(t *testing.T, extra ...string) *haCluster {
 	return c
 }
 
-// spawn starts member i, without waiting for it to serve.
+// spawn starts member i, without waiting for it to serve. With
+// $HA_LOGS set, its log is written there when the test ends.
 func (c *haCluster) spawn(i int) *ledgerProc {
-	c.procs[i] = spawnServer(c.t, c.dirs[i], c.args[i]...)
-	return c.procs[i]
+	p := spawnServer(c.t, c.dirs[i], c.args[i]...)
+	c.procs[i] = p
+	if dir := os.Getenv("HA_LOGS"); dir != "" {
+		name := filepath.Join(dir, fmt.Sprintf("%s-m%d-%d.log", c.t.Name(), i+1, time.Now().UnixNano()))
+		c.t.Cleanup(func() { _ = os.WriteFile(name, []byte(p.logs.String()), 0o644) })
+	}
+	return p
 }
 
 // restart starts member i again on its data and waits until it serves.
@@ -189,9 +197,10 @@ func (a *admitter) review(ns, name, uid string, dryRun bool, timeout time.Durati
 	pod := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q},"spec":{"containers":[{"name":"c","image":"registry.example/app:1"}]}}`, name, ns)
 	body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%q,"namespace":%q,"operation":"CREATE","dryRun":%t,`+
 		`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"object":%s}}`, uid, ns, dryRun, pod)
+	sentTo := a.nc.ConnectedServerName()
 	msg, err := ledger.RequestAnswer(context.Background(), a.nc, "quota.admit."+ns, []byte(body), timeout)
 	if err != nil {
-		return failed, err.Error()
+		return failed, fmt.Sprintf("%v (sent through %s, now on %s after %d reconnects)", err, sentTo, a.nc.ConnectedServerName(), a.nc.Reconnects)
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(msg.Data, &review); err != nil || review.Response == nil || review.Response.UID != "" && string(review.Response.UID) != uid {

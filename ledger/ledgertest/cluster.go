@@ -62,8 +62,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	for i := range n {
 		c.configs = append(c.configs, ledger.EmbeddedConfig{
 			Port: ledger.RandomPort, StoreDir: t.TempDir(), ServerName: fmt.Sprintf("m%d", i+1),
-			Cluster: ledger.ClusterConfig{Name: "ledgertest", Port: ports[i], Routes: c.Mesh.Routes[i], Advertise: c.Mesh.Advertise[i],
-				LameDuckDuration: 2 * time.Second, LameDuckGracePeriod: 500 * time.Millisecond},
+			Cluster: ledger.ClusterConfig{Name: "ledgertest", Port: ports[i], Routes: c.Mesh.Routes[i], Advertise: c.Mesh.Advertise[i]},
 		})
 	}
 	// Members start together: each waits for the others' routes.
@@ -192,5 +191,25 @@ func (c *Cluster) Leader(js jetstream.JetStream, stream string) int {
 			c.t.Fatalf("stream %s has no leader among the running members within %s (%v)", stream, ClusterReadyTimeout, err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// OpenStream opens the ledger's streams with cfg on the cluster, asking
+// again while the cluster cannot answer or place them yet (a meta leader
+// that does not know every member online yet).
+func (c *Cluster) OpenStream(js jetstream.JetStream, cfg ledger.Config) *ledger.Stream {
+	c.t.Helper()
+	deadline := time.Now().Add(ClusterReadyTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := ledger.Open(ctx, js, cfg)
+		cancel()
+		if err == nil {
+			return s
+		}
+		if !ledger.Unavailable(err) || time.Now().After(deadline) {
+			c.t.Fatalf("open the streams on the cluster: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

@@ -100,7 +100,7 @@ type queue struct {
 // waiting for the projection. ctx bounds only the caller's wait: a round
 // goes on without it, within RequestTimeout.
 func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (outcome, error) {
-	r.enqueue(namespace, j)
+	r.enqueue(ctx, namespace, j)
 	select {
 	case o := <-j.done:
 		return o, nil
@@ -114,7 +114,7 @@ func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (
 // it runs the round (which holds j) itself, then hands what has queued
 // meanwhile to a goroutine of its own, so a lone request is decided
 // without a hand-off between goroutines.
-func (r *Responder) enqueue(namespace string, j *job) {
+func (r *Responder) enqueue(ctx context.Context, namespace string, j *job) {
 	r.mu.Lock()
 	q, ok := r.queues[namespace]
 	if !ok {
@@ -126,13 +126,15 @@ func (r *Responder) enqueue(namespace string, j *job) {
 	q.running = true
 	r.mu.Unlock()
 	if lead {
-		r.rounds(namespace, q, true)
+		r.rounds(ctx, namespace, q, true)
 	}
 }
 
 // rounds runs rounds for a namespace until its queue is empty; a leader
-// (first) runs one and passes the rest on.
-func (r *Responder) rounds(namespace string, q *queue, first bool) {
+// (first) runs one and passes the rest on. ctx is the leader's request's:
+// its round ends by the request's deadline, which the request counted
+// from its arrival.
+func (r *Responder) rounds(ctx context.Context, namespace string, q *queue, first bool) {
 	budget := int(r.stream.Config().MaxMsgSize) / roundBytesShare
 	for {
 		r.mu.Lock()
@@ -150,7 +152,7 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 		jobs := q.jobs[:n:n]
 		q.jobs = q.jobs[n:]
 		r.mu.Unlock()
-		r.round(namespace, jobs)
+		r.round(ctx, namespace, jobs)
 		if first {
 			r.mu.Lock()
 			idle := len(q.jobs) == 0
@@ -160,7 +162,7 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 			}
 			r.mu.Unlock()
 			if !idle {
-				go r.rounds(namespace, q, false)
+				go r.rounds(context.Background(), namespace, q, false)
 			}
 			return
 		}
@@ -169,8 +171,12 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 
 // round decides jobs together and reserves what they charge, delivering
 // each job's outcome (see groupCommit).
-func (r *Responder) round(namespace string, jobs []*job) {
-	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
+func (r *Responder) round(leader context.Context, namespace string, jobs []*job) {
+	deadline := time.Now().Add(RequestTimeout)
+	if d, ok := leader.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	// A panic deciding the round fails its requests, each answered once,
 	// and leaves the namespace's queue running for the next round.
