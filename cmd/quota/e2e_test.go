@@ -970,7 +970,7 @@ spec:
 
 // fileWriter returns a function that writes a file named name under dir
 // and returns its path.
-func fileWriter(t *testing.T, dir string) func(name, body string) string {
+func fileWriter(t testing.TB, dir string) func(name, body string) string {
 	return func(name, body string) string {
 		t.Helper()
 		path := filepath.Join(dir, name)

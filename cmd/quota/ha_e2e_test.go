@@ -32,7 +32,7 @@ const haServeTimeout = 90 * time.Second
 // routes go through relays (ledgertest.Mesh), which cut a member off.
 // Each member keeps its client port across restarts.
 type haCluster struct {
-	t     *testing.T
+	t     testing.TB
 	mesh  *ledgertest.Mesh
 	dirs  []string
 	args  [][]string
@@ -42,7 +42,7 @@ type haCluster struct {
 
 // startHA starts the three members, extra added to each one's flags, and
 // waits until every one serves.
-func startHA(t *testing.T, extra ...string) *haCluster {
+func startHA(t testing.TB, extra ...string) *haCluster {
 	t.Helper()
 	const n = 3
 	ports := ledgertest.FreePorts(t, 2*n)
@@ -160,7 +160,7 @@ type admitter struct {
 }
 
 // newAdmitter connects to the servers at urls, for ever reconnecting.
-func newAdmitter(t *testing.T, urls string) *admitter {
+func newAdmitter(t testing.TB, urls string) *admitter {
 	t.Helper()
 	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(-1),
 		nats.LameDuckModeHandler(func(nc *nats.Conn) { _ = nc.ForceReconnect() }))
