@@ -143,6 +143,15 @@ func TestQuorumIsLostAndFound(t *testing.T) {
 	_, js := c.Connect()
 	c.OpenStream(js, ledger.Config{Replicas: 3})
 	leader := c.Leader(js, ledger.DefaultStreamName)
+	// A client attached to the stream keeps what it makes beside it (quota
+	// export's bucket) as many times.
+	a, err := ledger.Attach(context.Background(), js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Config().Replicas; got != 3 {
+		t.Fatalf("attached to a stream of 3 replicas: Config().Replicas %d", got)
+	}
 	for i, m := range c.Members {
 		waitQuorum(t, m, fmt.Sprintf("m%d with every member up", i+1), func(err error) bool { return err == nil })
 	}

@@ -9,6 +9,14 @@
 // drain, the projector commits the batch in hand, and the embedded server
 // shuts down last, after its clients.
 //
+// With Config.Cluster the embedded server is a member of a JetStream
+// cluster. A member starting waits for a meta leader and asks again for
+// its streams while the cluster cannot answer (untilAvailable); while it
+// runs, a quorumWatch keeps whether its replica of the log is in contact
+// with a quorum, which admission asks before each decision and /readyz
+// reports; on a stop, after the responders have drained and the projector
+// has stopped, it leaves in lame-duck mode (ledger.Embedded.LameDuckShutdown).
+//
 // # Caveats
 //
 // One projection file serves one Server; two servers sharing a NATS must
