@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -418,4 +420,51 @@ func TestHARandomKills(t *testing.T) {
 	c.checkIngested(ingest, events)
 	l.reportFailures(t)
 	c.checkAdmissions(l)
+}
+
+// leader is the member that leads the log's replicas, as member i sees it
+// once one does and its followers are current.
+func (c *haCluster) leader(i int) int {
+	c.t.Helper()
+	var last ledger.LogStatus
+	deadline := time.Now().Add(haServeTimeout)
+	for time.Now().Before(deadline) {
+		out, _, code := c.run(i, "status", "-o", "json")
+		var st projector.Status
+		if code == 0 && json.Unmarshal([]byte(out), &st) == nil {
+			last = st.Log
+			for m := range c.ports {
+				if st.Log.Leader == fmt.Sprintf("m%d", m+1) {
+					return m
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	c.t.Fatalf("no leader of the log within %s, as m%d sees it: %+v", haServeTimeout, i+1, last)
+	return -1
+}
+
+// admitDryRun asks whether pod name could be created in namespace ns,
+// as a dry run, which reserves nothing.
+func (a *admitter) admitDryRun(ns, name string, timeout time.Duration) (verdict, string) {
+	return a.review(ns, name, "dry-"+name, true, timeout)
+}
+
+// restart starts member i again on its data and waits until it serves.
+func (c *haCluster) restart(i int) {
+	c.t.Helper()
+	c.spawn(i).waitServing(haServeTimeout)
+}
+
+// urls are the members' client URLs but those of except, as --server and
+// nats.Connect take them.
+func (c *haCluster) urls(except ...int) string {
+	var urls []string
+	for i := range c.ports {
+		if !slices.Contains(except, i) {
+			urls = append(urls, c.url(i))
+		}
+	}
+	return strings.Join(urls, ",")
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,27 +78,9 @@ func (c *haCluster) spawn(i int) *ledgerProc {
 	return p
 }
 
-// restart starts member i again on its data and waits until it serves.
-func (c *haCluster) restart(i int) {
-	c.t.Helper()
-	c.spawn(i).waitServing(haServeTimeout)
-}
-
 // url is member i's client URL.
 func (c *haCluster) url(i int) string {
 	return "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[i]))
-}
-
-// urls are the members' client URLs but those of except, as --server and
-// nats.Connect take them.
-func (c *haCluster) urls(except ...int) string {
-	var urls []string
-	for i := range c.ports {
-		if !slices.Contains(except, i) {
-			urls = append(urls, c.url(i))
-		}
-	}
-	return strings.Join(urls, ",")
 }
 
 // run runs a client subcommand against member i.
@@ -126,29 +107,6 @@ func (c *haCluster) status(i int) projector.Status {
 		c.t.Fatal(err)
 	}
 	return st
-}
-
-// leader is the member that leads the log's replicas, as member i sees it
-// once one does and its followers are current.
-func (c *haCluster) leader(i int) int {
-	c.t.Helper()
-	var last ledger.LogStatus
-	deadline := time.Now().Add(haServeTimeout)
-	for time.Now().Before(deadline) {
-		out, _, code := c.run(i, "status", "-o", "json")
-		var st projector.Status
-		if code == 0 && json.Unmarshal([]byte(out), &st) == nil {
-			last = st.Log
-			for m := range c.ports {
-				if st.Log.Leader == fmt.Sprintf("m%d", m+1) {
-					return m
-				}
-			}
-		}
-		time.Sleep(200 * time.Millisecond) // poll interval, bounded by the deadline
-	}
-	c.t.Fatalf("no leader of the log within %s, as m%d sees it: %+v", haServeTimeout, i+1, last)
-	return -1
 }
 
 // admitter asks a ledger to admit pod creates over quota.admit.<ns>, as
@@ -184,12 +142,6 @@ const (
 // reason is the failure's, or the denial's message.
 func (a *admitter) admitPod(ns, name, uid string, timeout time.Duration) (verdict, string) {
 	return a.review(ns, name, uid, false, timeout)
-}
-
-// admitDryRun asks whether pod name could be created in namespace ns,
-// as a dry run, which reserves nothing.
-func (a *admitter) admitDryRun(ns, name string, timeout time.Duration) (verdict, string) {
-	return a.review(ns, name, "dry-"+name, true, timeout)
 }
 
 // review sends the review of a pod create.
