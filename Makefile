@@ -7,7 +7,7 @@ PKGS     := ./...
 DATA     ?= ./data
 BENCHTIME ?= 1x
 
-.PHONY: all build image run test test-short test-race oracle cluster bench bench-cluster bench-webhook bench-scaling bench-history fuzz lint fmt vet clean
+.PHONY: all build image run test test-short test-race oracle cluster chaos bench bench-cluster bench-webhook bench-scaling bench-history bench-ha fuzz lint fmt vet clean
 
 all: build
 
@@ -47,6 +47,15 @@ oracle:
 # testdata/kubecluster), and the quota binary built here.
 cluster: build
 	cd testdata/kubecluster && $(GO) vet ./... && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./...
+
+# The fault tests of three `quota serve` members on loopback (build tag
+# ha, cmd/quota/ha_chaos_e2e_test.go): the log's leader killed under load
+# and an ingest, a rolling restart, a member's routes cut, a restart of
+# all three, and seeded random kills (HA_SEED replays a run; HA_LOGS=DIR
+# keeps the members' logs).
+chaos: build
+	$(GO) vet -tags ha ./cmd/quota
+	$(GO) test -tags ha -count=1 -timeout 60m -run '^TestHA' -v ./cmd/quota
 
 # The container image, built without a container engine or a base image
 # (deploy/image): the static binary alone, as user 65532, in an OCI image
@@ -90,6 +99,13 @@ bench-cluster: build
 # kube-apiserver on the other half, as on separate nodes.
 bench-webhook: build
 	cd testdata/kubecluster && QUOTA_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench '^BenchmarkPodCreates$$' -benchtime 1x -timeout 30m ./install
+
+# Three members against one: reserving admissions at 1 and 32 clients,
+# and the longest gap in decided answers while the log's leader is killed
+# and while one is restarted in lame-duck mode (BENCH_HA_ADMISSIONS sets
+# the admissions per run).
+bench-ha: build
+	$(GO) test -tags ha -run '^$$' -bench '^BenchmarkHA$$' -benchtime 1x -timeout 60m ./cmd/quota
 
 # The scaling table of BENCHMARKS.md: the harness once per size (each in
 # its own process), printed as a Markdown table.

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -50,11 +51,22 @@ func SendAnswer(nc *nats.Conn, m *nats.Msg, data []byte) error {
 }
 
 // RequestAnswer sends data on subject and waits, at most timeout in all, for
-// the whole answer, with the first part's headers. A subject no one
-// subscribes to gives nats.ErrNoResponders, no answer within timeout
-// nats.ErrTimeout, and ctx ending first its cause: a NATS server reports a
-// publish it refuses to the connection's error handler, which can cancel
-// ctx with it rather than wait for the timeout.
+// the whole answer: one message, or every part of one that SendAnswer split.
+// The message returned holds the answer's bytes and the first message's
+// headers. A subject no one subscribes to gives nats.ErrNoResponders, no
+// answer within timeout nats.ErrTimeout, and ctx ending first its cause: a
+// NATS server reports a publish or subscription it refuses apart from the
+// request (to the connection's error handler), so a caller that hears of
+// one cancels ctx with it rather than wait for the timeout.
+//
+// A connection that reconnects (to another member of a cluster, its
+// server gone or in lame-duck mode) before the answer's first message
+// has come sends the request again, and a request made while it
+// reconnects is sent once it has, within timeout: the answer to the first may have
+// been published while nothing listened for it. Every request the ledger
+// answers can be asked twice: queries read, ingest's events carry
+// message IDs, and an admission's reservation is named by its review's
+// uid.
 func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, nats.ErrTimeout)
 	defer cancel()
@@ -68,7 +80,20 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		return nil, err
 	}
-	if err := nc.PublishRequest(subject, inbox, data); err != nil {
+	reconnected := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(reconnected)
+	send := func() error {
+		err := nc.PublishRequest(subject, inbox, data)
+		if lostServer(err) {
+			return nil // sent again once reconnected
+		}
+		return err
+	}
+	if err := send(); err != nil {
+		return nil, err
+	}
+	first, err := firstAnswer(ctx, sub, reconnected, send)
+	if err != nil {
 		return nil, err
 	}
 	next := func() (*nats.Msg, error) {
@@ -77,10 +102,6 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 			return nil, context.Cause(ctx)
 		}
 		return m, err
-	}
-	first, err := next()
-	if err != nil {
-		return nil, err
 	}
 	parts := first.Header.Get(AnswerPartsHeader)
 	if parts == "" {
@@ -104,6 +125,42 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 		whole.Data = append(whole.Data, m.Data...)
 		if i == n {
 			return whole, nil
+		}
+	}
+}
+
+// lostServer reports whether a publish failed for want of a server: the
+// connection is reconnecting, and keeps nothing to send meanwhile.
+func lostServer(err error) bool {
+	return errors.Is(err, nats.ErrReconnectBufExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// firstAnswer waits for the first message on sub, sending the request
+// again (resend) each time the connection reconnects meanwhile.
+func firstAnswer(ctx context.Context, sub *nats.Subscription, reconnected <-chan nats.Status, resend func() error) (*nats.Msg, error) {
+	for {
+		wait, stop := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-reconnected:
+				stop()
+			case <-wait.Done():
+			}
+		}()
+		m, err := sub.NextMsgWithContext(wait)
+		again := err != nil && ctx.Err() == nil && wait.Err() != nil
+		stop()
+		switch {
+		case again:
+			// A reconnection: the subscription is back on the new
+			// server before anything is published again.
+			if err := resend(); err != nil {
+				return nil, err
+			}
+		case err != nil && ctx.Err() != nil:
+			return nil, context.Cause(ctx)
+		default:
+			return m, err
 		}
 	}
 }

@@ -16,8 +16,9 @@ var ErrNoStream = errors.New("the ledger's streams do not exist on this NATS (ha
 // Attach opens the existing event and dead-letter streams without creating
 // or changing them, as a client (quota ingest, replay) does, so that its
 // defaults never overwrite the server's configuration. Only the stream
-// names of cfg are read; MaxMsgSize and DuplicateWindow are the event
-// stream's own.
+// names of cfg are read; MaxMsgSize, DuplicateWindow and Replicas are the
+// event stream's own, so that what a client creates beside the stream
+// (quota export's key-value bucket) is kept as many times.
 func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, error) {
 	cfg = cfg.withDefaults()
 	open := func(name string) (jetstream.Stream, error) {
@@ -39,6 +40,9 @@ func Attach(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, e
 	}
 	if d := events.CachedInfo().Config.Duplicates; d > 0 {
 		cfg.DuplicateWindow = d
+	}
+	if n := events.CachedInfo().Config.Replicas; n > 0 {
+		cfg.Replicas = n
 	}
 	rejects, err := open(cfg.RejectStreamName)
 	if err != nil {

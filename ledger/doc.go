@@ -29,7 +29,11 @@
 // conditional and fails with ErrConflict when another append to the
 // namespace came first: that is how admission avoids over-admission across
 // replicas. AppendBatch pipelines many appends with a bounded in-flight
-// window for bulk ingest.
+// window for bulk ingest. On a replicated stream, an append with a message
+// ID that finds no leader, or whose leader goes away before acknowledging
+// it, is sent again with the same ID within Config.AckWaitTimeout: the
+// ID is checked before any expected sequence, so one stored already is
+// answered as a duplicate with its sequence and is never stored twice.
 //
 // # Reading
 //
@@ -66,6 +70,17 @@
 // names a nats-server authorization block, whose users (each with its
 // subject permissions) it then requires; the process's own connections
 // (Embedded.InProcess) authenticate with a key made at start.
+//
+// With EmbeddedConfig.Cluster, the server is a member of a JetStream
+// cluster: it routes to every member listed, and replicated streams are
+// Raft groups across the members, an append acknowledged once a quorum
+// of replicas has stored it (and, with SyncInterval zero on every member,
+// synced it). Embedded.Quorum says whether this member's replica of a
+// stream is in contact with a quorum, which a member cut off from the
+// others learns within QuorumContactWindow, before they can elect a
+// leader without it. Embedded.LameDuckShutdown hands the member's
+// leaderships to the others before it stops, so that a restart costs
+// them no election timeout.
 //
 // # Answers in parts
 //

@@ -46,9 +46,15 @@ type EmbeddedConfig struct {
 	// within the last interval may be lost on power loss (not on a process
 	// crash).
 	SyncInterval time.Duration
-	// ServerName names the server in logs and JetStream metadata. Zero:
+	// ServerName names the server in logs and JetStream metadata; a
+	// cluster member's is required, and unique among the members. Zero:
 	// chosen by the server.
 	ServerName string
+	// Cluster, when its Routes are set, makes the server a member of a
+	// JetStream cluster. Every member syncs as SyncInterval says: give
+	// them all zero, so that a write acknowledged by a quorum is on the
+	// disk of each member of it. Zero: a server of its own.
+	Cluster ClusterConfig
 	// MaxPayload is the largest message accepted. Zero:
 	// DefaultEmbeddedMaxPayload. Keep it at least Config.MaxMsgSize.
 	MaxPayload int32
@@ -85,6 +91,7 @@ func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
 	}
+	c.Cluster = c.Cluster.withDefaults(c.Host)
 	return c
 }
 
@@ -111,6 +118,7 @@ func (c EmbeddedConfig) Validate() error {
 	if c.ReadyTimeout < 0 {
 		problems = append(problems, fmt.Sprintf("ReadyTimeout %s is negative", c.ReadyTimeout))
 	}
+	problems = append(problems, c.Cluster.problems(c.ServerName)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -167,7 +175,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 // serverOptions are the options of the embedded server cfg (with its
 // defaults) describes.
 func serverOptions(cfg EmbeddedConfig) *server.Options {
-	return &server.Options{
+	opts := &server.Options{
 		ServerName: cfg.ServerName,
 		Host:       cfg.Host,
 		Port:       cfg.Port,
@@ -185,10 +193,12 @@ func serverOptions(cfg EmbeddedConfig) *server.Options {
 		NoSigs:                 true,
 		NoLog:                  true,
 		DisableJetStreamBanner: true,
-		// No HTTP monitoring, leaf, route or gateway listeners: the
-		// embedded server serves local clients only.
+		// No HTTP monitoring, leaf or gateway listeners; routes only to
+		// the members of Cluster.
 		HTTPPort: 0,
 	}
+	cfg.Cluster.apply(opts)
+	return opts
 }
 
 // awaitReady returns once srv, started, accepts clients with JetStream
@@ -280,9 +290,12 @@ func (e *Embedded) Shutdown() {
 // error). A stream that met a write error, a full disk's included, takes
 // no append again until the server restarts, even once the cause is gone;
 // nats-server leaves a publish to it unanswered rather than refused.
+// A cluster member reports only such failures of its own store: the
+// cluster's state as it sees it (no leader yet, a replica catching up, a
+// member gone) passes by itself, and Quorum reports it.
 func (e *Embedded) Health() error {
 	h := e.srv.Healthz(nil)
-	if h.StatusCode == http.StatusOK {
+	if h.StatusCode == http.StatusOK || e.Clustered() && !healthProblem(h) {
 		return nil
 	}
 	why := h.Error

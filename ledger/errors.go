@@ -79,6 +79,11 @@ var (
 	// subscriptions closed before its context ended: the connection
 	// closed, or the server took the subscription away.
 	ErrSubscriptionClosed = errors.New("subscription closed")
+
+	// ErrNoQuorum is returned by Embedded.Quorum when this cluster
+	// member's replica of a stream is out of contact with a quorum of its
+	// replicas: cut off from the others, with no leader, or catching up.
+	ErrNoQuorum = errors.New("this member is out of contact with the cluster's quorum")
 )
 
 // ErrArchive is returned by the archive (OpenArchive, Archive.Copy,

@@ -10,8 +10,10 @@ import (
 
 // LastSubjectEvent returns the sequence and the message ID of the last
 // event of namespace ns ("" for cluster-scoped objects): 0 and "" if
-// there is none. A writer whose event depends on what the namespace holds
-// (a resync) tells by it whether the last event is its own.
+// there is none, and an empty ID for an event appended without one. A
+// writer whose event depends on what the namespace holds (a resync) tells
+// by it whether the last event is its own, appended before. It reads from
+// the stream's leader, waiting for one (see Stream.LastSeq).
 func (s *Stream) LastSubjectEvent(ctx context.Context, namespace string) (seq uint64, msgID string, err error) {
 	if namespace != "" {
 		if err := ValidateNamespace(namespace); err != nil {
@@ -19,7 +21,11 @@ func (s *Stream) LastSubjectEvent(ctx context.Context, namespace string) (seq ui
 		}
 	}
 	subject := Subject(namespace)
-	msg, err := s.events.GetLastMsgForSubject(ctx, subject)
+	var msg *jetstream.RawStreamMsg
+	err = s.leaderless(ctx, func(ctx context.Context) (err error) {
+		msg, err = s.events.GetLastMsgForSubject(ctx, subject)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, "", nil
 	}

@@ -18,6 +18,15 @@ const (
 	ReaderBufferMax = 1024
 	// ReaderNextMax is the largest max a Next call accepts.
 	ReaderNextMax = 100_000
+	// ReaderHeartbeat is how often an idle consumer tells its reader it is
+	// there. Two missed in a row make the client create the consumer
+	// again from the last delivered sequence: on a cluster, the member
+	// that held it may be gone (killed, restarted, cut off), and the
+	// reader waits that long before it goes on reading from another.
+	ReaderHeartbeat = time.Second
+	// ReaderStartTimeout bounds how long Reader tries to create its
+	// consumer while JetStream answers that it cannot for now.
+	ReaderStartTimeout = time.Minute
 )
 
 // Record is one message of the event stream as a Reader returns it.
@@ -45,12 +54,19 @@ type Record struct {
 	Err error
 }
 
-// Reader reads the event stream in sequence order through an ordered
-// consumer, which the client recreates from the last delivered sequence
-// on a gap, so records arrive exactly once and in order. A Reader is used
-// by one goroutine at a time.
+// Reader reads the event stream in sequence order from a starting sequence,
+// through an ordered consumer: an ephemeral, flow-controlled consumer that
+// the client recreates from the last delivered sequence whenever it detects
+// a gap, so records arrive exactly once and in order. On a replicated
+// stream the reader recreates it too, from the next sequence it wants,
+// when the client gives up on it (the member holding it gone, the cluster
+// without a leader for a while). A Reader is used by one goroutine at a
+// time.
 type Reader struct {
-	iter    jetstream.MessagesContext
+	s    *Stream
+	iter jetstream.MessagesContext
+	// next is the sequence the reader wants next; the pump's own.
+	next    uint64
 	records chan Record
 	done    chan struct{} // closed by Close
 	exited  chan struct{} // closed when pump returns
@@ -62,32 +78,103 @@ type Reader struct {
 // Reader starts reading at fromSeq (the first sequence wanted; 0 or 1 read
 // from the beginning).
 func (s *Stream) Reader(ctx context.Context, fromSeq uint64) (*Reader, error) {
+	r := &Reader{
+		s:       s,
+		next:    max(fromSeq, 1),
+		records: make(chan Record, ReaderBufferMax),
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	var err error
+	if r.iter, err = r.open(ctx); err != nil {
+		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
+	}
+	go r.pump()
+	return r, nil
+}
+
+// open makes an ordered consumer delivering from r.next on and starts
+// reading it.
+func (r *Reader) open(ctx context.Context) (jetstream.MessagesContext, error) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{SubjectsAll},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		ReplayPolicy:   jetstream.ReplayInstantPolicy,
 	}
-	if fromSeq > 1 {
+	if r.next > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = fromSeq
+		cfg.OptStartSeq = r.next
 	}
-	cons, err := s.events.OrderedConsumer(ctx, cfg)
+	if r.s.cfg.Replicas > 1 {
+		// The client would try again with a backoff growing to 10 s
+		// between attempts; the reader tries more often (reopen).
+		cfg.MaxResetAttempts = 1
+	}
+	cons, err := r.s.orderedConsumer(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
+		return nil, err
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(ReaderBufferMax))
-	if err != nil {
-		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
-	}
-	r := &Reader{
-		iter:    iter,
-		records: make(chan Record, ReaderBufferMax),
-		done:    make(chan struct{}),
-		exited:  make(chan struct{}),
-	}
-	go r.pump()
-	return r, nil
+	return cons.Messages(jetstream.PullMaxMessages(ReaderBufferMax), jetstream.PullHeartbeat(ReaderHeartbeat))
 }
+
+// reopen replaces a consumer the client gave up on, trying until it
+// succeeds, the reader is closed, or JetStream answers that it cannot
+// (not for want of a leader). It reports whether it did.
+func (r *Reader) reopen() bool {
+	r.mu.Lock()
+	r.iter.Stop()
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		iter, err := r.open(ctx)
+		if err == nil {
+			// Close stops the iterator it finds: swap under its lock,
+			// and stop this one at once if Close came first.
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			select {
+			case <-r.done:
+				iter.Stop()
+				return false
+			default:
+				r.iter = iter
+				return true
+			}
+		}
+		if !Unavailable(err) || !pause(ctx, AppendResendWait) {
+			return false
+		}
+	}
+}
+
+// orderedConsumer creates the reader's consumer. While JetStream cannot
+// answer for want of a leader (a cluster electing one, a member just
+// back), the creation is tried again, for ReaderStartTimeout at most.
+func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	giveUp := time.Now().Add(ReaderStartTimeout)
+	for {
+		attempt, cancel := context.WithTimeout(ctx, readerAttemptTimeout)
+		cons, err := s.events.OrderedConsumer(attempt, cfg)
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		if !Unavailable(err) || ctx.Err() != nil || time.Now().After(giveUp) || !pause(ctx, AppendResendWait) {
+			return nil, err
+		}
+	}
+}
+
+// readerAttemptTimeout bounds one attempt to create a reader's consumer.
+const readerAttemptTimeout = 2 * time.Second
 
 // pump moves messages from the consumer into the bounded records channel,
 // decoding them on the way, until the iterator is closed or fails.
@@ -95,7 +182,13 @@ func (r *Reader) pump() {
 	defer close(r.exited)
 	defer close(r.records)
 	for {
-		msg, err := r.iter.Next()
+		r.mu.Lock()
+		iter := r.iter
+		r.mu.Unlock()
+		msg, err := iter.Next()
+		if err != nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) && r.s.cfg.Replicas > 1 && r.reopen() {
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				r.mu.Lock()
@@ -105,6 +198,7 @@ func (r *Reader) pump() {
 			return
 		}
 		rec := recordOf(msg)
+		r.next = rec.Seq + 1
 		select {
 		case r.records <- rec:
 		case <-r.done:
@@ -211,8 +305,10 @@ func (r *Reader) closedErr() error {
 // Records not yet returned are discarded.
 func (r *Reader) Close() {
 	r.stop.Do(func() {
+		r.mu.Lock()
 		close(r.done)
 		r.iter.Stop()
+		r.mu.Unlock()
 	})
 	<-r.exited
 }

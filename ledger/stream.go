@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // Limits of appending.
@@ -18,6 +19,18 @@ const (
 	// AppendBatchEntriesMax is the largest number of entries one AppendBatch
 	// takes; a caller with more splits them.
 	AppendBatchEntriesMax = 100_000
+	// AppendAttemptTimeout bounds the wait for the acknowledgement of one
+	// send of an append with a message ID; past it the append is sent
+	// again (see Append), within Config.AckWaitTimeout in all. A stream
+	// leader acknowledges in milliseconds; one that went away with the
+	// append in flight never does.
+	AppendAttemptTimeout = 2 * time.Second
+	// AppendResendWait is the pause before an append is sent again.
+	AppendResendWait = 250 * time.Millisecond
+	// LeaderAttemptTimeout bounds one read a replicated stream's leader
+	// answers (LastSeq, LastSubjectEvent): it answers in milliseconds,
+	// and a leader stepping down may take a request and answer nothing.
+	LeaderAttemptTimeout = time.Second
 )
 
 // Stream is the event log: a JetStream stream holding Events on per-namespace
@@ -45,13 +58,24 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stream, err
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
 	}
-	events, err := js.CreateOrUpdateStream(ctx, sc)
-	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
-	}
-	rejects, err := js.CreateOrUpdateStream(ctx, cfg.rejectStreamConfig())
-	if err != nil {
-		return nil, fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, noJetStream(err))
+	// Both at once: on a cluster, a new stream waits for its replicas to
+	// elect a leader, seconds each.
+	var events, rejects jetstream.Stream
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		if events, err = js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("open stream %s: %w", cfg.StreamName, noJetStream(err))
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if rejects, err = js.CreateOrUpdateStream(ctx, cfg.rejectStreamConfig()); err != nil {
+			return fmt.Errorf("open stream %s: %w", cfg.RejectStreamName, noJetStream(err))
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return &Stream{js: js, cfg: cfg, events: events, rejects: rejects}, nil
 }
@@ -142,7 +166,16 @@ func (s *Stream) AppendEncoded(ctx context.Context, e Encoded, opts AppendOption
 }
 
 // publish sends msg with the options of an append and waits for its
-// acknowledgement.
+// acknowledgement, at most Config.AckWaitTimeout in all. On a replicated
+// stream (Config.Replicas above 1), an append with a message ID whose
+// send found no stream leader, or was not acknowledged within
+// AppendAttemptTimeout (a leader that died or stepped down with it in
+// flight), is sent again, the same message with the same ID: if the
+// first send was stored after all, JetStream's deduplication answers with
+// its sequence (Duplicate) and stores nothing twice. The message ID is
+// checked before an expected last sequence, so a re-sent conditional
+// append that was stored is a duplicate, not a conflict. An append
+// without one is sent once: sending it again could store it twice.
 func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts AppendOptions) (AppendResult, error) {
 	pubOpts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.cfg.StreamName)}
 	if opts.ExpectLastSubjectSeq != nil {
@@ -150,18 +183,65 @@ func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts A
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AckWaitTimeout)
 	defer cancel()
-	ack, err := s.js.PublishMsg(ctx, msg, pubOpts...)
-	err = classifyPublishError(err)
-	if expect := opts.ExpectLastSubjectSeq; errors.Is(err, ErrConflict) && *expect > 0 && s.trimmedSubject(ctx, msg.Subject, *expect) {
-		// The subject's last event was trimmed from the log: JetStream
-		// knows of none on it, which is what the caller saw.
-		ack, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(s.cfg.StreamName), jetstream.WithExpectLastSequencePerSubject(0))
+	// Only a replicated stream changes leaders; a single server that does
+	// not acknowledge is stuck, and a re-send would only wait again.
+	resend := opts.MsgID != "" && s.cfg.Replicas > 1
+	for sends := 1; ; sends++ {
+		attempt, stop := ctx, context.CancelFunc(func() {})
+		if resend {
+			attempt, stop = context.WithTimeout(ctx, AppendAttemptTimeout)
+		}
+		ack, err := s.js.PublishMsg(attempt, msg, pubOpts...)
 		err = classifyPublishError(err)
+		if expect := opts.ExpectLastSubjectSeq; errors.Is(err, ErrConflict) && *expect > 0 && s.trimmedSubject(attempt, msg.Subject, *expect) {
+			// The subject's last event was trimmed from the log:
+			// JetStream knows of none on it, which is what the caller saw.
+			ack, err = s.js.PublishMsg(attempt, msg, jetstream.WithExpectStream(s.cfg.StreamName), jetstream.WithExpectLastSequencePerSubject(0))
+			err = classifyPublishError(err)
+		}
+		stop()
+		if err == nil {
+			return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+		}
+		if !resend || !resendable(err) || !pause(ctx, AppendResendWait) {
+			if sends > 1 {
+				err = fmt.Errorf("sent %d times with message id %q: %w", sends, opts.MsgID, err)
+			}
+			return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, err)
+		}
 	}
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("append %s %s: %w", msg.Subject, what, err)
+}
+
+// errCodeDuplicateInProcess is JetStream's error code for a message whose
+// ID a send still in process carries (JSStreamDuplicateMessageConflict).
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
+// resendable reports whether an append that failed with err may have
+// failed for want of a stream leader, one that a re-send may find.
+func resendable(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// 503: JetStream unavailable, no leader yet, a cluster electing;
+		// or an earlier send of this very append still in process, whose
+		// sequence a later send is told.
+		return apiErr.Code == 503 || apiErr.ErrorCode == errCodeDuplicateInProcess
 	}
-	return AppendResult{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	// The connection lost its server (a member gone): it reconnects to
+	// another, and the append goes there.
+	lost := errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded)
+	return lost || errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// pause waits d, or until ctx ends: false then.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // trimmedSubject reports whether the last event of subject a caller saw
@@ -193,6 +273,12 @@ type BatchEntry struct {
 // zero when that entry failed. The error joins the failures, each naming
 // its entry index.
 //
+// On a replicated stream, entries with a message ID that failed for want
+// of a leader (see Append) are sent again, in order, in further passes
+// within Config.AckWaitTimeout of the first pass's end; one stored before
+// its leader went away is then a duplicate. A re-sent entry may land after
+// later entries of the batch that its first pass stored.
+//
 // No entry is published when one of them does not encode: a batch is
 // checked whole first, so a caller's bug does not leave half a batch.
 func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]AppendResult, error) {
@@ -200,20 +286,41 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 		return nil, fmt.Errorf("append batch of %d: %w (%d)", len(entries), ErrBatchTooLarge, AppendBatchEntriesMax)
 	}
 	msgs := make([]*nats.Msg, len(entries))
+	todo := make([]int, len(entries))
 	for i, e := range entries {
 		m, err := s.message(e.Event, e.MsgID)
 		if err != nil {
 			return nil, fmt.Errorf("append batch entry %d: %w", i, err)
 		}
-		msgs[i] = m
+		msgs[i], todo[i] = m, i
 	}
 
 	b := &batchAppend{msgs: msgs, results: make([]AppendResult, len(entries)), ackWait: s.cfg.AckWaitTimeout}
+	s.sendPass(ctx, b, todo)
+	resendBy := time.Now().Add(s.cfg.AckWaitTimeout)
+	for s.cfg.Replicas > 1 && time.Now().Before(resendBy) {
+		todo = b.takeResendable()
+		if len(todo) == 0 || !pause(ctx, AppendResendWait) {
+			break
+		}
+		// A leader acknowledges at once: one that does not is gone too.
+		b.ackWait, b.timedOut = AppendAttemptTimeout, false
+		s.sendPass(ctx, b, todo)
+	}
+	if len(b.failures) > 0 {
+		return b.results, fmt.Errorf("append batch: %d of %d failed: %w", len(b.failures), len(entries), joinFailures(b.failures))
+	}
+	return b.results, nil
+}
+
+// sendPass publishes the entries of b at indices todo, in order, and
+// records how each ended.
+func (s *Stream) sendPass(ctx context.Context, b *batchAppend, todo []int) {
 	// window is a FIFO of unacknowledged publishes, at most
 	// AppendBatchInFlightMax long; the oldest is awaited before a new one
 	// is sent once it is full.
 	window := make([]pendingAppend, 0, s.cfg.AppendBatchInFlightMax)
-	for i, m := range msgs {
+	for _, i := range todo {
 		if err := ctx.Err(); err != nil {
 			b.fail(i, err)
 			continue
@@ -228,7 +335,7 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 			// Reuse the backing array instead of letting append grow it.
 			window = append(make([]pendingAppend, 0, s.cfg.AppendBatchInFlightMax), window...)
 		}
-		f, err := s.js.PublishMsgAsync(m, jetstream.WithExpectStream(s.cfg.StreamName))
+		f, err := s.js.PublishMsgAsync(b.msgs[i], jetstream.WithExpectStream(s.cfg.StreamName))
 		if err != nil {
 			b.fail(i, classifyPublishError(err))
 			continue
@@ -238,10 +345,24 @@ func (s *Stream) AppendBatch(ctx context.Context, entries []BatchEntry) ([]Appen
 	for _, p := range window {
 		b.await(ctx, p)
 	}
-	if len(b.failures) > 0 {
-		return b.results, fmt.Errorf("append batch: %d of %d failed: %w", len(b.failures), len(entries), joinFailures(b.failures))
+}
+
+// takeResendable removes from b's failures those a re-send may store
+// (see resendable) and that carry a message ID, and returns their
+// indices in order.
+func (b *batchAppend) takeResendable() []int {
+	var again []int
+	kept := b.failures[:0]
+	for _, f := range b.failures {
+		if resendable(f.err) && b.msgs[f.index].Header.Get(jetstream.MsgIDHeader) != "" {
+			again = append(again, f.index)
+		} else {
+			kept = append(kept, f)
+		}
 	}
-	return b.results, nil
+	b.failures = kept
+	slices.Sort(again)
+	return again
 }
 
 // batchAppend is the state of one AppendBatch: what each entry's
@@ -337,9 +458,15 @@ func joinFailures(failures []entryFailure) error {
 }
 
 // LastSeq returns the sequence of the last event in the stream, 0 if it is
-// empty.
+// empty. The stream's leader answers; on a replicated stream without one
+// for now (an election), it is asked again for Config.AckWaitTimeout at
+// most.
 func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
-	info, err := s.events.Info(ctx)
+	var info *jetstream.StreamInfo
+	err := s.leaderless(ctx, func(ctx context.Context) (err error) {
+		info, err = s.events.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", s.cfg.StreamName, err)
 	}
@@ -377,6 +504,26 @@ func (s *Stream) PurgeBefore(ctx context.Context, seq uint64) (uint64, error) {
 func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, error) {
 	seq, _, err := s.LastSubjectEvent(ctx, namespace)
 	return seq, err
+}
+
+// leaderless calls f, a request its stream's leader answers, with ctx.
+// On a replicated stream each call waits LeaderAttemptTimeout at most (a
+// request the leader took as it stepped down is never answered), and f
+// is called again while it fails for want of a leader (Unavailable), for
+// Config.AckWaitTimeout at most.
+func (s *Stream) leaderless(ctx context.Context, f func(context.Context) error) error {
+	if s.cfg.Replicas <= 1 {
+		return f(ctx)
+	}
+	giveUp := time.Now().Add(s.cfg.AckWaitTimeout)
+	for {
+		attempt, cancel := context.WithTimeout(ctx, LeaderAttemptTimeout)
+		err := f(attempt)
+		cancel()
+		if err == nil || !Unavailable(err) || ctx.Err() != nil || !time.Now().Before(giveUp) || !pause(ctx, AppendResendWait) {
+			return err
+		}
+	}
 }
 
 // message encodes ev into a NATS message on its subject, checking its size

@@ -50,6 +50,9 @@ const (
 	SnapshotTimeout = 10 * time.Minute
 	// SnapshotsListMax bounds the objects a snapshot listing reads.
 	SnapshotsListMax = 10_000
+	// snapshotVisibleTimeout bounds the wait for a snapshot to be found
+	// by name (see Download).
+	snapshotVisibleTimeout = 5 * time.Second
 )
 
 // Names of snapshot objects and their metadata.
@@ -531,6 +534,12 @@ func (s *Snapshots) Download(ctx context.Context, name, path string) (SnapshotIn
 	ctx, cancel := context.WithTimeout(ctx, SnapshotTimeout)
 	defer cancel()
 	obj, err := s.store.Get(ctx, name)
+	// The object store's reads are served by any replica: on a cluster,
+	// one may not hold yet a snapshot just written.
+	for wait := time.Now().Add(snapshotVisibleTimeout); errors.Is(err, jetstream.ErrObjectNotFound) && time.Now().Before(wait); {
+		time.Sleep(50 * time.Millisecond)
+		obj, err = s.store.Get(ctx, name)
+	}
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("get snapshot %s: %w", name, err)
 	}

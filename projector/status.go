@@ -263,21 +263,7 @@ func WriteStatus(w io.Writer, s *Status) error {
 		fmt.Fprintf(tw, "  From:\t%s to %s\n", l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
 	}
 	fmt.Fprintf(tw, "  Limits:\t%s\n", limitsText(l, s.Archive))
-	if l.Replicas > 1 || len(l.Peers) > 0 {
-		fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, l.Leader)
-	} else {
-		fmt.Fprintf(tw, "  Replicas:\t1\n")
-	}
-	for _, p := range l.Peers {
-		state := "current"
-		switch {
-		case p.Offline:
-			state = "offline"
-		case !p.Current:
-			state = fmt.Sprintf("behind by %d", p.Lag)
-		}
-		fmt.Fprintf(tw, "  Peer %s:\t%s, seen %s ago\n", p.Name, state, p.Active.Round(time.Millisecond))
-	}
+	writeMembers(tw, l)
 	pr := s.Projection
 	fmt.Fprintf(tw, "Projection:\tserver %s, applied seq %d, %d pending, rules %d\n", pr.Server, pr.AppliedSeq, pr.Pending, pr.Rules)
 	tw.Flush()
@@ -330,6 +316,38 @@ func writeCheckpoints(b *strings.Builder, s *Status) {
 		l := a.LastSegment
 		fmt.Fprintf(b, "Archive:     %s: seq %d to %d in %d segments, %d bytes, %d checkpoints\n", a.Dir, a.FirstSeq, a.LastSeq, a.Segments, a.Bytes, a.Checkpoints)
 		fmt.Fprintf(b, "  last %s: seq %d to %d, %s to %s\n", l.Name, l.FirstSeq, l.LastSeq, l.FirstTime.Format(time.RFC3339), l.LastTime.Format(time.RFC3339))
+	}
+}
+
+// writeMembers prints the log's replicas: their number, then, when they
+// are on several servers, a line for each, the leader first, each other
+// one current, behind (by how many operations) or offline, with when the
+// leader last heard from it.
+func writeMembers(tw io.Writer, l ledger.LogStatus) {
+	if l.Replicas <= 1 && len(l.Peers) == 0 {
+		fmt.Fprintf(tw, "  Replicas:\t1\n")
+		return
+	}
+	leader := l.Leader
+	if leader == "" {
+		leader = "none (an election is under way, or too few members are up)"
+	}
+	fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, leader)
+	if l.Leader != "" {
+		fmt.Fprintf(tw, "  Member %s:\tleader\n", l.Leader)
+	}
+	for _, p := range l.Peers {
+		state := "current"
+		switch {
+		case p.Offline:
+			state = "offline"
+		case !p.Current:
+			state = "not current"
+		}
+		if p.Lag > 0 {
+			state += fmt.Sprintf(", behind by %d operations", p.Lag)
+		}
+		fmt.Fprintf(tw, "  Member %s:\t%s, heard from %s ago\n", p.Name, state, p.Active.Round(time.Millisecond))
 	}
 }
 

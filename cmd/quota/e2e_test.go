@@ -61,6 +61,8 @@ type ledgerProc struct {
 	data string
 	logs *ledgertest.LogBuffer
 	done chan error
+	// serving receives the client URL once the server says it serves.
+	serving chan string
 }
 
 var servingLine = regexp.MustCompile(`quota ledger serving.* nats=(\S+)`)
@@ -69,20 +71,30 @@ var servingLine = regexp.MustCompile(`quota ledger serving.* nats=(\S+)`)
 // waits until it serves.
 func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
 	t.Helper()
+	s := spawnServer(t, dir, extra...)
+	s.waitServing(30 * time.Second)
+	return s
+}
+
+// spawnServer runs `quota serve` with its data in dir (on a free port
+// unless extra says where) and returns at once; waitServing waits until
+// it serves. It is stopped, and its projection checked, when the test
+// ends.
+func spawnServer(t testing.TB, dir string, extra ...string) *ledgerProc {
+	t.Helper()
 	args := []string{"serve", "--data", dir}
-	if !slices.Contains(extra, "--nats") {
+	if !slices.Contains(extra, "--nats") && !slices.Contains(extra, "--listen") {
 		args = append(args, "--listen", "127.0.0.1:0") // the embedded server's
 	}
 	args = append(args, extra...)
 	cmd := exec.Command(binary, args...)
 	pr, pw := io.Pipe()
-	s := &ledgerProc{t: t, cmd: cmd, data: dir, logs: &ledgertest.LogBuffer{}, done: make(chan error, 1)}
+	s := &ledgerProc{t: t, cmd: cmd, data: dir, logs: &ledgertest.LogBuffer{}, done: make(chan error, 1), serving: make(chan string, 1)}
 	cmd.Stderr = pw
 	cmd.Stdout = s.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
@@ -90,7 +102,7 @@ func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
 			s.logs.Write([]byte(line + "\n"))
 			if m := servingLine.FindStringSubmatch(line); m != nil {
 				select {
-				case urls <- m[1]:
+				case s.serving <- m[1]:
 				default:
 				}
 			}
@@ -101,19 +113,26 @@ func startServer(t testing.TB, dir string, extra ...string) *ledgerProc {
 		pw.Close()
 		s.done <- err
 	}()
-	select {
-	case s.url = <-urls:
-	case err := <-s.done:
-		t.Fatalf("quota serve exited before serving: %v\n%s", err, s.logs)
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("quota serve did not start in 30s\n%s", s.logs)
-	}
 	t.Cleanup(func() {
 		s.stop()
 		checkProjection(t, dir)
 	})
 	return s
+}
+
+// waitServing waits, at most limit, until the server serves, and sets
+// its URL.
+func (s *ledgerProc) waitServing(limit time.Duration) {
+	s.t.Helper()
+	select {
+	case s.url = <-s.serving:
+	case err := <-s.done:
+		s.done <- err
+		s.t.Fatalf("quota serve exited before serving: %v\n%s", err, s.logs)
+	case <-time.After(limit):
+		s.cmd.Process.Kill()
+		s.t.Fatalf("quota serve did not start in %s\n%s", limit, s.logs)
+	}
 }
 
 // checkProjection runs the whole-state check (usedtest.CheckUsed) on the
@@ -951,7 +970,7 @@ spec:
 
 // fileWriter returns a function that writes a file named name under dir
 // and returns its path.
-func fileWriter(t *testing.T, dir string) func(name, body string) string {
+func fileWriter(t testing.TB, dir string) func(name, body string) string {
 	return func(name, body string) string {
 		t.Helper()
 		path := filepath.Join(dir, name)

@@ -128,7 +128,7 @@ func appendFeedPoint(t *testing.T, url, resource string, at time.Time) {
 }
 
 // poll waits, at most limit, until cond holds.
-func poll(t *testing.T, what string, limit time.Duration, cond func() bool) {
+func poll(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(limit); !cond(); {
 		if time.Now().After(deadline) {

@@ -141,7 +141,7 @@ func TestGenerateNameReservationConfirmedEndToEnd(t *testing.T) {
 
 // describedUsed is the used figure of resource in quota name of
 // namespace, as `quota describe` prints it.
-func describedUsed(t *testing.T, s *ledgerProc, namespace, name, resource string) string {
+func describedUsed(t testing.TB, s *ledgerProc, namespace, name, resource string) string {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(resource) + `\s+(\S+)\s+\S+$`)
 	m := line.FindStringSubmatch(s.mustRun("describe", name, "-n", namespace))

@@ -18,7 +18,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 		logJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--data DIR] [--listen HOST:PORT] [--nats URL [--replicas 3]]",
+		Use:   "serve [--data DIR] [--listen HOST:PORT] [--cluster-listen HOST:PORT --routes URL,... --replicas 3 | --nats URL [--replicas 3]]",
 		Short: "Run the ledger: JetStream log, projector and query responders",
 		Long:  serveHelp,
 		Args:  cobra.NoArgs,
@@ -28,7 +28,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			sf.Logger.Info("quota serve starting", "version", version())
-			for _, name := range []string{"listen", "sync", "auth"} {
+			for _, name := range []string{"listen", "sync", "auth", "cluster-listen", "routes", "cluster-name", "cluster-advertise"} {
 				if cmd.Flags().Changed(name) {
 					sf.EmbeddedGiven = append(sf.EmbeddedGiven, name)
 				}
@@ -54,8 +54,13 @@ func addServeFlags(f *pflag.FlagSet, sf *server.Flags) {
 	f.StringVar(&sf.Listen, "listen", server.DefaultListen, "HOST:PORT of the embedded NATS server (port 0: any free port)")
 	f.StringVar(&sf.AuthFile, "auth", "", "nats-server configuration file whose authorization block (users with NKeys or passwords, and each one's subject permissions) the embedded server requires of every client; only that block is read (default: no authentication, for a server on loopback)")
 	f.StringVar(&sf.NATSURL, "nats", "", "URL of an external NATS with JetStream; embeds no server (--creds, --nkey and --tls-* secure the connection)")
-	f.IntVar(&sf.Stream.Replicas, "replicas", 1, "copies of the stream (and of the snapshots) JetStream keeps: 3 on a NATS cluster (--nats), so that an acknowledged event survives the loss of a node; the embedded server keeps 1")
-	f.StringVar(&sf.Sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack) or an interval such as 1s (with --nats, that server's own setting applies)")
+	f.IntVar(&sf.Stream.Replicas, "replicas", 1, "copies of the stream (and of the snapshots and quota export's bucket) JetStream keeps: 3 on a cluster (three members with --routes, or --nats), so that an acknowledged event survives the loss of a node; a server of its own keeps 1")
+	f.StringVar(&sf.ServerName, "server-name", "", "this server's name: its embedded server's in the cluster, unique among the members, and the one quota status shows (default: the host name, a pod's name in a StatefulSet)")
+	f.StringVar(&sf.ClusterListen, "cluster-listen", "", "HOST:PORT where the embedded server takes the other members' routes: with --routes, it is a member of a JetStream cluster (default: a server of its own)")
+	f.StringSliceVar(&sf.Routes, "routes", nil, "route URLs of every member of the cluster, this one included, comma-separated: nats://HOST:PORT,... (every member dials the others; the same list on each)")
+	f.StringVar(&sf.ClusterName, "cluster-name", ledger.DefaultClusterName, "the cluster's name, the same on every member")
+	f.StringVar(&sf.ClusterAdvertise, "cluster-advertise", "", "HOST:PORT the other members reach this one's routes at, when not --cluster-listen's (behind a NAT or a proxy)")
+	f.StringVar(&sf.Sync, "sync", "always", "embedded JetStream sync policy: 'always' (fsync before ack, on every member of a cluster) or an interval such as 1s (with --nats, that server's own setting applies)")
 	f.StringVar(&sf.MaxEventSize, "max-event-size", resource.NewQuantity(ledger.DefaultMaxMsgSize, resource.BinarySI).String(), "largest event the stream takes, in bytes or as a quantity such as 4Mi (a resync too large for one is split, but the names it lists must fit one); an external NATS must take messages as large (max_payload)")
 	f.DurationVar(&sf.Stream.DuplicateWindow, "duplicate-window", ledger.DefaultDuplicateWindow, "how long the stream remembers each event's message ID, within which a re-sent event is a no-op; the NATS server holds about 100 bytes of memory for each ID it remembers")
 	f.BoolVar(&sf.Projector.NoSync, "projection-nosync", false, "do not fsync the projection file (it is rebuilt from the stream after a power loss)")
@@ -129,4 +134,18 @@ resource up to --api-request-timeout after it, and its object is not among
 them. While the exporter is down or behind, reservations hold: the ledger
 over-counts and refuses more, and never admits past a quota.
 
-It stops cleanly on SIGINT or SIGTERM: the batch in hand is committed.`
+With --cluster-listen and --routes (every member's route URL, its own
+included) the embedded server is a member of a JetStream cluster; with
+--replicas 3 on three members, each event is stored on all three, and
+acknowledged once two have synced it. Every member runs its own projection
+and takes queries and admissions in queue groups; a reservation's
+compare-and-swap keeps them from admitting past a quota together. A member
+cut off from the others' quorum stops deciding: its admissions wait for the
+quorum and then fail with 503 saying so, while the others decide. An append
+whose leader went away before acknowledging it is sent again with its
+message ID, which JetStream's deduplication makes harmless.
+
+It stops cleanly on SIGINT or SIGTERM: the requests received are answered,
+the batch in hand is committed, and a cluster member then goes into lame-
+duck mode: it hands the leaderships it holds to the other members and lets
+its clients move to them before it exits.`

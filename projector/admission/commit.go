@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -98,7 +100,7 @@ type queue struct {
 // waiting for the projection. ctx bounds only the caller's wait: a round
 // goes on without it, within RequestTimeout.
 func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (outcome, error) {
-	r.enqueue(namespace, j)
+	r.enqueue(ctx, namespace, j)
 	select {
 	case o := <-j.done:
 		return o, nil
@@ -112,7 +114,7 @@ func (r *Responder) groupCommit(ctx context.Context, namespace string, j *job) (
 // it runs the round (which holds j) itself, then hands what has queued
 // meanwhile to a goroutine of its own, so a lone request is decided
 // without a hand-off between goroutines.
-func (r *Responder) enqueue(namespace string, j *job) {
+func (r *Responder) enqueue(ctx context.Context, namespace string, j *job) {
 	r.mu.Lock()
 	q, ok := r.queues[namespace]
 	if !ok {
@@ -124,13 +126,15 @@ func (r *Responder) enqueue(namespace string, j *job) {
 	q.running = true
 	r.mu.Unlock()
 	if lead {
-		r.rounds(namespace, q, true)
+		r.rounds(ctx, namespace, q, true)
 	}
 }
 
 // rounds runs rounds for a namespace until its queue is empty; a leader
-// (first) runs one and passes the rest on.
-func (r *Responder) rounds(namespace string, q *queue, first bool) {
+// (first) runs one and passes the rest on. ctx is the leader's request's:
+// its round ends by the request's deadline, which the request counted
+// from its arrival.
+func (r *Responder) rounds(ctx context.Context, namespace string, q *queue, first bool) {
 	budget := int(r.stream.Config().MaxMsgSize) / roundBytesShare
 	for {
 		r.mu.Lock()
@@ -148,7 +152,7 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 		jobs := q.jobs[:n:n]
 		q.jobs = q.jobs[n:]
 		r.mu.Unlock()
-		r.round(namespace, jobs)
+		r.round(ctx, namespace, jobs)
 		if first {
 			r.mu.Lock()
 			idle := len(q.jobs) == 0
@@ -158,7 +162,7 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 			}
 			r.mu.Unlock()
 			if !idle {
-				go r.rounds(namespace, q, false)
+				go r.rounds(context.Background(), namespace, q, false)
 			}
 			return
 		}
@@ -167,8 +171,12 @@ func (r *Responder) rounds(namespace string, q *queue, first bool) {
 
 // round decides jobs together and reserves what they charge, delivering
 // each job's outcome (see groupCommit).
-func (r *Responder) round(namespace string, jobs []*job) {
-	ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
+func (r *Responder) round(leader context.Context, namespace string, jobs []*job) {
+	deadline := time.Now().Add(RequestTimeout)
+	if d, ok := leader.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	// A panic deciding the round fails its requests, each answered once,
 	// and leaves the namespace's queue running for the next round.
@@ -383,6 +391,13 @@ func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft)
 		if err != nil {
 			return false, err
 		}
+		if last == d.v.SubjectSeq {
+			// The subject has not moved: a replicated stream's leader
+			// refuses a compare-and-swap while another append to the
+			// subject is on its way to the replicas, whatever the
+			// expected sequence. Let that one land first.
+			conflictPause(ctx)
+		}
 		return true, r.proj.WaitApplied(ctx, last)
 	}
 	if err != nil {
@@ -450,10 +465,15 @@ func (r *Responder) decideUpdate(env *quota.Environment, st *projector.Namespace
 }
 
 // reserve appends reservations as one Reserve event, expecting the
-// namespace's subject to be at expect. No message ID is sent: the
-// compare-and-swap admits one append per sequence, and a client's retry
-// names an object the namespace already holds, so its reservation charges
-// nothing.
+// namespace's subject to be at expect. The compare-and-swap admits one
+// append per sequence, and a client's retry names an object the
+// namespace already holds, so its reservation charges nothing. The event
+// carries a message ID of its own all the same: on a replicated log, an
+// append whose leader went away before acknowledging it is sent again
+// with it (ledger.Stream.Append), and if the first send was stored the
+// second is told so (a duplicate) instead of meeting its own append as a
+// conflict, which would decide the round again against its own
+// reservations and could refuse what it had allowed.
 func (r *Responder) reserve(ctx context.Context, namespace string, reservations []ledger.EncodedReservation, expect uint64) (uint64, error) {
 	ttl, release := r.cfg.ReservationTTL, ""
 	if r.cfg.ReleaseByFeed {
@@ -463,11 +483,27 @@ func (r *Responder) reserve(ctx context.Context, namespace string, reservations 
 	if err != nil {
 		return 0, err
 	}
-	res, err := r.stream.AppendEncoded(ctx, ev, ledger.AppendOptions{ExpectLastSubjectSeq: &expect})
+	res, err := r.stream.AppendEncoded(ctx, ev, ledger.AppendOptions{MsgID: "reserve/" + NewUID(), ExpectLastSubjectSeq: &expect})
 	if err != nil {
 		return 0, err
 	}
 	return res.Seq, nil
+}
+
+// conflictPauseMax bounds the pause after a compare-and-swap refused
+// while another append to the subject was in flight.
+const conflictPauseMax = 20 * time.Millisecond
+
+// conflictPause waits a random while up to conflictPauseMax, or until ctx
+// ends: rounds of several servers refused together do not all try again
+// at once.
+func conflictPause(ctx context.Context) {
+	t := time.NewTimer(conflictPauseMax/4 + rand.N(conflictPauseMax*3/4))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func contains(keys []string, key string) bool {

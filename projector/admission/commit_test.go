@@ -138,7 +138,7 @@ func TestRoundPreparesAgainWhenDefaultsChange(t *testing.T) {
 	}
 	upsert(t, stream, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults","namespace":"team","uid":"lr"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"300m"},"default":{"cpu":"300m"}}]}}`)
 	r.catchUp(t)
-	r.resp.round(ns, []*job{j})
+	r.resp.round(context.Background(), ns, []*job{j})
 	if o := <-j.done; o.err != nil || !o.resp.Allowed {
 		t.Fatalf("create a after the LimitRange: %+v %v, want allowed", o.resp, o.err)
 	}
@@ -161,7 +161,7 @@ func mustView(t *testing.T, r *replica, namespace string) *view {
 // allowed.
 func runRound(t *testing.T, r *replica, namespace string, jobs []*job, want []string) {
 	t.Helper()
-	r.resp.round(namespace, jobs)
+	r.resp.round(context.Background(), namespace, jobs)
 	for i, j := range jobs {
 		o := <-j.done
 		if o.err != nil {

@@ -99,6 +99,15 @@ type Config struct {
 	// decisions that wait for nothing are made on as many cores. Zero:
 	// GOMAXPROCS.
 	Subscribers int
+	// Quorum, when set, says whether this server is in contact with a
+	// quorum of the log's replicas (nil) or why not (an error wrapping
+	// ledger.ErrNoQuorum). While it is not, a request waits for it, within
+	// RequestTimeout, and then fails with code 503 saying so, and no
+	// sweep runs: a server cut off from the others would decide from a
+	// projection that misses what they append. It is called for every
+	// request and must not block. Nil: always in contact (a server of its
+	// own, or one on an external NATS).
+	Quorum func() error
 }
 
 // Validate reports every problem of c in one error.
@@ -203,7 +212,7 @@ func (r *Responder) Run(ctx context.Context) error {
 func (r *Responder) handle(ctx context.Context, m *nats.Msg) func() {
 	defer ledger.Survive(r.cfg.Logger, "read an admission request", func(err error) { r.failed(decoded{m: m}, err) })
 	d := r.decode(m)
-	if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) {
+	if d.err != nil || !d.req.reserving() && !r.states.mayWait(d.namespace) && r.quorum() == nil {
 		r.answer(ctx, d)
 		return nil
 	}
@@ -357,11 +366,18 @@ func (r *Responder) review(ctx context.Context, namespace string, req *request, 
 		return reply(uid, failure(400, "BadRequest", err.Error())), err
 	}
 	uid = req.UID
-	resp, err := r.admit(ctx, namespace, req)
+	err = r.awaitQuorum(ctx)
+	var resp *admissionv1.AdmissionResponse
+	if err == nil {
+		resp, err = r.admit(ctx, namespace, req)
+	}
 	if err != nil {
 		code, reason := int32(500), metav1.StatusReasonInternalError
-		if errors.Is(err, ErrBadRequest) {
+		switch {
+		case errors.Is(err, ErrBadRequest):
 			code, reason = 400, metav1.StatusReasonBadRequest
+		case errors.Is(err, ledger.ErrNoQuorum):
+			code, reason = 503, metav1.StatusReasonServiceUnavailable
 		}
 		return reply(uid, failure(code, reason, err.Error())), err
 	}
@@ -524,7 +540,44 @@ func (r *Responder) sweepDeadlines(ctx context.Context) error {
 // tick tries again, and the requests go on being answered.
 func (r *Responder) sweepOnce(ctx context.Context) (err error) {
 	defer ledger.Survive(r.cfg.Logger, "sweep expired reservations", func(e error) { err = e })
+	if r.quorum() != nil {
+		return nil // its appends could not land; the other servers sweep
+	}
 	return r.sweep(ctx)
+}
+
+// quorum is Config.Quorum's answer, nil without one.
+func (r *Responder) quorum() error {
+	if r.cfg.Quorum == nil {
+		return nil
+	}
+	return r.cfg.Quorum()
+}
+
+// quorumPoll is how often a request waiting for the quorum asks again.
+const quorumPoll = 50 * time.Millisecond
+
+// awaitQuorum returns once this server is in contact with the quorum
+// (Config.Quorum), or an error wrapping ledger.ErrNoQuorum once ctx ends
+// before it is.
+func (r *Responder) awaitQuorum(ctx context.Context) error {
+	err := r.quorum()
+	if err == nil {
+		return nil
+	}
+	waited := time.Now()
+	tick := time.NewTicker(quorumPoll)
+	defer tick.Stop()
+	for err != nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not decided: waited %s for this server to be in contact with the quorum of the log's replicas again, so that it decides on all they hold; the other servers decide: %w",
+				time.Since(waited).Round(time.Millisecond), err)
+		case <-tick.C:
+			err = r.quorum()
+		}
+	}
+	return nil
 }
 
 // expireEvent is the Expire event releasing the reservations of namespace

@@ -10,11 +10,19 @@
 // shuts down last, after its clients.
 //
 // The projection starts from its file, or, when there is none or it cannot
-// go on (another layout or rules, or a log trimmed past it), from the
+// go on (another layout, or a log trimmed past it), from the
 // newest checkpoint the log continues (openProjection); a log that was
 // trimmed and holds no such checkpoint stops the server with
 // projector.ErrNoCheckpoint rather than fold a log missing its start.
 // With a retention a projector.Retainer trims the log.
+//
+// With Config.Cluster the embedded server is a member of a JetStream
+// cluster. A member starting waits for a meta leader and asks again for
+// its streams while the cluster cannot answer (untilAvailable); while it
+// runs, a quorumWatch keeps whether its replica of the log is in contact
+// with a quorum, which admission asks before each decision and /readyz
+// reports; on a stop, after the responders have drained and the projector
+// has stopped, it leaves in lame-duck mode (ledger.Embedded.LameDuckShutdown).
 //
 // # Caveats
 //

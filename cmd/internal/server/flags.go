@@ -29,8 +29,19 @@ type Flags struct {
 	// AdmissionConfigFile is --admission-control-config-file: its
 	// limitedResources apply to admissions. Zero: none.
 	AdmissionConfigFile string
+	// ClusterListen is --cluster-listen: HOST:PORT of the embedded
+	// server's route listener. Zero: no cluster.
+	ClusterListen string
+	// Routes is --routes: the route URL of every member, this one
+	// included. Zero: no cluster.
+	Routes []string
+	// ClusterName is --cluster-name. Zero: ledger.DefaultClusterName.
+	ClusterName string
+	// ClusterAdvertise is --cluster-advertise. Zero: the route listener.
+	ClusterAdvertise string
 	// EmbeddedGiven names the flags given that configure the embedded
-	// server only (listen, sync, auth): refused with --nats.
+	// server only (listen, sync, auth, the cluster's): refused with
+	// --nats.
 	EmbeddedGiven []string
 }
 
@@ -63,11 +74,7 @@ func (f Flags) Validate() error {
 			add("--%s configures the embedded NATS server; with --nats there is none (set it on that NATS server)", name)
 		}
 	}
-	if f.Stream.Replicas < 1 || f.Stream.Replicas > ledger.ReplicasMax {
-		add("--replicas %d: want 1 to %d", f.Stream.Replicas, ledger.ReplicasMax)
-	} else if f.Stream.Replicas > 1 && f.NATSURL == "" {
-		add("--replicas %d needs a NATS cluster (--nats); the embedded server is one node", f.Stream.Replicas)
-	}
+	problems = append(problems, f.clusterProblems()...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -90,6 +97,39 @@ func (f Flags) retentionProblems() []string {
 	}
 	if f.Snapshots.Interval < 0 && f.Snapshots.Every < 0 && f.Retention > 0 {
 		problems = append(problems, "--retention needs checkpoints to trim the log to: --snapshot-every and --snapshot-interval are both off")
+	}
+	return problems
+}
+
+// clusterProblems are what is wrong with --replicas and the cluster's
+// flags.
+func (f Flags) clusterProblems() []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if (f.ClusterListen == "") != (len(f.Routes) == 0) {
+		add("--cluster-listen and --routes go together: a member listens for its peers' routes and lists every member's, its own included")
+	}
+	if f.ClusterListen != "" {
+		if _, port, err := splitHostPort(f.ClusterListen); err != nil || port < 1 {
+			add("--cluster-listen %q: want HOST:PORT with a port the other members dial, such as 0.0.0.0:6222", f.ClusterListen)
+		}
+	}
+	for _, r := range f.Routes {
+		if err := ledger.CheckRoute(r); err != nil {
+			add("--routes: %v", err)
+		}
+	}
+	if len(f.Routes) > ledger.ClusterMembersMax {
+		add("--routes lists %d members, at most %d", len(f.Routes), ledger.ClusterMembersMax)
+	}
+	replicas := f.Stream.Replicas
+	switch {
+	case replicas < 1 || replicas > ledger.ReplicasMax:
+		add("--replicas %d: want 1 to %d", replicas, ledger.ReplicasMax)
+	case replicas > 1 && f.NATSURL == "" && len(f.Routes) == 0:
+		add("--replicas %d needs a cluster: --cluster-listen and --routes (every member, this one included) to make the embedded server one of %d members, or a NATS cluster (--nats)", replicas, replicas)
+	case f.NATSURL == "" && len(f.Routes) > 0 && replicas > len(f.Routes):
+		add("--replicas %d with %d members in --routes: JetStream keeps at most one copy on each member", replicas, len(f.Routes))
 	}
 	return problems
 }
@@ -154,5 +194,9 @@ func Serve(ctx context.Context, f Flags) error {
 	// later (JetStream never lifts a denial); only a Retainer purges it,
 	// and only what a checkpoint covers.
 	cfg.Stream.AllowPurge = true
+	if len(f.Routes) > 0 {
+		host, port, _ := splitHostPort(f.ClusterListen)
+		cfg.Cluster = ledger.ClusterConfig{Name: f.ClusterName, Host: host, Port: port, Advertise: f.ClusterAdvertise, Routes: f.Routes}
+	}
 	return Run(ctx, cfg)
 }

@@ -33,7 +33,24 @@ func TestFlagsValidate(t *testing.T) {
 		{"a sync that is neither always nor an interval", func(f *server.Flags) { f.Sync = "never" }, []string{`--sync "never": want 'always' or a positive interval such as 1s`}},
 		{"an event size over the limit", func(f *server.Flags) { f.MaxEventSize = "1Ti" }, []string{`--max-event-size "1Ti": want a size from 1 to`}},
 		{"a release of neither kind", func(f *server.Flags) { f.Release = "never" }, []string{`--reservation-release "never"`}},
-		{"three replicas on the embedded server", func(f *server.Flags) { f.Stream.Replicas = 3 }, []string{"--replicas 3 needs a NATS cluster (--nats)"}},
+		{"three replicas on the embedded server alone", func(f *server.Flags) { f.Stream.Replicas = 3 }, []string{"--replicas 3 needs a cluster: --cluster-listen and --routes"}},
+		{"three replicas on three members", func(f *server.Flags) {
+			f.Stream.Replicas, f.ClusterListen, f.Routes = 3, "0.0.0.0:6222", []string{"nats://a:6222", "nats://b:6222", "nats://c:6222"}
+		}, nil},
+		{"more replicas than members", func(f *server.Flags) {
+			f.Stream.Replicas, f.ClusterListen, f.Routes = 3, "0.0.0.0:6222", []string{"nats://a:6222", "nats://b:6222"}
+		}, []string{"--replicas 3 with 2 members in --routes"}},
+		{"routes without a route listener", func(f *server.Flags) { f.Routes = []string{"nats://a:6222"} }, []string{"--cluster-listen and --routes go together"}},
+		{"a route listener without routes", func(f *server.Flags) { f.ClusterListen = "0.0.0.0:6222" }, []string{"--cluster-listen and --routes go together"}},
+		{"a route listener on any port", func(f *server.Flags) {
+			f.ClusterListen, f.Routes = "0.0.0.0:0", []string{"nats://a:6222"}
+		}, []string{`--cluster-listen "0.0.0.0:0": want HOST:PORT`}},
+		{"a route that is no nats URL", func(f *server.Flags) {
+			f.ClusterListen, f.Routes = "0.0.0.0:6222", []string{"a:6222"}
+		}, []string{`--routes: "a:6222"`}},
+		{"cluster flags with --nats", func(f *server.Flags) {
+			f.NATSURL, f.EmbeddedGiven = "nats://n:4222", []string{"routes", "cluster-listen"}
+		}, []string{"--routes configures the embedded NATS server", "--cluster-listen configures the embedded NATS server"}},
 		{"embedded flags with --nats", func(f *server.Flags) {
 			f.NATSURL, f.EmbeddedGiven = "nats://n:4222", []string{"listen", "auth"}
 		}, []string{"--listen configures the embedded NATS server", "--auth configures the embedded NATS server"}},

@@ -53,6 +53,14 @@ type Config struct {
 	// NATSURL, when set, is an external NATS (with JetStream) to use
 	// instead of the embedded server.
 	NATSURL string
+	// ServerName names this server: the embedded server's name (a
+	// cluster member's, unique among them) and the server `quota status`
+	// names. Zero: the host name, a pod's name in a StatefulSet.
+	ServerName string
+	// Cluster, when its Routes are set, makes the embedded server a
+	// member of a JetStream cluster (ledger.ClusterConfig). Ignored with
+	// NATSURL.
+	Cluster ledger.ClusterConfig
 	// NATSOptions are added to the connection to NATSURL: credentials and
 	// TLS for a secured server.
 	NATSOptions []nats.Option
@@ -120,6 +128,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = hostName()
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -141,7 +152,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if p.embedded, err = startEmbedded(cfg, p.storeDir, log); err != nil {
 			return err
 		}
-		defer p.embedded.Shutdown()
+		// A cluster member hands its leaderships over and lets its
+		// clients move before it stops (a server of its own just stops).
+		defer p.embedded.LameDuckShutdown()
 		p.url = p.embedded.ClientURL()
 	}
 	js, err := p.connect(ctx, cfg, log)
@@ -149,12 +162,21 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	defer p.nc.Close()
+	if p.member() {
+		p.quorum = newQuorumWatch(p.embedded, p.stream.Config().StreamName)
+	}
 
 	pcfg := cfg.Projector
 	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
 	pcfg.Logger = log
 	p.path = pcfg.Path
-	if p.snaps, err = projector.OpenSnapshots(ctx, js, cfg.Snapshots); err != nil {
+	err = p.untilAvailable(ctx, log, "the snapshot store to be opened", func() (err error) {
+		octx, cancel := p.attempt(ctx)
+		defer cancel()
+		p.snaps, err = projector.OpenSnapshots(octx, js, cfg.Snapshots)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	if p.proj, err = openProjection(ctx, pcfg, p.stream, p.snaps, log); err != nil {
@@ -203,6 +225,9 @@ type parts struct {
 	metrics *metricsServer
 	// admitting is set once admission takes requests (ReadyPath).
 	admitting atomic.Bool
+	// quorum, on a cluster member, says whether it is in contact with
+	// the quorum of the log's replicas; nil otherwise.
+	quorum *quorumWatch
 }
 
 // startEmbedded starts the embedded JetStream server Run uses when no
@@ -220,6 +245,8 @@ func startEmbedded(cfg Config, storeDir string, log *slog.Logger) (*ledger.Embed
 		Host:         host,
 		Port:         port,
 		StoreDir:     storeDir,
+		ServerName:   cfg.ServerName,
+		Cluster:      cfg.Cluster,
 		SyncInterval: cfg.SyncInterval,
 		// The embedded server takes the largest event the stream does
 		// (zero: the default of both).
@@ -232,6 +259,9 @@ func startEmbedded(cfg Config, storeDir string, log *slog.Logger) (*ledger.Embed
 	}
 	log.Info("embedded JetStream started", "url", emb.ClientURL(), "store", storeDir, "sync", syncName(cfg.SyncInterval),
 		"took", time.Since(started).Round(time.Millisecond))
+	if cfg.Cluster.Enabled() {
+		logMember(cfg, log)
+	}
 	if !loopback(host) && !emb.Authenticated() {
 		log.Warn("the embedded NATS server takes connections from other machines, with no authentication: anyone who reaches it can append to the log, decide admissions and purge rejections; to expose the ledger, run it on a secured NATS (--nats)", "listen", cfg.Listen)
 	}
@@ -257,7 +287,7 @@ func (p *parts) connect(ctx context.Context, cfg Config, log *slog.Logger) (jets
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", p.url, err)
 	}
-	js, err := p.openStream(ctx, nc, cfg)
+	js, err := p.openStream(ctx, nc, cfg, log)
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -268,12 +298,32 @@ func (p *parts) connect(ctx context.Context, cfg Config, log *slog.Logger) (jets
 
 // openStream opens the ledger's stream on nc and checks that the NATS
 // server takes its largest event.
-func (p *parts) openStream(ctx context.Context, nc *nats.Conn, cfg Config) (jetstream.JetStream, error) {
+func (p *parts) openStream(ctx context.Context, nc *nats.Conn, cfg Config, log *slog.Logger) (jetstream.JetStream, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	stream, err := ledger.Open(ctx, js, cfg.Stream)
+	if p.member() {
+		// Streams asked for before the members have elected a meta
+		// leader are created only after tens of seconds (nats-server
+		// 2.15): ask once one answers.
+		err = p.untilAvailable(ctx, log, "a JetStream meta leader", func() error {
+			actx, cancel := context.WithTimeout(ctx, metaLeaderPoll)
+			defer cancel()
+			_, err := js.AccountInfo(actx)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+	}
+	var stream *ledger.Stream
+	err = p.untilAvailable(ctx, log, "the stream to be opened", func() (err error) {
+		octx, cancel := p.attempt(ctx)
+		defer cancel()
+		stream, err = ledger.Open(octx, js, cfg.Stream)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +346,9 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
+	if p.quorum != nil {
+		acfg.Quorum = p.quorum.Err
+	}
 	if err := p.buildRetention(ctx, js, cfg, log); err != nil {
 		return err
 	}
@@ -307,6 +360,9 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		reg.MustRegister(storeCollector{js: js, stream: p.stream, dataDir: cfg.DataDir, embedded: p.embedded != nil, retainer: p.retainer})
 		acfg.Metrics = m
 		ready := func() (bool, string) {
+			if p.admitting.Load() && p.quorum != nil && p.quorum.Err() != nil {
+				return false, "admissions wait: " + p.quorum.Err().Error()
+			}
 			if p.admitting.Load() {
 				feeds, err := p.proj.Feeds()
 				if err != nil {
@@ -330,7 +386,7 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		closeMetrics()
 		return err
 	}
-	status := projector.NewStatusResponder(p.nc, p.proj, p.stream, serverName(), log)
+	status := projector.NewStatusResponder(p.nc, p.proj, p.stream, cfg.ServerName, log)
 	retention := time.Duration(0)
 	if p.retainer != nil {
 		retention = cfg.Retention
@@ -373,7 +429,7 @@ func (p *parts) buildRetention(ctx context.Context, js jetstream.JetStream, cfg 
 		TempDir:   cfg.DataDir,
 		// The host name names a pod; the process tells apart two servers
 		// of one machine.
-		Holder:   fmt.Sprintf("%s/%d", serverName(), os.Getpid()),
+		Holder:   fmt.Sprintf("%s/%d", cfg.ServerName, os.Getpid()),
 		Replicas: cfg.Stream.Replicas,
 		Storage:  cfg.Stream.Storage,
 		Logger:   log,
@@ -405,6 +461,9 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		})
 	}
 	g.Go(func() error { return watchStream(gctx, p.stream, p.stream.Identity(), streamCheckInterval, log) })
+	if p.quorum != nil {
+		g.Go(func() error { return p.quorum.Run(gctx, log) })
+	}
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
@@ -417,7 +476,8 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// log held at the start (admission.Responder.Run waits for it too):
 	// ingest, describe (which waits for the log's end) and explain serve
 	// meanwhile.
-	if err := awaitProjection(gctx, p.proj, p.stream, log); err != nil {
+	err := p.untilAvailable(gctx, log, "the stream's position", func() error { return awaitProjection(gctx, p.proj, p.stream, log) })
+	if err != nil {
 		cancel()
 		if errors.Is(err, context.Canceled) {
 			err = nil // a stop; stopped reports a failure that caused it
@@ -574,9 +634,8 @@ func connectionLogs(log *slog.Logger) []nats.Option {
 	}
 }
 
-// serverName names this server in `quota status`: its host name, which is
-// its pod's name in a cluster.
-func serverName() string {
+// hostName is this machine's name, a pod's name in a StatefulSet.
+func hostName() string {
 	name, err := os.Hostname()
 	if err != nil || name == "" {
 		return "unknown"

@@ -181,14 +181,16 @@ func (h *handler) relay(r *http.Request) ([]byte, string, error) {
 	if err := ledger.ValidateNamespace(ns); err != nil {
 		return nil, "", fail(http.StatusBadRequest, "review %s: namespace: %v", head.Request.UID, err)
 	}
-	if !h.nc.IsConnected() {
+	if !connected(ctx, h.nc) {
 		return nil, "", fail(http.StatusServiceUnavailable, "the ledger's NATS is not connected (%s): review %s of namespace %s is not decided", h.nc.Status(), head.Request.UID, ns)
 	}
 	if max := h.nc.MaxPayload(); int64(len(body)) > max {
 		return nil, "", fail(http.StatusRequestEntityTooLarge, "review %s is %d bytes, more than the ledger's NATS takes (%d)", head.Request.UID, len(body), max)
 	}
 	subject := SubjectPrefix + ns
-	msg, err := h.nc.RequestWithContext(ctx, subject, body)
+	// A reconnection meanwhile (a ledger member going away) sends the
+	// review again; the ledger decides a review's uid once.
+	msg, err := ledger.RequestAnswer(ctx, h.nc, subject, body, timeout)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, "", fail(http.StatusServiceUnavailable, "no ledger answers %s: is 'quota serve' running on this NATS, and caught up with its stream?", subject)
@@ -260,4 +262,29 @@ func writeStatus(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
+}
+
+// reconnectGrace is how long a review waits for a connection to the
+// ledger's NATS that is being made again (a ledger member stopping, its
+// clients moving to another) before it fails at once.
+const reconnectGrace = time.Second
+
+// connected reports whether nc is connected, waiting reconnectGrace at
+// most (and not past ctx) for it to be again.
+func connected(ctx context.Context, nc *nats.Conn) bool {
+	if nc.IsConnected() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, reconnectGrace)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }

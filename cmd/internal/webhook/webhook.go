@@ -209,6 +209,15 @@ func connect(cfg Config, m *metrics, log *slog.Logger) (*nats.Conn, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			log.Warn("NATS error", "err", err)
 		}),
+		// A ledger member stopping (a rolling restart) says so before it
+		// closes its clients' connections: move to another member at
+		// once, the reviews in flight sent again there.
+		nats.LameDuckModeHandler(func(nc *nats.Conn) {
+			log.Info("the ledger's NATS server is going away (lame-duck mode): moving to another", "url", nc.ConnectedUrlRedacted())
+			if err := nc.ForceReconnect(); err != nil {
+				log.Warn("could not move to another NATS server", "err", err)
+			}
+		}),
 	}, cfg.NATSOptions...)
 	nc, err := nats.Connect(cfg.NATSURL, opts...)
 	if err != nil {

@@ -95,6 +95,7 @@ components:
 	}
 
 	withNarrowRBAC := componentOverlay(t, dir, "narrow-rbac")
+	singleNode := filepath.Join(dir, "overlays", "single-node")
 
 	c := kubecluster.Start(t, kubecluster.Options{})
 	installCRDs(t, c)
@@ -109,6 +110,7 @@ components:
 		{"base with the cert-manager and ServiceMonitor components", withComponents},
 		{"base with the narrow-rbac component", withNarrowRBAC},
 		{"base with the no-client-ca component", withoutClientCA},
+		{"overlays/single-node", singleNode},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := render(t, tc.path)
@@ -126,6 +128,9 @@ components:
 			checkServiceMonitors(t, objects)
 			checkClaimRetention(t, objects)
 			checkServeArgs(t, objects)
+			if tc.path == dir {
+				checkServeMembers(t, objects)
+			}
 			if tc.path == withNarrowRBAC {
 				checkNarrowRBAC(t, c, objects)
 			}
@@ -491,5 +496,68 @@ func checkServiceMonitors(t *testing.T, objects []*unstructured.Unstructured) {
 		if !found {
 			t.Errorf("ServiceMonitor %s selects no Service by %v", m.GetName(), match)
 		}
+	}
+}
+
+// checkServeMembers checks that deploy/ runs quota serve as three members
+// of one cluster that survives the loss of any one: a StatefulSet of
+// three started together, each routing to every member by its name in a
+// headless Service that publishes not-ready pods, with three replicas of
+// the log, at most one member down at a time (PodDisruptionBudget), one
+// per node, and time to hand over in lame-duck mode when stopped.
+func checkServeMembers(t *testing.T, objects []*unstructured.Unstructured) {
+	t.Helper()
+	var sts appsv1.StatefulSet
+	services := map[string]corev1.Service{}
+	var pdbSelects bool
+	for _, o := range objects {
+		switch {
+		case o.GetKind() == "StatefulSet" && o.GetName() == "quota-serve":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &sts); err != nil {
+				t.Fatal(err)
+			}
+		case o.GetKind() == "Service":
+			var svc corev1.Service
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc); err != nil {
+				t.Fatal(err)
+			}
+			services[svc.Name] = svc
+		case o.GetKind() == "PodDisruptionBudget" && o.GetName() == "quota-serve":
+			maxUnavailable, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "maxUnavailable")
+			component, _, _ := unstructured.NestedString(o.Object, "spec", "selector", "matchLabels", "app.kubernetes.io/component")
+			pdbSelects = fmt.Sprint(maxUnavailable) == "1" && component == "serve"
+		}
+	}
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 || sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("StatefulSet quota-serve: replicas %v, pod management %q; want 3, Parallel", ptrString(sts.Spec.Replicas), sts.Spec.PodManagementPolicy)
+	}
+	headless := services[sts.Spec.ServiceName]
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone || !headless.Spec.PublishNotReadyAddresses ||
+		!slices.ContainsFunc(headless.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == 6222 }) {
+		t.Errorf("the StatefulSet's Service %q: %+v; want it headless, publishing not-ready addresses, on port 6222", sts.Spec.ServiceName, headless.Spec)
+	}
+	if !pdbSelects {
+		t.Error("no PodDisruptionBudget quota-serve with maxUnavailable 1 over the serve pods")
+	}
+	pod := sts.Spec.Template.Spec
+	if pod.Affinity == nil || pod.Affinity.PodAntiAffinity == nil || len(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 || len(pod.TopologySpreadConstraints) == 0 {
+		t.Error("the serve pods are not kept apart: no required anti-affinity or no topology spread")
+	}
+	if c := pod.Containers[0]; c.Lifecycle == nil || c.Lifecycle.PreStop == nil || pod.TerminationGracePeriodSeconds == nil || *pod.TerminationGracePeriodSeconds < 60 {
+		t.Errorf("the serve container: preStop %+v, grace %v s; want a preStop and at least 60 s", c.Lifecycle, ptrString(pod.TerminationGracePeriodSeconds))
+	}
+	var routes string
+	for _, a := range pod.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--routes="); ok {
+			routes = v
+		}
+	}
+	for i := range 3 {
+		if want := fmt.Sprintf("nats://%s-%d.%s:6222", sts.Name, i, sts.Spec.ServiceName); !strings.Contains(routes, want) {
+			t.Errorf("--routes=%s does not list member %d as %s", routes, i, want)
+		}
+	}
+	if !slices.Contains(pod.Containers[0].Args, "--replicas=3") {
+		t.Errorf("quota serve runs with %v, without --replicas=3", pod.Containers[0].Args)
 	}
 }
