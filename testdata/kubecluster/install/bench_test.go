@@ -133,6 +133,7 @@ func BenchmarkPodCreates(b *testing.B) {
 				b.ReportMetric(r.perSecond(), fmt.Sprintf("creates/s@%d", clients))
 				b.ReportMetric(float64(r.quantile(0.99).Microseconds())/1000, fmt.Sprintf("p99-ms@%d", clients))
 				b.ReportMetric(float64(r.conflicts), fmt.Sprintf("409s@%d", clients))
+				b.ReportMetric(float64(r.cpu["apiserver"].Microseconds())/1000, fmt.Sprintf("apiserver-cpu-ms@%d", clients))
 			}
 		})
 	}
@@ -298,11 +299,11 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 }
 
 // apiserverMetrics reads the API server's metrics (see parseMetrics).
-func apiserverMetrics(b *testing.B, c *kubecluster.Cluster) map[string]float64 {
-	b.Helper()
+func apiserverMetrics(t testing.TB, c *kubecluster.Cluster) map[string]float64 {
+	t.Helper()
 	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
-		b.Fatalf("the API server's metrics: %v", err)
+		t.Fatalf("the API server's metrics: %v", err)
 	}
 	return parseMetrics(raw)
 }
