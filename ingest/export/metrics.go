@@ -12,6 +12,7 @@ type metrics struct {
 	events        *prometheus.CounterVec
 	resyncs       *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
+	bookmarks     *prometheus.CounterVec
 	listErrors    *prometheus.CounterVec
 	inFlight      prometheus.Gauge
 	windowFull    prometheus.Counter
@@ -36,6 +37,8 @@ func newMetrics() *metrics {
 			Help: "Lists followed by a resync, by resource and reason (initial, 410, gap, takeover)."}, []string{"resource", "reason"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_watch_restarts_total",
 			Help: "Watches started again after the first, by resource."}, []string{"resource"}),
+		bookmarks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_bookmarks_total",
+			Help: "Bookmarks the watches received, by resource: on a quiet resource, what moves its checkpoint and its feed's progress."}, []string{"resource"}),
 		listErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_list_errors_total",
 			Help: "Lists that failed (retried with backoff), by resource."}, []string{"resource"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "quota_export_appends_in_flight",
@@ -61,7 +64,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.events, m.resyncs, m.watchRestarts, m.listErrors, m.inFlight, m.windowFull, m.leader, m.streams, m.synced, m} {
+	for _, c := range []prometheus.Collector{m.events, m.resyncs, m.watchRestarts, m.bookmarks, m.listErrors, m.inFlight, m.windowFull, m.leader, m.streams, m.synced, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -220,6 +220,7 @@ func (s *stream) UpdateResourceVersion(rv string) {
 
 // Bookmark is a bookmark's resourceVersion.
 func (s *stream) Bookmark(rv string) error {
+	s.x.metrics.bookmarks.WithLabelValues(s.res.Name()).Inc()
 	s.UpdateResourceVersion(rv)
 	return nil
 }
