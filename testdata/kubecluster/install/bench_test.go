@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +91,9 @@ func (r benchRun) quantile(q float64) time.Duration {
 // the ways. With BENCH_SPLIT_CPUS=1 the test process (kube-apiserver,
 // etcd, the clients) runs on the first half of the CPUs and the ledger's
 // processes on the other half, as on a cluster where they run on other
-// nodes than the control plane. Run it with make bench-webhook.
+// nodes than the control plane. With BENCH_PROFILE=DIR each run writes
+// a CPU profile of the test process to DIR/WAY-CLIENTS.pprof. Run it with
+// make bench-webhook.
 func BenchmarkPodCreates(b *testing.B) {
 	creates := 1000
 	if v := os.Getenv("BENCH_CREATES"); v != "" {
@@ -103,6 +107,7 @@ func BenchmarkPodCreates(b *testing.B) {
 	if os.Getenv("BENCH_SPLIT_CPUS") != "" {
 		cpus = splitCPUs(b)
 	}
+	profiles := os.Getenv("BENCH_PROFILE")
 	results := map[string][]benchRun{}
 	for _, way := range benchWays {
 		b.Run(way, func(b *testing.B) {
@@ -126,7 +131,9 @@ func BenchmarkPodCreates(b *testing.B) {
 					benchQuota(b, c, ns, way == "plugin")
 				}
 				before := measure(b, c, e)
+				stop := startProfile(b, profiles, fmt.Sprintf("%s-%d", way, clients))
 				r := createPods(b, c.Config, ns, clients, creates)
+				stop()
 				measure(b, c, e).since(before, &r)
 				results[way] = append(results[way], r)
 				checkCounted(b, c, e, ns, r.creates)
@@ -198,6 +205,29 @@ func printBench(creates int, cpus string, results map[string][]benchRun) {
 	}
 	fmt.Println("enforcer: the API server's mean time in the ResourceQuota plugin, or in its call of the webhook, over an allowed create")
 	fmt.Println("CPU per create: apiserver is the test process (kube-apiserver, etcd and the clients); serve, export and webhook the ledger's processes")
+}
+
+// startProfile starts a CPU profile of this process (kube-apiserver,
+// etcd, the clients) into dir/name.pprof when dir is set, and returns
+// what stops it.
+func startProfile(b *testing.B, dir, name string) (stop func()) {
+	b.Helper()
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // splitCPUs runs this process on the first half of the CPUs and every
