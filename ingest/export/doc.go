@@ -22,6 +22,13 @@
 // with kubectl keeps its data in last-applied-configuration): they reach
 // the exporter, and trimming drops them before anything is appended.
 //
+// Built-in kinds are read as protobuf, the format kube-apiserver's own
+// clients read, so that its watch cache encodes their events once
+// (protobuf.go): those read whole are decoded into their k8s.io/api types
+// and trimmed from them, to the same bytes their JSON gives; those only
+// counted as PartialObjectMetadata. Custom resources and the kinds of
+// aggregated APIs are read as JSON.
+//
 // # Invariant
 //
 // For every resource, the log holds every watch event up to the

@@ -18,9 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -35,6 +37,8 @@ type Exporter struct {
 	log       *slog.Logger
 	stream    *ledger.Stream
 	rest      *rest.RESTClient
+	typed     *rest.RESTClient
+	meta      metadata.Interface
 	client    kubernetes.Interface
 	discovery discovery.DiscoveryInterface
 	metrics   *metrics
@@ -77,7 +81,19 @@ func New(cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	client, err := kubernetes.NewForConfig(kc)
+	// Protobuf where the API server has it (protobuf.go): its own clients
+	// read it, so it encodes each watch event in it anyway.
+	pb := rest.CopyConfig(raw)
+	pb.AcceptContentTypes, pb.ContentType = AcceptProtobuf, runtime.ContentTypeProtobuf
+	typed, err := rest.UnversionedRESTClientFor(pb)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	meta, err := metadata.NewForConfig(kc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	client, err := kubernetes.NewForConfig(pb)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
@@ -96,7 +112,7 @@ func New(cfg Config) (*Exporter, error) {
 		}
 	}
 	return &Exporter{
-		cfg: cfg, log: cfg.Log, stream: cfg.Stream, rest: rc, client: client,
+		cfg: cfg, log: cfg.Log, stream: cfg.Stream, rest: rc, typed: typed, meta: meta, client: client,
 		discovery: discoveryClient, metrics: m,
 		window:  newWindow(cfg.InFlightMax, m),
 		streams: map[string]*running{},

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
@@ -55,12 +57,16 @@ func (r resource) path() string {
 	return "/apis/" + r.GVR.Group + "/" + r.GVR.Version + "/" + r.GVR.Resource
 }
 
-// listWatch lists and watches one resource in every namespace, over raw
-// JSON, and trims each object as it is decoded: a Reflector's
-// ListerWatcher whose objects are items. It implements
-// cache.ListerWatcherWithContext.
+// listWatch lists and watches one resource in every namespace, in the
+// format it is read in (protobuf.go), and trims each object as it is
+// decoded: a Reflector's ListerWatcher whose objects are items. It
+// implements cache.ListerWatcherWithContext.
 type listWatch struct {
+	// client reads raw JSON; typed reads protobuf into k8s.io/api types;
+	// meta reads PartialObjectMetadata.
 	client *rest.RESTClient
+	typed  *rest.RESTClient
+	meta   metadata.Interface
 	res    resource
 	// events observes what happens to the stream: lists, watches and the
 	// errors that end them.
@@ -95,10 +101,6 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 			return &itemList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}, nil
 		}
 	}
-	accept := acceptJSON
-	if lw.res.MetadataOnly {
-		accept = acceptMetadataList
-	}
 	// Pages of ListPageSize, read as the latest state (a resourceVersion
 	// of "0" would let the watch cache answer with everything at once):
 	// only one page is held untrimmed.
@@ -106,43 +108,85 @@ func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 	list := &itemList{}
 	for {
 		pageCtx, cancel := context.WithTimeout(ctx, RequestTimeout)
-		body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
-			VersionedParams(&opts, metav1.ParameterCodec).DoRaw(pageCtx)
+		var (
+			page listPage
+			err  error
+		)
+		if lw.res.format() == readJSON {
+			page, err = lw.listJSON(pageCtx, opts)
+		} else {
+			page, err = lw.listTyped(pageCtx, opts)
+		}
 		cancel()
-		if err != nil {
+		var failed requestError
+		switch {
+		case errors.As(err, &failed):
 			if ctx.Err() == nil {
-				lw.events.listFailed(err)
+				lw.events.listFailed(failed.err)
 			}
-			return nil, err
+			return nil, failed.err
+		case err != nil:
+			return nil, fmt.Errorf("list %s: %w", lw.res.Name(), err)
 		}
-		var page struct {
-			Metadata metav1.ListMeta   `json:"metadata"`
-			Items    []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			return nil, fmt.Errorf("decode the list of %s: %w", lw.res.Name(), err)
-		}
-		body = nil
-		for i, raw := range page.Items {
-			it, err := trim(raw, lw.res.apiVersion(), lw.res.Kind)
-			if err != nil {
-				return nil, fmt.Errorf("list %s: item %d: %w", lw.res.Name(), len(list.Items), err)
-			}
-			list.Items = append(list.Items, *it)
-			page.Items[i] = nil
-		}
+		list.Items = append(list.Items, page.items...)
 		if list.ResourceVersion == "" {
-			list.ResourceVersion = page.Metadata.ResourceVersion
+			list.ResourceVersion = page.resourceVersion
 		}
-		if page.Metadata.Continue == "" {
+		if page.continueToken == "" {
 			return list, nil
 		}
-		opts.Continue = page.Metadata.Continue
+		opts.Continue = page.continueToken
 	}
+}
+
+// listPage is one page of a list, its objects trimmed into items.
+type listPage struct {
+	items                          []item
+	resourceVersion, continueToken string
+}
+
+// requestError is a list request that failed, as opposed to a response
+// that could not be decoded.
+type requestError struct{ err error }
+
+func (e requestError) Error() string { return e.err.Error() }
+
+// listJSON lists one page of a resource read as raw JSON.
+func (lw *listWatch) listJSON(ctx context.Context, opts metav1.ListOptions) (listPage, error) {
+	accept := acceptJSON
+	if lw.res.MetadataOnly {
+		accept = acceptMetadataList
+	}
+	body, err := lw.client.Get().AbsPath(lw.res.path()).SetHeader("Accept", accept).
+		VersionedParams(&opts, metav1.ParameterCodec).DoRaw(ctx)
+	if err != nil {
+		return listPage{}, requestError{err}
+	}
+	var raw struct {
+		Metadata metav1.ListMeta   `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return listPage{}, fmt.Errorf("decode the page: %w", err)
+	}
+	body = nil
+	page := listPage{resourceVersion: raw.Metadata.ResourceVersion, continueToken: raw.Metadata.Continue}
+	for i, r := range raw.Items {
+		it, err := trim(r, lw.res.apiVersion(), lw.res.Kind)
+		if err != nil {
+			return listPage{}, fmt.Errorf("item %d: %w", i, err)
+		}
+		page.items = append(page.items, *it)
+		raw.Items[i] = nil
+	}
+	return page, nil
 }
 
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	lw.events.watching()
+	if lw.res.format() != readJSON {
+		return lw.watchTyped(ctx, opts)
+	}
 	opts.Watch = true
 	accept := acceptJSON
 	if lw.res.MetadataOnly {

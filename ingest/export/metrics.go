@@ -13,6 +13,7 @@ type metrics struct {
 	resyncs       *prometheus.CounterVec
 	unchanged     *prometheus.CounterVec
 	watchRestarts *prometheus.CounterVec
+	bookmarks     *prometheus.CounterVec
 	listErrors    *prometheus.CounterVec
 	inFlight      prometheus.Gauge
 	windowFull    prometheus.Counter
@@ -39,6 +40,8 @@ func newMetrics() *metrics {
 			Help: "Namespaces (or the cluster scope) of a resync whose listed object versions the log held already, so that no resync event was appended, by resource."}, []string{"resource"}),
 		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_watch_restarts_total",
 			Help: "Watches started again after the first, by resource."}, []string{"resource"}),
+		bookmarks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_bookmarks_total",
+			Help: "Bookmarks the watches received, by resource: on a quiet resource, what moves its checkpoint and its feed's progress."}, []string{"resource"}),
 		listErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quota_export_list_errors_total",
 			Help: "Lists that failed (retried with backoff), by resource."}, []string{"resource"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "quota_export_appends_in_flight",
@@ -64,7 +67,7 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.events, m.resyncs, m.unchanged, m.watchRestarts, m.listErrors, m.inFlight, m.windowFull, m.leader, m.streams, m.synced, m} {
+	for _, c := range []prometheus.Collector{m.events, m.resyncs, m.unchanged, m.watchRestarts, m.bookmarks, m.listErrors, m.inFlight, m.windowFull, m.leader, m.streams, m.synced, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -89,11 +89,11 @@ func trim(raw []byte, apiVersion, kind string) (*item, error) {
 }
 
 // lastWrite is the latest time meta records a write of its object at.
-func lastWrite(meta *metav1.ObjectMeta) time.Time {
+func lastWrite(meta metav1.Object) time.Time {
 	// Not the deletionTimestamp: it is the end of the grace period, in
 	// the future when the deletion is asked.
-	latest := meta.CreationTimestamp.Time
-	for _, f := range meta.ManagedFields {
+	latest := meta.GetCreationTimestamp().Time
+	for _, f := range meta.GetManagedFields() {
 		if f.Time != nil && f.Time.After(latest) {
 			latest = f.Time.Time
 		}

@@ -118,7 +118,7 @@ func newStream(ctx context.Context, x *Exporter, res resource, resumeRV, firstRe
 // run lists and watches until ctx ends, then appends what it has read,
 // within the flush timeout (Config.flushTimeout).
 func (s *stream) run(ctx context.Context) {
-	lw := &listWatch{client: s.x.rest, res: s.res, events: s}
+	lw := &listWatch{client: s.x.rest, typed: s.x.typed, meta: s.x.meta, res: s.res, events: s}
 	r := cache.NewReflectorWithOptions(lw, nil, s, cache.ReflectorOptions{
 		Name:            "quota export " + s.res.Name(),
 		TypeDescription: s.res.Name(),
@@ -223,6 +223,7 @@ func (s *stream) UpdateResourceVersion(rv string) {
 
 // Bookmark is a bookmark's resourceVersion.
 func (s *stream) Bookmark(rv string) error {
+	s.x.metrics.bookmarks.WithLabelValues(s.res.Name()).Inc()
 	s.UpdateResourceVersion(rv)
 	return nil
 }

@@ -7,8 +7,10 @@
 // interchangeable, and a review is decided (and a create reserved) by the
 // ledger, whose per-namespace compare-and-swap keeps replicas of both from
 // over-admitting. The webhook reads of a review only what routes it (its
-// apiVersion, kind, uid and namespace) and of the reply only what checks it
-// (the uid) and counts it (allowed, or the denial's code).
+// apiVersion, kind, uid and namespace), in one pass over its bytes that
+// skips the object without decoding it (ledger/jsonscan; encoding/json
+// reads what the scan cannot vouch for), and of the reply only what checks
+// it (the uid) and counts it (allowed, or the denial's code).
 //
 // A review the webhook cannot have decided gets an HTTP error with a
 // metav1.Status body saying why, never an AdmissionReview: the API server

@@ -63,14 +63,18 @@ func (h *handler) ready(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// reviewHead is what the webhook reads of a review: what routes it.
+// reviewHead is what the webhook reads of a review: what routes it
+// (readHead).
 type reviewHead struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Request    *struct {
-		UID       string `json:"uid"`
-		Namespace string `json:"namespace"`
-	} `json:"request"`
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Request    *requestHead `json:"request"`
+}
+
+// requestHead is what the webhook reads of a review's request.
+type requestHead struct {
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
 }
 
 // replyHead is what the webhook reads of the ledger's reply: what checks
@@ -164,8 +168,8 @@ func (h *handler) relay(r *http.Request) ([]byte, string, error) {
 	if len(body) > ReviewSizeMax {
 		return nil, "", fail(http.StatusRequestEntityTooLarge, "the review is larger than %d bytes", ReviewSizeMax)
 	}
-	var head reviewHead
-	if err := json.Unmarshal(body, &head); err != nil {
+	head, err := readHead(body)
+	if err != nil {
 		return nil, "", fail(http.StatusBadRequest, "the body is not an AdmissionReview: %v", err)
 	}
 	if head.APIVersion != "admission.k8s.io/v1" || head.Kind != "AdmissionReview" {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +91,9 @@ func (r benchRun) quantile(q float64) time.Duration {
 // the ways. With BENCH_SPLIT_CPUS=1 the test process (kube-apiserver,
 // etcd, the clients) runs on the first half of the CPUs and the ledger's
 // processes on the other half, as on a cluster where they run on other
-// nodes than the control plane. Run it with make bench-webhook.
+// nodes than the control plane. With BENCH_PROFILE=DIR each run writes
+// a CPU profile of the test process to DIR/WAY-CLIENTS.pprof. Run it with
+// make bench-webhook.
 func BenchmarkPodCreates(b *testing.B) {
 	creates := 1000
 	if v := os.Getenv("BENCH_CREATES"); v != "" {
@@ -103,6 +107,7 @@ func BenchmarkPodCreates(b *testing.B) {
 	if os.Getenv("BENCH_SPLIT_CPUS") != "" {
 		cpus = splitCPUs(b)
 	}
+	profiles := os.Getenv("BENCH_PROFILE")
 	results := map[string][]benchRun{}
 	for _, way := range benchWays {
 		b.Run(way, func(b *testing.B) {
@@ -126,13 +131,18 @@ func BenchmarkPodCreates(b *testing.B) {
 					benchQuota(b, c, ns, way == "plugin")
 				}
 				before := measure(b, c, e)
+				stop := startProfile(b, profiles, fmt.Sprintf("%s-%d", way, clients))
 				r := createPods(b, c.Config, ns, clients, creates)
+				stop()
 				measure(b, c, e).since(before, &r)
 				results[way] = append(results[way], r)
 				checkCounted(b, c, e, ns, r.creates)
 				b.ReportMetric(r.perSecond(), fmt.Sprintf("creates/s@%d", clients))
 				b.ReportMetric(float64(r.quantile(0.99).Microseconds())/1000, fmt.Sprintf("p99-ms@%d", clients))
 				b.ReportMetric(float64(r.conflicts), fmt.Sprintf("409s@%d", clients))
+				for name, t := range r.cpu {
+					b.ReportMetric(float64(t.Microseconds())/1000, fmt.Sprintf("%s-cpu-ms@%d", name, clients))
+				}
 			}
 		})
 	}
@@ -197,6 +207,29 @@ func printBench(creates int, cpus string, results map[string][]benchRun) {
 	}
 	fmt.Println("enforcer: the API server's mean time in the ResourceQuota plugin, or in its call of the webhook, over an allowed create")
 	fmt.Println("CPU per create: apiserver is the test process (kube-apiserver, etcd and the clients); serve, export and webhook the ledger's processes")
+}
+
+// startProfile starts a CPU profile of this process (kube-apiserver,
+// etcd, the clients) into dir/name.pprof when dir is set, and returns
+// what stops it.
+func startProfile(b *testing.B, dir, name string) (stop func()) {
+	b.Helper()
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // splitCPUs runs this process on the first half of the CPUs and every
@@ -298,11 +331,11 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 }
 
 // apiserverMetrics reads the API server's metrics (see parseMetrics).
-func apiserverMetrics(b *testing.B, c *kubecluster.Cluster) map[string]float64 {
-	b.Helper()
+func apiserverMetrics(t testing.TB, c *kubecluster.Cluster) map[string]float64 {
+	t.Helper()
 	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
-		b.Fatalf("the API server's metrics: %v", err)
+		t.Fatalf("the API server's metrics: %v", err)
 	}
 	return parseMetrics(raw)
 }

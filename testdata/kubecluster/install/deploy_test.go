@@ -191,9 +191,9 @@ func render(t *testing.T, path string) []*unstructured.Unstructured {
 
 // checkWebhookConfiguration checks what the ValidatingWebhookConfiguration
 // promises: failurePolicy Fail, no side effects on dry runs, a small
-// timeout, kube-system and the ledger's namespace exempt, pods with their
-// resize, claims and services covered, and the CA of the credentials
-// trusted (or cert-manager's injected).
+// timeout, kube-system and the ledger's namespace exempt, for each of its
+// webhooks; pods with their resize, claims and services covered; and the
+// CA of the credentials trusted (or cert-manager's injected).
 func checkWebhookConfiguration(t *testing.T, objects []*unstructured.Unstructured, caPEM []byte, certManager bool) {
 	t.Helper()
 	for _, o := range objects {
@@ -207,6 +207,7 @@ func checkWebhookConfiguration(t *testing.T, objects []*unstructured.Unstructure
 		if certManager && vwc.Annotations["cert-manager.io/inject-ca-from"] != "quota-system/quota-webhook" {
 			t.Errorf("with cert-manager, no CA injection annotation: %v", vwc.Annotations)
 		}
+		var resources []string
 		for _, w := range vwc.Webhooks {
 			if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
 				t.Errorf("%s: failurePolicy %s, want Fail", w.Name, ptrString(w.FailurePolicy))
@@ -227,17 +228,16 @@ func checkWebhookConfiguration(t *testing.T, objects []*unstructured.Unstructure
 			if !exempt {
 				t.Errorf("%s: kube-system and quota-system are not exempt by %s: %+v", w.Name, corev1.LabelMetadataName, w.NamespaceSelector)
 			}
-			var resources []string
 			for _, r := range w.Rules {
 				resources = append(resources, r.Resources...)
 			}
-			for _, want := range []string{"pods", "pods/resize", "persistentvolumeclaims", "services"} {
-				if !slices.Contains(resources, want) {
-					t.Errorf("%s: no rule for %s", w.Name, want)
-				}
-			}
 			if !bytes.Equal(w.ClientConfig.CABundle, caPEM) {
 				t.Errorf("%s: caBundle is not the credentials' ca.crt (%q)", w.Name, base64.StdEncoding.EncodeToString(w.ClientConfig.CABundle))
+			}
+		}
+		for _, want := range []string{"pods", "pods/resize", "persistentvolumeclaims", "services"} {
+			if !slices.Contains(resources, want) {
+				t.Errorf("no webhook has a rule for %s", want)
 			}
 		}
 		return

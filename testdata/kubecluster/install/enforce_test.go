@@ -212,6 +212,10 @@ func TestTheLedgerEnforcesQuotas(t *testing.T) {
 		t.Logf("the freed unit was taken %s after the delete", time.Since(start).Round(time.Millisecond))
 	})
 
+	t.Run("pod updates that change nothing quota reads are not sent", func(t *testing.T) {
+		testPodUpdates(t, e)
+	})
+
 	// Each component did all of this with only its own subjects.
 	for name, p := range map[string]string{"quota export": e.export.Logs.String(), "quota webhook": e.webhook.Logs.String()} {
 		if strings.Contains(strings.ToLower(p), "permissions violation") {
