@@ -71,9 +71,7 @@ func FromObject(o *object.Object) (*Quota, error) {
 		q.Scopes = append(q.Scopes, ScopeRequirement{ScopeName: s, Operator: OperatorExists})
 	}
 	if sel := rq.Spec.ScopeSelector; sel != nil {
-		for _, r := range sel.MatchExpressions {
-			q.Scopes = append(q.Scopes, r)
-		}
+		q.Scopes = append(q.Scopes, sel.MatchExpressions...)
 	}
 	return q, nil
 }
