@@ -166,20 +166,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		p.quorum = newQuorumWatch(p.embedded, p.stream.Config().StreamName)
 	}
 
-	pcfg := cfg.Projector
-	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
-	pcfg.Logger = log
-	p.path = pcfg.Path
-	err = p.untilAvailable(ctx, log, "the snapshot store to be opened", func() (err error) {
-		octx, cancel := p.attempt(ctx)
-		defer cancel()
-		p.snaps, err = projector.OpenSnapshots(octx, js, cfg.Snapshots)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if p.proj, err = openProjection(ctx, pcfg, p.stream, p.snaps, log); err != nil {
+	if err := p.openProjection(ctx, js, cfg, log); err != nil {
 		return err
 	}
 	defer p.proj.Close()
@@ -196,6 +183,26 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		defer p.metrics.ln.Close()
 	}
 	return p.run(ctx, cfg, log)
+}
+
+// openProjection opens the checkpoints' store, then the projection,
+// from its file or a checkpoint (openProjection).
+func (p *parts) openProjection(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) error {
+	pcfg := cfg.Projector
+	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
+	pcfg.Logger = log
+	p.path = pcfg.Path
+	err := p.untilAvailable(ctx, log, "the snapshot store to be opened", func() (err error) {
+		octx, cancel := p.attempt(ctx)
+		defer cancel()
+		p.snaps, err = projector.OpenSnapshots(octx, js, cfg.Snapshots)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.proj, err = openProjection(ctx, pcfg, p.stream, p.snaps, log)
+	return err
 }
 
 // parts are what Run starts: the connection to NATS, the stream, the
