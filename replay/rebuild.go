@@ -59,6 +59,10 @@ type Options struct {
 	// Logger receives the fold's warnings (skipped records). Nil: a logger
 	// that discards, since a replay reports skips through Result.
 	Logger *slog.Logger
+	// Member, for Verify, names the server (a cluster member's
+	// --server-name) whose projection is compared. Zero: whichever server
+	// of the queue group answers.
+	Member string
 }
 
 // Validate reports every problem with o in one error.

@@ -155,9 +155,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	defer p.nc.Close()
-	if p.member() {
-		p.quorum = newQuorumWatch(p.embedded, p.stream.Config().StreamName)
-	}
 
 	pcfg := cfg.Projector
 	pcfg.Path = filepath.Join(cfg.DataDir, ProjectionFile)
@@ -326,7 +323,8 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
-	if p.quorum != nil {
+	if p.member() {
+		p.quorum = newQuorumWatch(p.embedded, p.stream.Config().StreamName, p.proj.Applied)
 		acfg.Quorum = p.quorum.Err
 	}
 	if cfg.MetricsListen != "" {
@@ -377,7 +375,7 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 	p.responders = []interface{ Run(context.Context) error }{
 		projector.NewResponder(p.nc, p.proj, log),
 		ingest.NewResponder(p.nc, in, log),
-		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log),
+		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log).Member(cfg.ServerName),
 		projector.NewStatusResponder(p.nc, p.proj, p.stream, cfg.ServerName, log),
 	}
 	return nil
