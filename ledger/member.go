@@ -93,18 +93,39 @@ func recent(lastSeen string) bool {
 // raftGroup is the name of the Raft group of this member's replica of
 // stream, in the global account (the one the ledger's users share).
 func (e *Embedded) raftGroup(stream string) (string, error) {
+	s, err := e.replica(stream)
+	if err != nil {
+		return "", err
+	}
+	return s.RaftGroup, nil
+}
+
+// replica is this member's replica of stream, in the global account (the
+// one the ledger's users share).
+func (e *Embedded) replica(stream string) (*server.StreamDetail, error) {
 	info, err := e.srv.Jsz(&server.JSzOptions{Account: server.DEFAULT_GLOBAL_ACCOUNT, Streams: true, RaftGroups: true})
 	if err != nil {
-		return "", fmt.Errorf("%w: read this member's streams: %v", ErrNoQuorum, err)
+		return nil, fmt.Errorf("%w: read this member's streams: %v", ErrNoQuorum, err)
 	}
 	for _, acc := range info.AccountDetails {
-		for _, s := range acc.Streams {
+		for i, s := range acc.Streams {
 			if s.Name == stream && s.RaftGroup != "" {
-				return s.RaftGroup, nil
+				return &acc.Streams[i], nil
 			}
 		}
 	}
-	return "", fmt.Errorf("%w: this member holds no replica of stream %s", ErrNoQuorum, stream)
+	return nil, fmt.Errorf("%w: this member holds no replica of stream %s", ErrNoQuorum, stream)
+}
+
+// ReplicaLastSeq is the last sequence this member's own replica of
+// stream holds: read locally, it tells how far a projection fed from the
+// stream could be, without asking the leader.
+func (e *Embedded) ReplicaLastSeq(stream string) (uint64, error) {
+	s, err := e.replica(stream)
+	if err != nil {
+		return 0, err
+	}
+	return s.State.LastSeq, nil
 }
 
 // LameDuckShutdown stops a cluster member the way that costs the others

@@ -52,6 +52,16 @@ type AuditResponder struct {
 	p     *Projector
 	snaps *Snapshots
 	log   *slog.Logger
+	// server, when set, is the server's name: it also answers snapshot
+	// requests on MemberSubject(SubjectSnapshot, server).
+	server string
+}
+
+// Member makes r answer snapshot requests addressed to the server named
+// server too (MemberSubject), and returns r.
+func (r *AuditResponder) Member(server string) *AuditResponder {
+	r.server = server
+	return r
 }
 
 // NewAuditResponder returns an AuditResponder for p on nc; snaps may be nil
@@ -66,10 +76,14 @@ func NewAuditResponder(nc *nats.Conn, p *Projector, snaps *Snapshots, log *slog.
 // Run serves until ctx ends, then drains its subscriptions and waits for
 // the queries in flight.
 func (r *AuditResponder) Run(ctx context.Context) error {
-	return serveQueries(ctx, r.nc, r.log, []queryRoute{
+	routes := []queryRoute{
 		{SubjectExplain, QueriesInFlightMax, QueryTimeout, r.explain},
 		{SubjectSnapshot, snapshotsInFlightMax, SnapshotTimeout, r.snapshot},
-	})
+	}
+	if r.server != "" {
+		routes = append(routes, queryRoute{MemberSubject(SubjectSnapshot, r.server), snapshotsInFlightMax, SnapshotTimeout, r.snapshot})
+	}
+	return serveQueries(ctx, r.nc, r.log, routes)
 }
 
 // explain answers an ExplainRequest with an AuditReply.

@@ -21,6 +21,12 @@ import (
 // operator checks first, as one server of the queue group sees it.
 const SubjectStatus = "quota.query.status"
 
+// MemberSubject is the subject on which the server named server alone
+// answers what subject asks of any server of the queue group: its own
+// status, a snapshot of its own projection. On a cluster, where NATS
+// hands a request to any member, it is how a client asks one member.
+func MemberSubject(subject, server string) string { return subject + "." + server }
+
 // SubjectWebhookStatusPrefix, followed by a webhook replica's name, is
 // where `quota webhook` publishes its WebhookStatus every
 // WebhookStatusInterval; every server keeps the newest of each.
@@ -156,6 +162,7 @@ func (r *StatusResponder) Run(ctx context.Context) error {
 	defer sub.Unsubscribe()
 	return serveQueries(ctx, r.nc, r.log, []queryRoute{
 		{SubjectStatus, QueriesInFlightMax, QueryTimeout, r.status},
+		{MemberSubject(SubjectStatus, r.server), QueriesInFlightMax, QueryTimeout, r.status},
 	})
 }
 

@@ -69,6 +69,11 @@ type Options struct {
 	// serves, not the newest: Verify's, which checks as much of the fold
 	// as it can.
 	oldest bool
+
+	// Member, for Verify, names the server (a cluster member's
+	// --server-name) whose projection is compared. Zero: whichever server
+	// of the queue group answers.
+	Member string
 }
 
 // Validate reports every problem with o in one error.

@@ -44,7 +44,7 @@ func (v *Verification) Close() error { return v.Rebuilt.Close() }
 // copy of the live projection, so a drift it was taken after is carried
 // into the rebuild and not seen.
 func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *projector.Snapshots, opts Options) (*Verification, error) {
-	info, err := requestSnapshot(ctx, nc)
+	info, err := requestSnapshot(ctx, nc, opts.Member)
 	if err != nil {
 		return nil, err
 	}
@@ -76,14 +76,19 @@ func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *pr
 	return v, nil
 }
 
-// requestSnapshot asks the live server to write a verify snapshot.
-func requestSnapshot(ctx context.Context, nc *nats.Conn) (projector.SnapshotInfo, error) {
+// requestSnapshot asks the live server (the one named member, when set)
+// to write a verify snapshot.
+func requestSnapshot(ctx context.Context, nc *nats.Conn, member string) (projector.SnapshotInfo, error) {
 	body, _ := json.Marshal(projector.SnapshotRequest{Kind: projector.SnapshotVerify})
 	ctx, cancel := context.WithTimeout(ctx, SnapshotRequestTimeout)
 	defer cancel()
-	msg, err := nc.RequestWithContext(ctx, projector.SubjectSnapshot, body)
+	subject := projector.SubjectSnapshot
+	if member != "" {
+		subject = projector.MemberSubject(subject, member)
+	}
+	msg, err := nc.RequestWithContext(ctx, subject, body)
 	if err != nil {
-		return projector.SnapshotInfo{}, fmt.Errorf("ask the live server for a snapshot (%s): %w", projector.SubjectSnapshot, err)
+		return projector.SnapshotInfo{}, fmt.Errorf("ask the live server for a snapshot (%s): %w", subject, err)
 	}
 	var reply projector.AuditReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {

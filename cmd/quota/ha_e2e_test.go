@@ -99,14 +99,39 @@ func (c *haCluster) mustRun(i int, args ...string) string {
 	return out
 }
 
-// status is member i's quota status.
+// name is member i's --server-name.
+func (c *haCluster) name(i int) string { return fmt.Sprintf("m%d", i+1) }
+
+// status is member i's quota status: asked of it by name, since NATS
+// hands a query to any member.
 func (c *haCluster) status(i int) projector.Status {
 	c.t.Helper()
 	var st projector.Status
-	if err := json.Unmarshal([]byte(c.mustRun(i, "status", "-o", "json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(c.mustRun(i, "status", "-o", "json", "--member", c.name(i))), &st); err != nil {
 		c.t.Fatal(err)
 	}
+	if st.Projection.Server != c.name(i) {
+		c.t.Fatalf("quota status --member %s answered by %s", c.name(i), st.Projection.Server)
+	}
 	return st
+}
+
+// waitApplied waits until every member's projection has applied what the
+// log holds now.
+func (c *haCluster) waitApplied() {
+	c.t.Helper()
+	last := c.status(0).Log.LastSeq
+	for i := range c.procs {
+		poll(c.t, fmt.Sprintf("m%d to apply seq %d", i+1, last), haServeTimeout, func() bool {
+			return c.status(i).Projection.AppliedSeq >= last
+		})
+	}
+}
+
+// verify runs replay --verify on member i's projection.
+func (c *haCluster) verify(i int) (stdout, stderr string, code int) {
+	c.t.Helper()
+	return c.run(i, "replay", "--verify", "--member", c.name(i))
 }
 
 // admitter asks a ledger to admit pod creates over quota.admit.<ns>, as
@@ -197,11 +222,11 @@ func (y *tally) add(ns, uid string, v verdict, why string) {
 }
 
 // reservedIDs are the reservation ids explain lists for the pods quota
-// of namespace ns at member i.
-func (c *haCluster) reservedIDs(i int, ns string) map[string]bool {
+// of namespace ns, as whichever member answers sees them.
+func (c *haCluster) reservedIDs(ns string) map[string]bool {
 	c.t.Helper()
 	ids := map[string]bool{}
-	for _, m := range reservedID.FindAllStringSubmatch(c.mustRun(i, "explain", "pods", "-n", ns), -1) {
+	for _, m := range reservedID.FindAllStringSubmatch(c.mustRun(0, "explain", "pods", "-n", ns), -1) {
 		ids[m[1]] = true
 	}
 	return ids
@@ -221,11 +246,7 @@ func TestThreeMembersShareAdmissions(t *testing.T) {
 	c := startHA(t, "--reservation-ttl", "10m")
 	write := fileWriter(t, t.TempDir())
 	c.mustRun(0, "ingest", write("quota.yaml", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: pods\n  namespace: team\nspec:\n  hard:\n    pods: \"20\"\n"))
-	for i := range 3 {
-		if got := describedUsed(t, c.procs[i], "team", "pods", "pods"); got != "0" {
-			t.Fatalf("m%d before the admissions: used pods %s, want 0", i+1, got)
-		}
-	}
+	c.waitApplied()
 	y := newTally()
 	var wg sync.WaitGroup
 	for i := range 3 {
@@ -243,15 +264,16 @@ func TestThreeMembersShareAdmissions(t *testing.T) {
 		t.Fatalf("30 creates into a quota of 20 pods, through three members: %d allowed, %d denied, failures %v; want 20 and 10, none",
 			len(y.allowed["team"]), y.denied["team"], y.failures)
 	}
-	for i := range 3 {
-		ids := c.reservedIDs(i, "team")
-		for _, uid := range y.allowed["team"] {
-			if !ids[uid] {
-				t.Errorf("m%d's explain holds no reservation %s, allowed", i+1, uid)
-			}
+	ids := c.reservedIDs("team")
+	for _, uid := range y.allowed["team"] {
+		if !ids[uid] {
+			t.Errorf("explain holds no reservation %s, allowed", uid)
 		}
-		if out := c.mustRun(i, "replay", "--verify"); !strings.HasPrefix(out, "no drift at seq ") {
-			t.Errorf("replay --verify at m%d: %q", i+1, out)
+	}
+	c.waitApplied()
+	for i := range 3 {
+		if out, errOut, code := c.verify(i); code != 0 || !strings.HasPrefix(out, "no drift at seq ") {
+			t.Errorf("replay --verify --member %s: exit %d %q %s", c.name(i), code, out, errOut)
 		}
 	}
 	st := c.status(2)

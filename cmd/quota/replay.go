@@ -28,6 +28,7 @@ type replayFlags struct {
 	explain    bool
 	output     string
 	archive    string
+	member     string
 }
 
 func newReplayCommand(g *globalFlags) *cobra.Command {
@@ -56,6 +57,7 @@ func newReplayCommand(g *globalFlags) *cobra.Command {
 	f.BoolVarP(&o.all, "all-namespaces", "A", false, "print every namespace's quotas (the default)")
 	f.BoolVar(&o.explain, "explain", false, "print which objects made up each quota's usage at that point, as 'quota explain' does (needs -n)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.member, "member", "", "with --verify, compare the projection of the server of this --server-name (a cluster member) rather than whichever answers")
 	return cmd
 }
 
@@ -86,7 +88,8 @@ sequence S, rebuilds to exactly S from the oldest starting point (the first
 event when the log or the archive holds it, else the oldest checkpoint the
 log continues, whose own drift, if any, it carries), prints every
 difference on its own line and exits 1 when there is any, 0 when the two
-are equal.`
+are equal. On a cluster any member answers; --member NAME compares the
+projection of the member of that --server-name.`
 
 // options checks the flags and returns the replay they ask for;
 // untilSeqSet says --until-seq was given.
@@ -94,7 +97,7 @@ func (o replayFlags) options(untilSeqSet bool) (replay.Options, error) {
 	if o.output != "text" && o.output != "json" {
 		return replay.Options{}, errorf("-o %q: want text or json", o.output)
 	}
-	opts := replay.Options{Path: o.dbPath, UntilSeq: o.untilSeq}
+	opts := replay.Options{Path: o.dbPath, UntilSeq: o.untilSeq, Member: o.member}
 	if o.at != "" {
 		t, err := time.Parse(time.RFC3339Nano, o.at)
 		if err != nil {
@@ -111,6 +114,8 @@ func (o replayFlags) options(untilSeqSet bool) (replay.Options, error) {
 		return replay.Options{}, errors.New("--verify compares at the live server's applied sequence; it takes no --until-seq or --at")
 	case o.all && o.namespace != "":
 		return replay.Options{}, errors.New("-n and -A exclude each other")
+	case o.member != "" && !o.verify:
+		return replay.Options{}, errors.New("--member names the server whose projection --verify compares: give it --verify")
 	case o.explain && (o.verify || o.namespace == ""):
 		return replay.Options{}, errors.New("--explain explains one namespace's quotas: give it -n NS, and no --verify")
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func newStatusCommand(g *globalFlags) *cobra.Command {
-	var output string
+	var output, member string
 	cmd := &cobra.Command{
 		Use:   "status [-o text|json]",
 		Short: "Show the log, the projection and the feed: what an operator checks first",
@@ -23,13 +23,18 @@ for it. A reservation made with 'serve --reservation-release feed' is held
 until its resource's feed has passed it. Last, each quota webhook replica
 heard from, with when its certificates expire: a WARNING within 30 days. -o json prints the same as JSON
 (log.firstSeq, log.lastSeq, log.bytes, log.leader, log.peers[].name,
-log.peers[].current, projection.appliedSeq, feeds[].at, ...).`,
+log.peers[].current, projection.appliedSeq, feeds[].at, ...). On a
+cluster any member answers; --member NAME asks the one of that name.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
 				return withCode(exitError, errorf("-o %q: want text or json", output))
 			}
-			reply, err := query[projector.StatusReply](g, "quota status", projector.SubjectStatus, struct{}{})
+			subject := projector.SubjectStatus
+			if member != "" {
+				subject = projector.MemberSubject(subject, member)
+			}
+			reply, err := query[projector.StatusReply](g, "quota status", subject, struct{}{})
 			if err != nil {
 				return err
 			}
@@ -45,5 +50,6 @@ log.peers[].current, projection.appliedSeq, feeds[].at, ...).`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&member, "member", "", "ask the server of this --server-name (a cluster member) rather than whichever answers")
 	return cmd
 }

@@ -186,9 +186,10 @@ type stateCache struct {
 	last func(ctx context.Context, namespace string) (uint64, error)
 	mu   sync.Mutex
 	m    map[string]*view
-	// looked holds when each namespace's subject was last looked up.
-	looked map[string]time.Time
-	group  singleflight.Group
+	// lookedAt holds when each namespace's subject was last looked up
+	// and found applied.
+	lookedAt map[string]time.Time
+	group    singleflight.Group
 }
 
 // LiveLookupTTL is how long a look-up of a namespace's subject in the log
@@ -196,7 +197,7 @@ type stateCache struct {
 const LiveLookupTTL = 30 * time.Second
 
 func newStateCache(p *projector.Projector, last func(ctx context.Context, namespace string) (uint64, error)) *stateCache {
-	return &stateCache{proj: p, last: last, m: map[string]*view{}, looked: map[string]time.Time{}}
+	return &stateCache{proj: p, last: last, m: map[string]*view{}, lookedAt: map[string]time.Time{}}
 }
 
 // lacking reports whether v lacks what a decision would otherwise look up
@@ -212,31 +213,35 @@ func (c *stateCache) dueLookUp(namespace string) bool {
 		return false
 	}
 	c.mu.Lock()
-	at, ok := c.looked[namespace]
+	at, ok := c.lookedAt[namespace]
 	c.mu.Unlock()
 	return !ok || time.Since(at) >= LiveLookupTTL
 }
 
 // lookUp returns the namespace subject's last sequence in the log, one
-// look-up at a time per namespace, and notes when it was made.
+// look-up at a time per namespace.
 func (c *stateCache) lookUp(ctx context.Context, namespace string) (uint64, error) {
 	last, err, _ := c.group.Do(namespace, func() (any, error) {
-		last, err := c.last(ctx, namespace)
-		if err != nil {
-			return uint64(0), err
-		}
-		c.mu.Lock()
-		if len(c.looked) >= NamespaceCacheMax {
-			clear(c.looked)
-		}
-		c.looked[namespace] = time.Now()
-		c.mu.Unlock()
-		return last, nil
+		return c.last(ctx, namespace)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("look up namespace %s in the log: %w", namespace, err)
 	}
 	return last.(uint64), nil
+}
+
+// looked notes that the projection holds what a look-up of the
+// namespace's subject found. Only then: while the projection is behind
+// it (a member whose projection lags, or has just started), every
+// decision on a view lacking quotas looks up again and waits, rather than
+// deciding on a view that misses a quota.
+func (c *stateCache) looked(namespace string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.lookedAt) >= NamespaceCacheMax {
+		clear(c.lookedAt)
+	}
+	c.lookedAt[namespace] = time.Now()
 }
 
 // get returns the namespace's current view: as of the projection at the
@@ -255,6 +260,7 @@ func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, 
 		return nil, 0, err
 	}
 	if last <= v.SubjectSeq {
+		c.looked(namespace)
 		return v, nsSeq, nil
 	}
 	// The log holds events of the namespace the view does not account
@@ -262,6 +268,7 @@ func (c *stateCache) get(ctx context.Context, namespace string) (*view, uint64, 
 	if err := c.proj.WaitApplied(ctx, last); err != nil {
 		return nil, 0, err
 	}
+	c.looked(namespace)
 	return c.current(ctx, namespace)
 }
 

@@ -182,20 +182,25 @@ func (r *Responder) round(leader context.Context, namespace string, jobs []*job)
 	// and leaves the namespace's queue running for the next round.
 	defer ledger.Survive(r.cfg.Logger, "decide a round of reservations", func(err error) { failUnanswered(jobs, err) })
 	outcomes := make([]outcome, len(jobs))
-	for range ReserveAttemptsMax {
-		again, err := r.attempt(ctx, namespace, jobs, outcomes)
+	unmoved := 0
+	for try := range ReserveAttemptsMax {
+		again, err := r.attempt(ctx, namespace, jobs, outcomes, try, &unmoved)
 		if !again || err != nil {
 			deliverRound(jobs, outcomes, err)
 			return
 		}
 	}
-	deliverRound(jobs, outcomes, ErrContention)
+	err := ErrContention
+	if unmoved > ReserveAttemptsMax/2 {
+		err = fmt.Errorf("%w: the log refused %d of %d compare-and-swaps with the namespace unmoved, as a leader does while it changes or cannot reach its followers", ErrContention, unmoved, ReserveAttemptsMax)
+	}
+	deliverRound(jobs, outcomes, err)
 }
 
 // attempt decides jobs on the namespace's current view, setting their
 // outcomes, and appends their reservations. again says the round must
 // decide again: the projection has applied what the attempt waited for.
-func (r *Responder) attempt(ctx context.Context, namespace string, jobs []*job, outcomes []outcome) (again bool, err error) {
+func (r *Responder) attempt(ctx context.Context, namespace string, jobs []*job, outcomes []outcome, try int, unmoved *int) (again bool, err error) {
 	v, applied, err := r.states.get(ctx, namespace)
 	if err != nil {
 		return false, err
@@ -220,7 +225,7 @@ func (r *Responder) attempt(ctx context.Context, namespace string, jobs []*job, 
 	case len(d.reservations) == 0:
 		return false, nil
 	}
-	return r.commitRound(ctx, namespace, d)
+	return r.commitRound(ctx, namespace, d, try, unmoved)
 }
 
 // deliverRound answers each job of a round with its outcome, or with err
@@ -383,7 +388,7 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 // subject where the view saw it, and puts the view they make in the
 // cache. again says another writer came first: the projection has
 // applied its events, and the round decides again.
-func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft) (again bool, err error) {
+func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft, try int, unmoved *int) (again bool, err error) {
 	seq, err := r.reserve(ctx, namespace, d.reservations, d.v.SubjectSeq)
 	if errors.Is(err, ledger.ErrConflict) {
 		r.cfg.Metrics.conflict()
@@ -395,12 +400,23 @@ func (r *Responder) commitRound(ctx context.Context, namespace string, d *draft)
 			// The subject has not moved: a replicated stream's leader
 			// refuses a compare-and-swap while another append to the
 			// subject is on its way to the replicas, whatever the
-			// expected sequence. Let that one land first.
-			conflictPause(ctx)
+			// expected sequence. Let that one land first; one that
+			// never does is a leader cut off from its followers, which
+			// the quorum check tells within seconds.
+			*unmoved++
+			conflictPause(ctx, try)
+			if err := r.quorum(); err != nil {
+				return false, err
+			}
 		}
 		return true, r.proj.WaitApplied(ctx, last)
 	}
 	if err != nil {
+		if qerr := r.quorum(); qerr != nil {
+			// An append a leader cut off from its followers took and
+			// cannot commit: say why.
+			return false, fmt.Errorf("%w (the append: %v)", qerr, err)
+		}
 		return false, err
 	}
 	r.cfg.Metrics.appended(len(d.reservations))
@@ -494,11 +510,13 @@ func (r *Responder) reserve(ctx context.Context, namespace string, reservations 
 // while another append to the subject was in flight.
 const conflictPauseMax = 20 * time.Millisecond
 
-// conflictPause waits a random while up to conflictPauseMax, or until ctx
-// ends: rounds of several servers refused together do not all try again
-// at once.
-func conflictPause(ctx context.Context) {
-	t := time.NewTimer(conflictPauseMax/4 + rand.N(conflictPauseMax*3/4))
+// conflictPause waits a random while up to conflictPauseMax, more for a
+// round's later tries, or until ctx ends: rounds of several servers
+// refused together do not all try again at once, and a round's tries
+// outlast the quorum check.
+func conflictPause(ctx context.Context, try int) {
+	longest := conflictPauseMax * time.Duration(1+try/8)
+	t := time.NewTimer(longest/4 + rand.N(longest*3/4))
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -31,9 +31,9 @@
 // (LoadLimitedResources reads that file): resources, or pods of scopes,
 // that may be consumed only in a namespace with a quota covering them.
 //
-// On a cluster, Config.Quorum says whether this server is in contact with
-// a quorum of the log's replicas; while it is not, requests wait for it
-// and then fail with 503, so that a server cut off from the others never
+// On a cluster, Config.Quorum says whether this server is in step with the
+// log (in contact with a quorum of its replicas, its projection not
+// behind); while it is not, requests wait for it and then fail with 503, so that a server cut off from the others never
 // decides from a projection missing what they append. A reservation
 // carries a message ID, so that one re-sent after its leader went away
 // (ledger.Stream.Append) is a duplicate, not a conflict with itself.

@@ -129,7 +129,7 @@ func TestLiveLookUpsStandForTheirTTL(t *testing.T) {
 		t.Error("mayWait(bare) true within its look-up's TTL")
 	}
 	c.mu.Lock()
-	c.looked["bare"] = time.Now().Add(-LiveLookupTTL)
+	c.lookedAt["bare"] = time.Now().Add(-LiveLookupTTL)
 	c.mu.Unlock()
 	if !c.mayWait("bare") {
 		t.Error("mayWait(bare) false with a look-up due")
@@ -138,5 +138,26 @@ func TestLiveLookUpsStandForTheirTTL(t *testing.T) {
 	get("bare")
 	if looked["bare"] != 2 {
 		t.Errorf("bare looked up %d times after its look-up expired, want 2", looked["bare"])
+	}
+
+	// A projection behind what the look-up finds (a server whose
+	// projection lags the log, or has just started) never stands for
+	// the TTL: every decision on a view lacking a quota looks up again,
+	// and waits, rather than decide on a view that may miss the quota.
+	behind := 0
+	lagging := newStateCache(r.proj, func(context.Context, string) (uint64, error) {
+		behind++
+		return 1 << 40, nil
+	})
+	for k := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, _, err := lagging.get(ctx, "empty")
+		cancel()
+		if err == nil {
+			t.Fatalf("get %d of a view behind the log: no error, want it to wait and fail", k+1)
+		}
+	}
+	if behind != 3 {
+		t.Errorf("a view behind the log looked up %d times in 3 gets, want 3", behind)
 	}
 }

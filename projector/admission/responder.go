@@ -99,11 +99,12 @@ type Config struct {
 	// decisions that wait for nothing are made on as many cores. Zero:
 	// GOMAXPROCS.
 	Subscribers int
-	// Quorum, when set, says whether this server is in contact with a
-	// quorum of the log's replicas (nil) or why not (an error wrapping
-	// ledger.ErrNoQuorum). While it is not, a request waits for it, within
-	// RequestTimeout, and then fails with code 503 saying so, and no
-	// sweep runs: a server cut off from the others would decide from a
+	// Quorum, when set, says whether this server is in step with the log:
+	// in contact with a quorum of the log's replicas, its projection not
+	// behind (nil), or why not (an error wrapping ledger.ErrNoQuorum).
+	// While it is not, a request waits for it, within RequestTimeout, and
+	// then fails with code 503 saying so, and no sweep runs: a server cut
+	// off from the others, or far behind them, would decide from a
 	// projection that misses what they append. It is called for every
 	// request and must not block. Nil: always in contact (a server of its
 	// own, or one on an external NATS).
@@ -571,7 +572,7 @@ func (r *Responder) awaitQuorum(ctx context.Context) error {
 	for err != nil {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not decided: waited %s for this server to be in contact with the quorum of the log's replicas again, so that it decides on all they hold; the other servers decide: %w",
+			return fmt.Errorf("not decided: waited %s for this server to be in step with the log's replicas again (in contact with their quorum, its projection caught up), so that it decides on all they hold; the other servers decide: %w",
 				time.Since(waited).Round(time.Millisecond), err)
 		case <-tick.C:
 			err = r.quorum()

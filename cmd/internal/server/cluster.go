@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -89,19 +90,37 @@ func (p *parts) attempt(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, streamOpenTimeout)
 }
 
-// quorumWatch keeps whether this cluster member is in contact with the
-// quorum of the event stream's replicas, as ledger.Embedded.Quorum says,
-// checked every quorumCheckInterval: what admission asks before each
-// decision (admission.Config.Quorum), and /readyz.
+// quorumWatch keeps whether this cluster member may decide: its replica
+// of the event stream in contact with a quorum of the replicas
+// (ledger.Embedded.Quorum), and its projection in step with that replica,
+// having applied what the replica held projectionLagMax ago (after a
+// partition heals, or while the projection's consumer moves to another
+// member, it is behind, and decisions on it would be stale). It checks
+// every quorumCheckInterval: what admission asks before each decision
+// (admission.Config.Quorum), and /readyz.
 type quorumWatch struct {
-	emb    *ledger.Embedded
-	stream string
+	emb     *ledger.Embedded
+	stream  string
+	applied func() uint64
 	// last is the last check's error; nil inside: in contact.
 	last atomic.Pointer[error]
+	// held are the replica's last sequences at the recent checks, oldest
+	// first: what the projection must have applied by now.
+	held []heldAt
 }
 
-func newQuorumWatch(emb *ledger.Embedded, stream string) *quorumWatch {
-	q := &quorumWatch{emb: emb, stream: stream}
+// heldAt is the replica's last sequence at a check.
+type heldAt struct {
+	at  time.Time
+	seq uint64
+}
+
+// projectionLagMax is how far behind its replica of the log a member's
+// projection may be, in time, for the member to decide.
+const projectionLagMax = ledger.QuorumContactWindow
+
+func newQuorumWatch(emb *ledger.Embedded, stream string, applied func() uint64) *quorumWatch {
+	q := &quorumWatch{emb: emb, stream: stream, applied: applied}
 	q.check()
 	return q
 }
@@ -109,8 +128,31 @@ func newQuorumWatch(emb *ledger.Embedded, stream string) *quorumWatch {
 // check asks again, and returns the answer and whether it changed.
 func (q *quorumWatch) check() (error, bool) {
 	err := q.emb.Quorum(q.stream)
+	if err == nil {
+		err = q.inStep(time.Now())
+	}
 	was := q.last.Swap(&err)
 	return err, was == nil || (*was == nil) != (err == nil)
+}
+
+// inStep records the replica's last sequence now and says whether the
+// projection has applied what the replica held projectionLagMax ago (the
+// oldest record, until there is one as old).
+func (q *quorumWatch) inStep(now time.Time) error {
+	seq, err := q.emb.ReplicaLastSeq(q.stream)
+	if err != nil {
+		return nil // no replica here: nothing to keep step with
+	}
+	q.held = append(q.held, heldAt{now, seq})
+	for len(q.held) > 1 && now.Sub(q.held[1].at) >= projectionLagMax {
+		q.held = q.held[1:]
+	}
+	due := q.held[0]
+	if applied := q.applied(); applied < due.seq {
+		return fmt.Errorf("%w: this member's projection has applied seq %d, behind the %d its replica of the log held %s ago: it decides again once caught up",
+			ledger.ErrNoQuorum, applied, due.seq, now.Sub(due.at).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // Err is the last check's answer: nil while in contact.
@@ -135,9 +177,9 @@ func (q *quorumWatch) Run(ctx context.Context, log *slog.Logger) error {
 		switch {
 		case !changed:
 		case err != nil:
-			log.Warn("out of contact with the quorum of the log's replicas: admissions here wait for it, and fail when it does not come back in time; the other members decide", "err", err)
+			log.Warn("out of step with the log's replicas: admissions here wait, and fail when it does not pass in time; the other members decide", "err", err)
 		default:
-			log.Info("in contact with the quorum of the log's replicas again: admissions decided here again")
+			log.Info("in step with the log's replicas again: admissions decided here again")
 		}
 	}
 }

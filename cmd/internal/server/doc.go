@@ -19,8 +19,9 @@
 // With Config.Cluster the embedded server is a member of a JetStream
 // cluster. A member starting waits for a meta leader and asks again for
 // its streams while the cluster cannot answer (untilAvailable); while it
-// runs, a quorumWatch keeps whether its replica of the log is in contact
-// with a quorum, which admission asks before each decision and /readyz
+// runs, a quorumWatch keeps whether it is in step with the log (its
+// replica in contact with a quorum, its projection not behind that
+// replica), which admission asks before each decision and /readyz
 // reports; on a stop, after the responders have drained and the projector
 // has stopped, it leaves in lame-duck mode (ledger.Embedded.LameDuckShutdown).
 //

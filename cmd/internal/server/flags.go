@@ -74,6 +74,9 @@ func (f Flags) Validate() error {
 			add("--%s configures the embedded NATS server; with --nats there is none (set it on that NATS server)", name)
 		}
 	}
+	if strings.ContainsAny(f.ServerName, " \t\r\n*>") {
+		add("--server-name %q holds a space, '*' or '>': it names the server in NATS subjects", f.ServerName)
+	}
 	problems = append(problems, f.clusterProblems()...)
 	if len(problems) == 0 {
 		return nil

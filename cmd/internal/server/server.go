@@ -162,9 +162,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	defer p.nc.Close()
-	if p.member() {
-		p.quorum = newQuorumWatch(p.embedded, p.stream.Config().StreamName)
-	}
 
 	if err := p.openProjection(ctx, js, cfg, log); err != nil {
 		return err
@@ -353,7 +350,8 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 	}
 	acfg := cfg.Admission
 	acfg.Logger = log
-	if p.quorum != nil {
+	if p.member() {
+		p.quorum = newQuorumWatch(p.embedded, p.stream.Config().StreamName, p.proj.Applied)
 		acfg.Quorum = p.quorum.Err
 	}
 	if err := p.buildRetention(ctx, js, cfg, log); err != nil {
@@ -404,7 +402,7 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 	p.responders = []interface{ Run(context.Context) error }{
 		projector.NewResponder(p.nc, p.proj, log),
 		ingest.NewResponder(p.nc, in, log),
-		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log),
+		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log).Member(cfg.ServerName),
 		status,
 	}
 	return nil
