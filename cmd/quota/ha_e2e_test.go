@@ -45,7 +45,7 @@ func startHA(t testing.TB, extra ...string) *haCluster {
 	t.Helper()
 	const n = 3
 	ports := ledgertest.FreePorts(t, 2*n)
-	c := &haCluster{t: t, mesh: ledgertest.StartMesh(t, ports[n:]), ports: ports[:n], procs: make([]*ledgerProc, n)}
+	c := &haCluster{t: t, mesh: ledgertest.StartMesh(t, ports[n:], ports[:n]...), ports: ports[:n], procs: make([]*ledgerProc, n)}
 	for i := range n {
 		c.dirs = append(c.dirs, t.TempDir())
 		c.args = append(c.args, append([]string{

@@ -3,6 +3,7 @@ package ledgertest
 import (
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -24,12 +25,27 @@ type Relay struct {
 }
 
 // StartRelay starts a relay to target (HOST:PORT) on a free loopback
-// port, stopped when the test ends.
-func StartRelay(t testing.TB, target string) *Relay {
+// port other than those of avoid (ports picked for others, free until
+// they listen), stopped when the test ends.
+func StartRelay(t testing.TB, target string, avoid ...int) *Relay {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	var ln net.Listener
+	for ln == nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(avoid, l.Addr().(*net.TCPAddr).Port) {
+			held = append(held, l) // kept until another port is found
+			continue
+		}
+		ln = l
 	}
 	r := &Relay{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	r.wg.Go(r.accept)
@@ -132,20 +148,21 @@ type Mesh struct {
 }
 
 // StartMesh starts the relays between members whose route ports are
-// ports.
-func StartMesh(t testing.TB, ports []int) *Mesh {
+// ports, on ports other than those and avoid's.
+func StartMesh(t testing.TB, ports []int, avoid ...int) *Mesh {
 	t.Helper()
 	n := len(ports)
+	avoid = append(slices.Clone(avoid), ports...)
 	m := &Mesh{Routes: make([][]string, n), relays: make([][]*Relay, n)}
 	for i := range n {
-		deadEnd := StartRelay(t, "127.0.0.1:1")
+		deadEnd := StartRelay(t, "127.0.0.1:1", avoid...)
 		deadEnd.Cut()
 		m.Advertise = append(m.Advertise, deadEnd.Addr())
 		m.relays[i] = make([]*Relay, n)
 		for j := range n {
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[j]))
 			if i != j {
-				m.relays[i][j] = StartRelay(t, addr)
+				m.relays[i][j] = StartRelay(t, addr, avoid...)
 				addr = m.relays[i][j].Addr()
 			}
 			m.Routes[i] = append(m.Routes[i], "nats://"+addr)
