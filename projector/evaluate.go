@@ -46,7 +46,7 @@ func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) (e evaluated)
 	if err != nil {
 		return evaluated{err: skipf("evaluate %s %s/%s: %v", o.Resource, o.Namespace, o.Name, err)}
 	}
-	return evaluated{object: o, charge: charge}
+	return evaluated{object: o, charge: charges.intern(charge)}
 }
 
 // judgedAt is the moment at which the fold judges the object of an event
@@ -125,4 +125,61 @@ func evaluateAll(records []ledger.Record) [][]evaluated {
 	}
 	wg.Wait()
 	return out
+}
+
+// charges are the charges of the objects evaluated lately, by their
+// encoding: the pods of one workload have one charge, and the records
+// that share a charge share its figures' map, which is most of what a
+// record of a pod weighs. Sharing is safe because a charge is never
+// changed once evaluated (quota.Evaluate makes a new one every time).
+var charges = chargeTable{m: make(map[string]quota.Charge)}
+
+// chargeTableMax bounds the distinct charges kept; a full table starts
+// over, which costs sharing, never correctness.
+const chargeTableMax = 8192
+
+type chargeTable struct {
+	mu sync.Mutex
+	m  map[string]quota.Charge
+}
+
+// intern returns the charge equal to c, encoding for encoding, that the
+// table holds, or c, which it then holds.
+func (t *chargeTable) intern(c quota.Charge) quota.Charge {
+	var scratch [256]byte
+	key := appendCharge(scratch[:0], &c)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if held, ok := t.m[string(key)]; ok {
+		return held
+	}
+	t.hold(key, c)
+	return c
+}
+
+// decode returns the charge encoded as b (appendCharge): the table's, or
+// one read from b, which it then holds.
+func (t *chargeTable) decode(b []byte) (quota.Charge, error) {
+	t.mu.Lock()
+	held, ok := t.m[string(b)]
+	t.mu.Unlock()
+	if ok {
+		return held, nil
+	}
+	var c quota.Charge
+	if err := readCharge(b, &c); err != nil {
+		return c, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.hold(b, c)
+	return c, nil
+}
+
+// hold keeps c under key, starting the table over when it is full.
+func (t *chargeTable) hold(key []byte, c quota.Charge) {
+	if len(t.m) >= chargeTableMax {
+		clear(t.m)
+	}
+	t.m[string(key)] = c
 }

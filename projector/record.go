@@ -77,14 +77,14 @@ func decodeObjectRecord(b []byte) (*objectRecord, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if err := readCharge(charge, &r.Charge); err != nil {
+	var err error
+	if r.Charge, err = charges.decode(charge); err != nil {
 		return nil, fmt.Errorf("charge: %w", err)
 	}
 	r.Seq = d.uvarint()
 	if expiry := d.uvarint(); expiry != 0 {
 		r.ExpiresAt = time.Unix(0, int64(expiry)).UTC()
 	}
-	var err error
 	if r.Holds, err = d.holds(); err != nil {
 		return nil, err
 	}
