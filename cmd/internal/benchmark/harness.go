@@ -81,21 +81,36 @@ var rssTargets = []struct {
 	{1_000_000, 150_000, 512 << 20},
 }
 
+// rssTarget is the RSS target of the largest size w reaches, as text
+// and in bytes; 0 for none.
+func rssTarget(w workload.Config) (string, float64) {
+	text, limit := "", 0.0
+	for _, t := range rssTargets {
+		if w.Events >= t.events && w.LiveObjectsMax >= t.live {
+			text, limit = fmt.Sprintf("< %.0f MiB at %d events, %d live", t.max/(1<<20), t.events, t.live), t.max
+		}
+	}
+	return text, limit
+}
+
+// withTarget sets f's RSS target for w, checked if f was measured.
+func withTarget(f Figure, w workload.Config) Figure {
+	text, limit := rssTarget(w)
+	if limit == 0 {
+		return f
+	}
+	f.Target = text
+	if f.Status == Measured {
+		met := f.Value < limit
+		f.Met = &met
+	}
+	return f
+}
+
 // peakWithTarget is peakFigure with the RSS target the workload reaches,
 // if any, checked.
 func peakWithTarget(name string, w workload.Config, sampled memSample) Figure {
-	f := peakFigure(name, "", sampled)
-	for _, t := range rssTargets {
-		if w.Events < t.events || w.LiveObjectsMax < t.live {
-			continue
-		}
-		f.Target = fmt.Sprintf("< %.0f MiB at %d events, %d live", t.max/(1<<20), t.events, t.live)
-		if f.Status == Measured {
-			met := f.Value < t.max
-			f.Met = &met
-		}
-	}
-	return f
+	return withTarget(peakFigure(name, "", sampled), w)
 }
 
 func halfOfCeiling(_, ratio float64) bool { return ratio >= CeilingShareMin }
@@ -179,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	p, stop, err := r.projection()
 	if err == nil {
-		r.measureQueries(p, Env{Conn: r.nc, Connect: r.connect, Stream: r.stream, Projector: p, Dir: cfg.Dir}, startPeak)
+		r.measureQueries(p, Env{Conn: r.nc, Connect: r.connect, Stream: r.stream, Projector: p, Dir: cfg.Dir})
 		stop()
 	} else {
 		r.requests()()
@@ -219,8 +234,8 @@ func (r *run) open(ctx context.Context) error {
 
 // measureQueries measures what is measured on the projection p: its
 // file, the request-reply ceiling, describe, admission and replay, with
-// their peak RSS; startPeak starts a peak's measurement.
-func (r *run) measureQueries(p *projector.Projector, env Env, startPeak func(part string)) {
+// their peak RSS.
+func (r *run) measureQueries(p *projector.Projector, env Env) {
 	// The file is measured before the queries: reserving admissions
 	// add objects of their own.
 	if fi, err := os.Stat(filepath.Join(r.cfg.Dir, "projection.db")); err == nil {
@@ -235,11 +250,22 @@ func (r *run) measureQueries(p *projector.Projector, env Env, startPeak func(par
 	r.admission(env)
 	stopEcho()
 	r.addProjectionPeak(r.rep)
-	// `quota replay` runs in a process of its own: its peak is its
-	// own figure (still beside the server's, in this process).
-	startPeak(FigureReplay)
-	r.replay()
-	r.add(peakWithTarget(FigurePeakRSSReplay, r.cfg.Workload, r.mem.end()))
+	// `quota replay` runs in a process of its own: its peak is that
+	// process's.
+	r.mem = nil
+	peak, hwm := r.replay()
+	r.add(replayPeak(r.cfg.Workload, peak, hwm))
+}
+
+// replayPeak is the figure of the replay process's peak RSS (hwm, its
+// VmHWM, and peak, its largest sample), with its target.
+func replayPeak(w workload.Config, peak memSample, hwm int64) Figure {
+	f := Figure{Name: FigurePeakRSSReplay, Unit: UnitBytes, Status: Failed, Note: "the replay did not run"}
+	if hwm > 0 {
+		f.Value, f.Status = float64(hwm), Measured
+		f.Note = "the replay's own process (the server's memory is the projection's figure); " + peak.note()
+	}
+	return withTarget(f, w)
 }
 
 // addProjectionPeak adds the peak RSS of the projection and the queries,

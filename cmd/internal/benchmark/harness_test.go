@@ -64,6 +64,10 @@ func TestHarnessSmoke(t *testing.T) {
 			t.Errorf("%s: note %q has no breakdown of the peak", name, f.Note)
 		}
 	}
+	// The replay's peak is its own process's, not the harness's.
+	if f := rep.Figure(FigurePeakRSSReplay); f != nil && !strings.Contains(f.Note, "own process") {
+		t.Errorf("%s: note %q does not say the replay ran in its own process", FigurePeakRSSReplay, f.Note)
+	}
 	if got, want := rep.Stats.Events, 3000; got != want {
 		t.Errorf("got %d events generated, want %d", got, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"testing"
 
 	"github.com/quotaledger/quota/ingest"
 	"github.com/quotaledger/quota/ledger"
@@ -47,4 +49,13 @@ func pluggedHooks() Hooks {
 			return res.Seq, nil
 		},
 	}
+}
+
+// TestMain runs one replay instead of the tests when the harness starts
+// this binary as its replay process (EnvReplayChild).
+func TestMain(m *testing.M) {
+	if os.Getenv(EnvReplayChild) != "" {
+		os.Exit(ReplayChild(pluggedHooks()))
+	}
+	os.Exit(m.Run())
 }

@@ -434,8 +434,9 @@ func waitForResponder(ctx context.Context, url, subject string, payload []byte) 
 }
 
 // replay rebuilds a fresh projection from the whole stream through
-// Hooks.Replay.
-func (r *run) replay() {
+// Hooks.Replay, in a process of its own (replayInChild), as `quota
+// replay` runs beside the server; it returns that process's peak.
+func (r *run) replay() (peak memSample, hwm int64) {
 	r.phase(FigureReplay, UnitEventsPerSecond, func(ctx context.Context) (float64, string, error) {
 		if r.cfg.Hooks.Replay == nil {
 			return 0, "the replay package is not plugged in (Hooks.Replay)", ErrNotMeasured
@@ -444,17 +445,17 @@ func (r *run) replay() {
 		if err != nil {
 			return 0, "", err
 		}
-		start := time.Now()
-		applied, err := r.cfg.Hooks.Replay(ctx, r.stream, filepath.Join(r.cfg.Dir, "replay.db"))
-		elapsed := time.Since(start)
+		out, err := r.replayInChild(ctx)
 		if err != nil {
 			return 0, "", err
 		}
-		if applied != last {
-			return 0, "", fmt.Errorf("replay applied up to seq %d, the stream ends at %d", applied, last)
+		if out.Applied != last {
+			return 0, "", fmt.Errorf("replay applied up to seq %d, the stream ends at %d", out.Applied, last)
 		}
-		return rate(int(applied), elapsed), "into a fresh file", nil
+		peak, hwm = out.Peak.sample(), out.PeakRSS
+		return rate(int(out.Applied), out.Elapsed), "into a fresh file, in a process of its own", nil
 	}, ceiling(FigureRawRead, "≥ 0.5 × ceiling", halfOfCeiling))
+	return peak, hwm
 }
 
 // joinNotes joins the non-empty parts of a figure's note.
