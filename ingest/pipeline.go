@@ -44,18 +44,12 @@ type prepared struct {
 	reject string
 	// bookmark is a watch BOOKMARK, counted and skipped.
 	bookmark bool
-	deleted  bool
-	// plain marks a plain object (not a watch event): skipped only when
-	// the log holds its object in the state it states (judgePlain).
-	plain bool
 	// warnings are the record's problems that do not stop it.
 	warnings []Rejection
-	key      string
-	digest   [sha256.Size]byte
 	// lateReject, when set, is the reason an event is rejected after the
 	// memory was updated (the stream would refuse it).
 	lateReject string
-	entry      ledger.BatchEntry
+	pendingEntry
 }
 
 // pipeline is the state of one IngestFile call: Parse submits records on
@@ -262,7 +256,7 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if pr.lateReject != "" {
 		return p.run.reject(pr.rec, pr.lateReject)
 	}
-	*pending = append(*pending, pendingEntry{entry: pr.entry, key: pr.key, digest: pr.digest, plain: pr.plain, deleted: pr.deleted})
+	*pending = append(*pending, pr.pendingEntry)
 	return nil
 }
 
@@ -272,8 +266,10 @@ type pendingEntry struct {
 	entry   ledger.BatchEntry
 	key     string
 	digest  [sha256.Size]byte
-	plain   bool
 	deleted bool
+	// plain marks a plain object (not a watch event): skipped only when
+	// the log holds its object in the state it states (judgePlain).
+	plain bool
 }
 
 // append appends one batch at a time, in the order apply handed them, and
