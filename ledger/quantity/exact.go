@@ -3,6 +3,7 @@ package quantity
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,17 +67,11 @@ func ParseExact(s string) (Quantity, error) {
 	if !ok {
 		return Quantity{}, fmt.Errorf("exact quantity %q has no format: %w", s, ErrExactForm)
 	}
-	var format Format
-	switch name {
-	case "DecimalSI":
-		format = DecimalSI
-	case "BinarySI":
-		format = BinarySI
-	case "DecimalExponent":
-		format = DecimalExponent
-	default:
+	i := slices.Index(formatNames[:], name)
+	if i < 0 {
 		return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
 	}
+	format := Format(i)
 	q, ok := parseExactInt64(value, format)
 	if !ok {
 		d, err := parseExactValue(value)
@@ -85,18 +80,24 @@ func ParseExact(s string) (Quantity, error) {
 		}
 		q = fromExactDecimal(d, format)
 	}
-	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently;
-	// the text Exact wrote tells which one q was.
-	if q.d == nil {
-		var buf [48]byte
-		if printed, _ := q.appendCanonical(buf[:0]); string(printed) != value {
-			other := q
-			if other.wide = !q.wide; other.String() == value {
-				return other, nil
-			}
-		}
+	// The text Exact wrote tells which of Kubernetes' forms q was.
+	if printed, ok := printedAs(q, value); ok {
+		return printed, nil
 	}
 	return q, nil
+}
+
+// printedAs returns q, or q in Kubernetes' other form when only that one
+// prints as text: its int64 and inf.Dec forms print -2^63 BinarySI
+// differently. ok is false when neither does.
+func printedAs(q Quantity, text string) (Quantity, bool) {
+	var buf [48]byte
+	if printed, _ := q.appendCanonical(buf[:0]); string(printed) == text {
+		return q, true
+	}
+	other := q
+	other.wide = !q.wide
+	return other, q.d == nil && other.String() == text
 }
 
 // parseExactInt64 is parseExactValue then fromExactDecimal for a value
@@ -269,15 +270,8 @@ func FromKube(k resource.Quantity) (Quantity, error) {
 // fromKubeText returns q, the value and format of a Kubernetes quantity
 // that prints as text, with what q must keep of text.
 func fromKubeText(q Quantity, text string) Quantity {
-	var buf [48]byte
-	if printed, _ := q.appendCanonical(buf[:0]); string(printed) == text {
-		return q
-	}
-	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently.
-	other := q
-	other.wide = !q.wide
-	if q.d == nil && other.String() == text {
-		return other
+	if printed, ok := printedAs(q, text); ok {
+		return printed
 	}
 	// Otherwise k keeps the text it was parsed from.
 	if p, err := Parse(text); err == nil && p.format == q.format && p.Cmp(q) == 0 {
