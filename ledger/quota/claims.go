@@ -47,17 +47,12 @@ func pvcUsage(cv *converter, pvc *corev1.PersistentVolumeClaim) ResourceList {
 	if class != "" {
 		result[class+storageClassSuffix+ResourcePersistentVolumeClaims] = quantity.NewInt(1)
 	}
-	var storage *resource.Quantity
 	if req, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-		r := roundUpBytes(req)
-		storage = &r
-	}
-	if alloc, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && storage != nil && alloc.Cmp(*storage) > 0 {
-		r := roundUpBytes(alloc)
-		storage = &r
-	}
-	if storage != nil {
-		q := cv.one(*storage)
+		storage := roundUpBytes(req)
+		if alloc, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && alloc.Cmp(storage) > 0 {
+			storage = roundUpBytes(alloc)
+		}
+		q := cv.one(storage)
 		result[ResourceRequestsStorage] = q
 		if class != "" {
 			result[class+storageClassSuffix+ResourceRequestsStorage] = q
