@@ -390,17 +390,11 @@ func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
 	if a == nil {
 		return false
 	}
-	var required [2][]corev1.PodAffinityTerm
-	var preferred [2][]corev1.WeightedPodAffinityTerm
-	if p := a.PodAffinity; p != nil {
-		required[0], preferred[0] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
-	}
-	if p := a.PodAntiAffinity; p != nil {
-		required[1], preferred[1] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
-	}
 	weighted := func(w corev1.WeightedPodAffinityTerm) bool { return crossNamespace(w.PodAffinityTerm) }
-	for i := range required {
-		if slices.ContainsFunc(required[i], crossNamespace) || slices.ContainsFunc(preferred[i], weighted) {
+	// Affinity and anti-affinity have the same fields.
+	for _, p := range [...]*corev1.PodAffinity{a.PodAffinity, (*corev1.PodAffinity)(a.PodAntiAffinity)} {
+		if p != nil && (slices.ContainsFunc(p.RequiredDuringSchedulingIgnoredDuringExecution, crossNamespace) ||
+			slices.ContainsFunc(p.PreferredDuringSchedulingIgnoredDuringExecution, weighted)) {
 			return true
 		}
 	}
