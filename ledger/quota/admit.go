@@ -400,14 +400,8 @@ func exceededNames(used, delta, hard ResourceList) []string {
 func limitedByDefault(usage ResourceList, l LimitedResource) []string {
 	var out []string
 	for _, k := range usage.Names() {
-		if usage[k].Sign() != 1 {
-			continue
-		}
-		for _, m := range l.MatchContains {
-			if strings.Contains(k, m) {
-				out = append(out, k)
-				break
-			}
+		if usage[k].Sign() == 1 && slices.ContainsFunc(l.MatchContains, func(m string) bool { return strings.Contains(k, m) }) {
+			out = append(out, k)
 		}
 	}
 	return out
