@@ -29,9 +29,7 @@ func podUsage(cv *converter, pod *corev1.Pod, now time.Time) ResourceList {
 }
 
 // computeUsageInto names a pod's (or a container's) requests and limits
-// in result as quota does: requests under both the bare and requests.
-// names, limits under limits., extended resources (a DeviceClass's
-// included) as requests.<name> only.
+// in result as the package doc says.
 func computeUsageInto(result, requests, limits ResourceList) {
 	result[ResourcePods] = quantity.NewInt(1)
 	for _, p := range computePairs {
@@ -206,10 +204,8 @@ func newPodContainers(cv *converter, pod *corev1.Pod) *podContainers {
 	return pc
 }
 
-// aggregate totals the containers of a pod as the scheduler and quota do:
-// the sum of the app containers and sidecars, raised to what each init
-// container needs while it runs (itself plus the sidecars started before
-// it). get gives one container's list.
+// aggregate totals the containers of a pod as the scheduler and quota do
+// (see the package doc); get gives one container's list.
 func (pc *podContainers) aggregate(get func(*podContainer) []namedQuantity) ResourceList {
 	result := ResourceList{}
 	for i := range pc.apps {
