@@ -80,24 +80,18 @@ func ParseExact(s string) (Quantity, error) {
 		}
 		q = fromExactDecimal(d, format)
 	}
-	// The text Exact wrote tells which of Kubernetes' forms q was.
-	if printed, ok := printedAs(q, value); ok {
-		return printed, nil
+	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently;
+	// the text Exact wrote tells which one q was.
+	if q.d == nil {
+		var buf [48]byte
+		if printed, _ := q.appendCanonical(buf[:0]); string(printed) != value {
+			other := q
+			if other.wide = !q.wide; other.String() == value {
+				return other, nil
+			}
+		}
 	}
 	return q, nil
-}
-
-// printedAs returns q, or q in Kubernetes' other form when only that one
-// prints as text: its int64 and inf.Dec forms print -2^63 BinarySI
-// differently. ok is false when neither does.
-func printedAs(q Quantity, text string) (Quantity, bool) {
-	var buf [48]byte
-	if printed, _ := q.appendCanonical(buf[:0]); string(printed) == text {
-		return q, true
-	}
-	other := q
-	other.wide = !q.wide
-	return other, q.d == nil && other.String() == text
 }
 
 // parseExactInt64 is parseExactValue then fromExactDecimal for a value
@@ -270,8 +264,15 @@ func FromKube(k resource.Quantity) (Quantity, error) {
 // fromKubeText returns q, the value and format of a Kubernetes quantity
 // that prints as text, with what q must keep of text.
 func fromKubeText(q Quantity, text string) Quantity {
-	if printed, ok := printedAs(q, text); ok {
-		return printed
+	var buf [48]byte
+	if printed, _ := q.appendCanonical(buf[:0]); string(printed) == text {
+		return q
+	}
+	// Kubernetes' int64 and inf.Dec forms print -2^63 BinarySI differently.
+	other := q
+	other.wide = !q.wide
+	if q.d == nil && other.String() == text {
+		return other
 	}
 	// Otherwise k keeps the text it was parsed from.
 	if p, err := Parse(text); err == nil && p.format == q.format && p.Cmp(q) == 0 {

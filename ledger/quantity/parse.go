@@ -122,18 +122,39 @@ func scan(str string) (p scanned, err error) {
 // as Kubernetes' suffixer does. Like Kubernetes it truncates an e/E exponent
 // to 32 bits.
 func interpretSuffix(s string) (base int, exponent int32, format Format, ok bool) {
-	switch {
-	case s == "":
+	switch s {
+	case "":
 		return 10, 0, DecimalSI, true
-	case len(s) == 1 && s != " ":
-		// decimalSuffixes stands for 10^-9 to 10^18, a power of 1000 apart.
-		if i := strings.IndexByte(decimalSuffixes, s[0]); i >= 0 {
-			return 10, int32(3*i - 9), DecimalSI, true
-		}
-	case len(s) == 2 && s[1] == 'i':
-		if i := strings.IndexByte("KMGTPE", s[0]); i >= 0 {
-			return 2, int32(10 * (i + 1)), BinarySI, true
-		}
+	case "n":
+		return 10, -9, DecimalSI, true
+	case "u":
+		return 10, -6, DecimalSI, true
+	case "m":
+		return 10, -3, DecimalSI, true
+	case "k":
+		return 10, 3, DecimalSI, true
+	case "M":
+		return 10, 6, DecimalSI, true
+	case "G":
+		return 10, 9, DecimalSI, true
+	case "T":
+		return 10, 12, DecimalSI, true
+	case "P":
+		return 10, 15, DecimalSI, true
+	case "E":
+		return 10, 18, DecimalSI, true
+	case "Ki":
+		return 2, 10, BinarySI, true
+	case "Mi":
+		return 2, 20, BinarySI, true
+	case "Gi":
+		return 2, 30, BinarySI, true
+	case "Ti":
+		return 2, 40, BinarySI, true
+	case "Pi":
+		return 2, 50, BinarySI, true
+	case "Ei":
+		return 2, 60, BinarySI, true
 	}
 	if len(s) > 1 && (s[0] == 'e' || s[0] == 'E') {
 		v, err := strconv.ParseInt(s[1:], 10, 64)

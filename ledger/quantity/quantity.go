@@ -138,11 +138,15 @@ func (q Quantity) add(y Quantity, subtract bool) Quantity {
 func addDecimal(q, y Quantity, subtract bool) *apd.Decimal {
 	var tq, ty apd.Decimal
 	d := new(apd.Decimal)
-	op, apply := "+", exactContext.Add
+	var cond apd.Condition
+	var err error
+	op := "+"
 	if subtract {
-		op, apply = "-", exactContext.Sub
+		op = "-"
+		cond, err = exactContext.Sub(d, q.decimal(&tq), y.decimal(&ty))
+	} else {
+		cond, err = exactContext.Add(d, q.decimal(&tq), y.decimal(&ty))
 	}
-	cond, err := apply(d, q.decimal(&tq), y.decimal(&ty))
 	if err != nil || cond.Inexact() || cond.Rounded() {
 		panic(fmt.Sprintf("quantity: %v %s %v is not exact: %v %v", q, op, y, cond, err))
 	}
