@@ -215,9 +215,9 @@ func (in *Ingester) IngestFile(ctx context.Context, name string, r io.Reader) (R
 		// Some remembered states may not have reached the stream; forget
 		// them all rather than skip an upsert that was never appended.
 		clear(in.last)
-		return p.run.report, fmt.Errorf("ingest %s: %w", name, err)
+		return p.report, fmt.Errorf("ingest %s: %w", name, err)
 	}
-	return p.run.report, nil
+	return p.report, nil
 }
 
 // run holds the report and the dead-letter keeping shared by IngestFile

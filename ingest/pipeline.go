@@ -56,9 +56,7 @@ type prepared struct {
 // the caller's goroutine, workers prepare them, apply consumes them in
 // input order and hands full batches to append.
 type pipeline struct {
-	in  *Ingester
-	ctx context.Context
-	run *run
+	run
 
 	work  chan *job
 	order chan *job
@@ -81,9 +79,7 @@ type pipeline struct {
 
 func newPipeline(in *Ingester, ctx context.Context) *pipeline {
 	p := &pipeline{
-		in:      in,
-		ctx:     ctx,
-		run:     &run{in: in, ctx: ctx},
+		run:     run{in: in, ctx: ctx},
 		work:    make(chan *job, PrepareQueueMax),
 		order:   make(chan *job, PrepareQueueMax),
 		batches: make(chan []pendingEntry),
@@ -150,7 +146,7 @@ func (p *pipeline) finish(parseErr error) error {
 	p.workers.Wait()
 	<-p.applied
 	<-p.written
-	p.run.report.Add(p.appends)
+	p.report.Add(p.appends)
 	return p.err
 }
 
@@ -230,31 +226,29 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
-	p.run.report.Warnings = listed(p.run.report.Warnings, pr.warnings...)
+	p.report.Warnings = listed(p.report.Warnings, pr.warnings...)
 	if pr.reject != "" {
-		return p.run.reject(pr.rec, pr.reject)
+		return p.reject(pr.rec, pr.reject)
 	}
 	if pr.bookmark {
-		p.run.report.Bookmarks++
+		p.report.Bookmarks++
 		return nil
 	}
 	switch {
-	case pr.plain:
-		// Judged against the log when its batch is appended (judgePlain); a
-		// later watch event of the object must not be skipped on a state
-		// remembered from before it.
-		delete(p.in.last, pr.key)
-	case pr.deleted:
+	case pr.plain, pr.deleted:
+		// A plain object is judged against the log when its batch is
+		// appended (judgePlain); a later watch event of the object must not
+		// be skipped on a state remembered from before it.
 		delete(p.in.last, pr.key)
 	default:
 		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest {
-			p.run.report.Unchanged++
+			p.report.Unchanged++
 			return nil
 		}
 		p.in.remember(pr.key, pr.digest)
 	}
 	if pr.lateReject != "" {
-		return p.run.reject(pr.rec, pr.lateReject)
+		return p.reject(pr.rec, pr.lateReject)
 	}
 	*pending = append(*pending, pr.pendingEntry)
 	return nil
