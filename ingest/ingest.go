@@ -215,9 +215,9 @@ func (in *Ingester) IngestFile(ctx context.Context, name string, r io.Reader) (R
 		// Some remembered states may not have reached the stream; forget
 		// them all rather than skip an upsert that was never appended.
 		clear(in.last)
-		return p.run.report, fmt.Errorf("ingest %s: %w", name, err)
+		return p.report, fmt.Errorf("ingest %s: %w", name, err)
 	}
-	return p.run.report, nil
+	return p.report, nil
 }
 
 // run holds the report and the dead-letter keeping shared by IngestFile
@@ -291,17 +291,22 @@ func (in *Ingester) decode(pr *prepared) (*object.Object, string) {
 	if reason != "" {
 		return nil, reason
 	}
+	return o, place(o, pr.rec.Watched, in.opts.Namespace)
+}
+
+// place gives o, a namespaced object that names no namespace, namespace,
+// or says why it cannot. A custom resource the API server sent (watched)
+// without a namespace is cluster-scoped (a ClusterIssuer, say).
+func place(o *object.Object, watched bool, namespace string) string {
 	switch {
 	case o.ClusterScoped() || o.Namespace != "":
-	case pr.rec.Watched && o.TakeClusterScoped():
-		// A custom resource the API server sent without a namespace is
-		// cluster-scoped (a ClusterIssuer, say).
-	case in.opts.Namespace == "":
-		return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
+	case watched && o.TakeClusterScoped():
+	case namespace == "":
+		return fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
 	default:
-		o.SetNamespace(in.opts.Namespace)
+		o.SetNamespace(namespace)
 	}
-	return o, ""
+	return ""
 }
 
 // readObject decodes rec's object, or says why it cannot, after a plain

@@ -251,8 +251,9 @@ func (p *parser) value(line, textLine int, raw, text []byte) error {
 	source := p.source(line)
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
-		if !json.Valid(t) {
-			return p.reject(source, text, fmt.Errorf("%w: %v", ErrBadJSON, jsonError(t)))
+		var v any
+		if err := json.Unmarshal(t, &v); err != nil {
+			return p.reject(source, text, fmt.Errorf("%w: %v", ErrBadJSON, err))
 		}
 		what := "a JSON value"
 		if len(t) > 0 && t[0] == '[' {
@@ -282,9 +283,10 @@ func (p *parser) value(line, textLine int, raw, text []byte) error {
 	}
 }
 
-// list hands each item of a List on as an ADDED object. Items of a typed
-// list (PodList from the API) carry no kind or apiVersion; they get the
-// list's, as the API server means them.
+// list hands each item of a List on as an ADDED object, never a watch
+// event or a nested list. Items of a typed list (PodList from the API)
+// carry no kind or apiVersion; they get the list's, as the API server
+// means them.
 func (p *parser) list(source string, env envelope, text []byte) error {
 	var items []json.RawMessage
 	if err := json.Unmarshal(env.Items, &items); err != nil {
@@ -300,21 +302,16 @@ func (p *parser) list(source string, env envelope, text []byte) error {
 		if itemKind != "" {
 			raw = withKind(raw, itemKind, env.APIVersion)
 		}
-		if err := p.valueItem(src, raw, env.Metadata.ResourceVersion); err != nil {
+		// json.Unmarshal gives each item without the blanks around it.
+		rec := Record{Source: src, Type: WatchAdded, Object: raw, Raw: raw, ListResourceVersion: env.Metadata.ResourceVersion}
+		if raw[0] != '{' {
+			rec = Record{Source: src, Raw: raw, Err: fmt.Errorf("%w: list item is not an object", ErrNotKubernetes)}
+		}
+		if err := p.fn(rec); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// valueItem handles a List item: an object, never a watch event or a
-// nested list.
-func (p *parser) valueItem(source string, raw []byte, listVersion string) error {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || t[0] != '{' {
-		return p.reject(source, raw, fmt.Errorf("%w: list item is not an object", ErrNotKubernetes))
-	}
-	return p.fn(Record{Source: source, Type: WatchAdded, Object: t, Raw: t, ListResourceVersion: listVersion})
 }
 
 // withKind sets kind and apiVersion on an object that lacks them.
@@ -340,13 +337,4 @@ func withKind(raw []byte, kind, apiVersion string) []byte {
 		return raw
 	}
 	return out
-}
-
-// jsonError returns the syntax error of invalid JSON t.
-func jsonError(t []byte) error {
-	var v any
-	if err := json.Unmarshal(t, &v); err != nil {
-		return err
-	}
-	return errors.New("invalid JSON")
 }

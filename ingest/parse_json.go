@@ -130,10 +130,8 @@ func (in *jsonInput) lineAt(off int64) int {
 // starts at that line. Reading more than limit bytes without finding one
 // fails with ErrDocumentTooLarge, the text cut there.
 func (in *jsonInput) skipRecord(start int64) (text []byte, more bool, err error) {
-	from := 0 // where the next line start may be, in held
-	if i := bytes.IndexByte(in.held, '\n'); i >= 0 {
-		from = i
-	} else {
+	from := bytes.IndexByte(in.held, '\n') // where the next line start may be, in held
+	if from < 0 {
 		from = len(in.held)
 	}
 	buf := make([]byte, 64<<10)

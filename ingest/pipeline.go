@@ -44,27 +44,19 @@ type prepared struct {
 	reject string
 	// bookmark is a watch BOOKMARK, counted and skipped.
 	bookmark bool
-	deleted  bool
-	// plain marks a plain object (not a watch event): skipped only when
-	// the log holds its object in the state it states (judgePlain).
-	plain bool
 	// warnings are the record's problems that do not stop it.
 	warnings []Rejection
-	key      string
-	digest   [sha256.Size]byte
 	// lateReject, when set, is the reason an event is rejected after the
 	// memory was updated (the stream would refuse it).
 	lateReject string
-	entry      ledger.BatchEntry
+	pendingEntry
 }
 
 // pipeline is the state of one IngestFile call: Parse submits records on
 // the caller's goroutine, workers prepare them, apply consumes them in
 // input order and hands full batches to append.
 type pipeline struct {
-	in  *Ingester
-	ctx context.Context
-	run *run
+	run
 
 	work  chan *job
 	order chan *job
@@ -87,9 +79,7 @@ type pipeline struct {
 
 func newPipeline(in *Ingester, ctx context.Context) *pipeline {
 	p := &pipeline{
-		in:      in,
-		ctx:     ctx,
-		run:     &run{in: in, ctx: ctx},
+		run:     run{in: in, ctx: ctx},
 		work:    make(chan *job, PrepareQueueMax),
 		order:   make(chan *job, PrepareQueueMax),
 		batches: make(chan []pendingEntry),
@@ -156,7 +146,7 @@ func (p *pipeline) finish(parseErr error) error {
 	p.workers.Wait()
 	<-p.applied
 	<-p.written
-	p.run.report.Add(p.appends)
+	p.report.Add(p.appends)
 	return p.err
 }
 
@@ -236,33 +226,31 @@ func (p *pipeline) applyOne(pr prepared, pending *[]pendingEntry) error {
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
-	p.run.report.Warnings = listed(p.run.report.Warnings, pr.warnings...)
+	p.report.Warnings = listed(p.report.Warnings, pr.warnings...)
 	if pr.reject != "" {
-		return p.run.reject(pr.rec, pr.reject)
+		return p.reject(pr.rec, pr.reject)
 	}
 	if pr.bookmark {
-		p.run.report.Bookmarks++
+		p.report.Bookmarks++
 		return nil
 	}
 	switch {
-	case pr.plain:
-		// Judged against the log when its batch is appended (judgePlain); a
-		// later watch event of the object must not be skipped on a state
-		// remembered from before it.
-		delete(p.in.last, pr.key)
-	case pr.deleted:
+	case pr.plain, pr.deleted:
+		// A plain object is judged against the log when its batch is
+		// appended (judgePlain); a later watch event of the object must not
+		// be skipped on a state remembered from before it.
 		delete(p.in.last, pr.key)
 	default:
 		if prev, ok := p.in.last[pr.key]; ok && prev == pr.digest {
-			p.run.report.Unchanged++
+			p.report.Unchanged++
 			return nil
 		}
 		p.in.remember(pr.key, pr.digest)
 	}
 	if pr.lateReject != "" {
-		return p.run.reject(pr.rec, pr.lateReject)
+		return p.reject(pr.rec, pr.lateReject)
 	}
-	*pending = append(*pending, pendingEntry{entry: pr.entry, key: pr.key, digest: pr.digest, plain: pr.plain, deleted: pr.deleted})
+	*pending = append(*pending, pr.pendingEntry)
 	return nil
 }
 
@@ -272,8 +260,10 @@ type pendingEntry struct {
 	entry   ledger.BatchEntry
 	key     string
 	digest  [sha256.Size]byte
-	plain   bool
 	deleted bool
+	// plain marks a plain object (not a watch event): skipped only when
+	// the log holds its object in the state it states (judgePlain).
+	plain bool
 }
 
 // append appends one batch at a time, in the order apply handed them, and

@@ -306,13 +306,7 @@ func (in *Ingester) resyncObject(run *run, rec *Record, defaultNS string) (*obje
 	if reason != "" {
 		return nil, reason
 	}
-	if !o.ClusterScoped() && o.Namespace == "" {
-		if defaultNS == "" {
-			return nil, fmt.Sprintf("%v: %s %q", ErrNoNamespace, o.Kind, o.Name)
-		}
-		o.SetNamespace(defaultNS)
-	}
-	return o, ""
+	return o, place(o, false, defaultNS)
 }
 
 // appendResyncGroup appends ev, the Resync of group k (namespace,
@@ -392,11 +386,7 @@ func splitResync(ev ledger.Event, objects []listedObject, msgID string, limit in
 
 // forget drops the unchanged-upsert memory of every key with prefix.
 func (in *Ingester) forget(prefix string) {
-	for k := range in.last {
-		if strings.HasPrefix(k, prefix) {
-			delete(in.last, k)
-		}
-	}
+	maps.DeleteFunc(in.last, func(k string, _ [sha256.Size]byte) bool { return strings.HasPrefix(k, prefix) })
 }
 
 func nsLabel(ns string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -417,9 +418,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				for n, t := range jsonFields(ft) {
-					fields[n] = t
-				}
+				maps.Copy(fields, jsonFields(ft))
 				continue
 			}
 		}

@@ -133,29 +133,6 @@ func isIntegerAmount(v int64, scale int32) bool {
 	return v%pow10[-scale] == 0
 }
 
-// roundAmount rounds v * 10^from to a multiple of 10^to (to > from), away
-// from zero, and reports whether no digit was lost. It is Kubernetes'
-// negativeScaleInt64.
-func roundAmount(v int64, from, to int32) (int64, bool) {
-	n := int64(to) - int64(from)
-	var result int64
-	var lost bool
-	if n >= int64(len(pow10)) {
-		result, lost = 0, v != 0
-	} else {
-		p := pow10[n]
-		result, lost = v/p, v%p != 0
-	}
-	if lost {
-		if v > 0 {
-			result++
-		} else {
-			result--
-		}
-	}
-	return result, !lost
-}
-
 // digits64 returns the number of decimal digits of |v|, with 1 for 0.
 func digits64(v int64) int64 {
 	u := uint64(v)

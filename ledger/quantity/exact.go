@@ -3,6 +3,7 @@ package quantity
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,17 +67,11 @@ func ParseExact(s string) (Quantity, error) {
 	if !ok {
 		return Quantity{}, fmt.Errorf("exact quantity %q has no format: %w", s, ErrExactForm)
 	}
-	var format Format
-	switch name {
-	case "DecimalSI":
-		format = DecimalSI
-	case "BinarySI":
-		format = BinarySI
-	case "DecimalExponent":
-		format = DecimalExponent
-	default:
+	i := slices.Index(formatNames[:], name)
+	if i < 0 {
 		return Quantity{}, fmt.Errorf("exact quantity %q has format %q: %w", s, name, ErrExactForm)
 	}
+	format := Format(i)
 	q, ok := parseExactInt64(value, format)
 	if !ok {
 		d, err := parseExactValue(value)

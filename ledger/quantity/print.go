@@ -119,17 +119,10 @@ func (q Quantity) appendBinary(out []byte) ([]byte, bool) {
 			// factor of 1024 in it; its decimal path prints -8Ei.
 			return strconv.AppendInt(out, v, 10), true
 		case ok && v != int64Min:
-			m := v
-			if m < 0 {
-				m = -m
-			}
-			times := 0
-			for m >= 1024 && m%1024 == 0 {
+			m, times := v, 0
+			for m != 0 && m%1024 == 0 {
 				m /= 1024
 				times++
-			}
-			if v < 0 {
-				m = -m
 			}
 			return appendBinarySuffix(strconv.AppendInt(out, m, 10), times)
 		}

@@ -21,15 +21,13 @@ const (
 	DecimalExponent
 )
 
+// formatNames are the names Kubernetes gives the formats, by Format.
+var formatNames = [...]string{DecimalSI: "DecimalSI", BinarySI: "BinarySI", DecimalExponent: "DecimalExponent"}
+
 // String returns the name Kubernetes gives the format.
 func (f Format) String() string {
-	switch f {
-	case DecimalSI:
-		return "DecimalSI"
-	case BinarySI:
-		return "BinarySI"
-	case DecimalExponent:
-		return "DecimalExponent"
+	if int(f) < len(formatNames) {
+		return formatNames[f]
 	}
 	return fmt.Sprintf("Format(%d)", uint8(f))
 }
@@ -205,53 +203,4 @@ func (q Quantity) IsInteger() bool {
 	p.Exp(apd.NewBigInt(10), apd.NewBigInt(n), nil)
 	r.Rem(&q.d.Coeff, &p)
 	return r.Sign() == 0
-}
-
-// RoundUp returns q rounded away from zero to a multiple of 10^scale and
-// reports whether that lost nothing, as resource.Quantity.RoundUp does:
-// RoundUp(0) is what Kubernetes' quota evaluator applies to a claim's
-// requested storage so that it is charged in whole bytes. A quantity already
-// at that scale is returned unchanged, keeping the text it was parsed from;
-// otherwise the result prints canonically in q's format. (Kubernetes also
-// forgets the parsed text once a Cmp has converted its receiver to inf.Dec;
-// Quantity never changes on reading, and keeps it.)
-func (q Quantity) RoundUp(scale int32) (Quantity, bool) {
-	r := q
-	if q.d == nil {
-		if q.scale >= scale {
-			if q.wide {
-				r.s = ""
-			}
-			return r, true
-		}
-		r.s = ""
-		v, exact := roundAmount(q.i, q.scale, scale)
-		if !q.wide {
-			r.i, r.scale = v, scale
-			return r, exact
-		}
-		r.setDecimal(new(apd.Decimal).SetFinite(v, scale))
-		return r, exact
-	}
-	r.s = ""
-	if q.d.Exponent >= scale {
-		return r, true
-	}
-	n := int64(scale) - int64(q.d.Exponent)
-	d := &apd.Decimal{Negative: q.d.Negative, Exponent: scale}
-	if n > q.d.NumDigits() {
-		// Every digit lies below 10^scale and q is not zero.
-		d.Coeff.SetInt64(1)
-		r.setDecimal(d)
-		return r, false
-	}
-	var p, rem apd.BigInt
-	p.Exp(apd.NewBigInt(10), apd.NewBigInt(n), nil)
-	d.Coeff.QuoRem(&q.d.Coeff, &p, &rem)
-	exact := rem.Sign() == 0
-	if !exact {
-		d.Coeff.Add(&d.Coeff, apd.NewBigInt(1))
-	}
-	r.setDecimal(d)
-	return r, exact
 }

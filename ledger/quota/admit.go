@@ -163,16 +163,12 @@ func Admit(req AdmitRequest) Decision {
 	}
 	if missing := uncoveredScopes(limitedScopes, restrictedScopes); len(missing) > 0 {
 		// Kubernetes returns this one as a plain error, which the API
-		// server reports as an internal error with the bare message.
-		parts := make([]string, len(missing))
-		for i, m := range missing {
-			// As Kubernetes prints the value, not by its String method.
-			parts[i] = fmt.Sprint(m)
-		}
+		// server reports as an internal error with the bare message. It
+		// prints the values, not by their String method.
 		d.Allowed = false
 		d.Code = http.StatusInternalServerError
 		d.Reason = ""
-		d.Message = "insufficient quota to match these scopes: [" + strings.Join(parts, " ") + "]"
+		d.Message = fmt.Sprintf("insufficient quota to match these scopes: %v", missing)
 		return d
 	}
 
@@ -404,14 +400,8 @@ func exceededNames(used, delta, hard ResourceList) []string {
 func limitedByDefault(usage ResourceList, l LimitedResource) []string {
 	var out []string
 	for _, k := range usage.Names() {
-		if usage[k].Sign() != 1 {
-			continue
-		}
-		for _, m := range l.MatchContains {
-			if strings.Contains(k, m) {
-				out = append(out, k)
-				break
-			}
+		if usage[k].Sign() == 1 && slices.ContainsFunc(l.MatchContains, func(m string) bool { return strings.Contains(k, m) }) {
+			out = append(out, k)
 		}
 	}
 	return out

@@ -47,17 +47,12 @@ func pvcUsage(cv *converter, pvc *corev1.PersistentVolumeClaim) ResourceList {
 	if class != "" {
 		result[class+storageClassSuffix+ResourcePersistentVolumeClaims] = quantity.NewInt(1)
 	}
-	var storage *resource.Quantity
 	if req, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-		r := roundUpBytes(req)
-		storage = &r
-	}
-	if alloc, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && storage != nil && alloc.Cmp(*storage) > 0 {
-		r := roundUpBytes(alloc)
-		storage = &r
-	}
-	if storage != nil {
-		q := cv.one(*storage)
+		storage := roundUpBytes(req)
+		if alloc, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && alloc.Cmp(storage) > 0 {
+			storage = roundUpBytes(alloc)
+		}
+		q := cv.one(storage)
 		result[ResourceRequestsStorage] = q
 		if class != "" {
 			result[class+storageClassSuffix+ResourceRequestsStorage] = q
@@ -84,8 +79,7 @@ func volumeAttributesClasses(pvc *corev1.PersistentVolumeClaim) []string {
 }
 
 // serviceUsage counts a service, its load balancer and the node ports it
-// will allocate: one per port for NodePort, and for LoadBalancer too unless
-// node port allocation is switched off, when only explicit node ports count.
+// will allocate, by the package doc's rule.
 func serviceUsage(svc *corev1.Service) ResourceList {
 	result := ResourceList{
 		countPrefix + "services":      quantity.NewInt(1),
@@ -114,12 +108,10 @@ func serviceUsage(svc *corev1.Service) ResourceList {
 	return result
 }
 
-// claimUsage is what a ResourceClaim charges: itself, and per DeviceClass
-// the devices its requests ask for. An exact request asks for its count
-// (every device of the class, counted as 32, the most one allocation
-// holds, for mode All); a request of alternatives asks, per class, for the
-// most any of its alternatives of that class asks. An allocation mode left
-// empty is the API server's default, ExactCount, with a count of 1.
+// claimUsage is what a ResourceClaim charges, by the package doc's rule;
+// mode All counts as 32 devices, the most one allocation holds. An
+// allocation mode left empty is the API server's default, ExactCount, with
+// a count of 1.
 func claimUsage(claim *resourcev1.ResourceClaim) ResourceList {
 	devices := func(mode resourcev1.DeviceAllocationMode, count int64) int64 {
 		switch mode {

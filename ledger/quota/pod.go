@@ -29,9 +29,7 @@ func podUsage(cv *converter, pod *corev1.Pod, now time.Time) ResourceList {
 }
 
 // computeUsageInto names a pod's (or a container's) requests and limits
-// in result as quota does: requests under both the bare and requests.
-// names, limits under limits., extended resources (a DeviceClass's
-// included) as requests.<name> only.
+// in result as the package doc says.
 func computeUsageInto(result, requests, limits ResourceList) {
 	result[ResourcePods] = quantity.NewInt(1)
 	for _, p := range computePairs {
@@ -98,21 +96,7 @@ func addPairs(dst ResourceList, src []namedQuantity) {
 	}
 }
 
-// listSource names a resource list of a container: its spec's, or one of
-// its status's.
-type listSource uint8
-
-const (
-	sourceSpecRequests listSource = iota
-	sourceSpecLimits
-	sourceAllocated
-	sourceStatusRequests
-	sourceStatusLimits
-	sourceCount
-)
-
-// podContainer is one container (init or app) with its status and its
-// resource lists, each converted at most once.
+// podContainer is one container (init or app) with its status.
 type podContainer struct {
 	c  *corev1.Container
 	cs *corev1.ContainerStatus // nil when there is none
@@ -120,32 +104,6 @@ type podContainer struct {
 	// reports resources: during an in-place resize its effective lists
 	// come from spec and status together (effectiveRequests).
 	resizable bool
-	converted [sourceCount][]namedQuantity
-	done      [sourceCount]bool
-}
-
-func (pc *podContainer) kubeList(s listSource) corev1.ResourceList {
-	switch s {
-	case sourceSpecRequests:
-		return pc.c.Resources.Requests
-	case sourceSpecLimits:
-		return pc.c.Resources.Limits
-	case sourceAllocated:
-		return pc.cs.AllocatedResources
-	case sourceStatusRequests:
-		return pc.cs.Resources.Requests
-	case sourceStatusLimits:
-		return pc.cs.Resources.Limits
-	}
-	return nil
-}
-
-func (pc *podContainer) list(cv *converter, s listSource) []namedQuantity {
-	if !pc.done[s] {
-		pc.converted[s] = cv.pairs(pc.kubeList(s))
-		pc.done[s] = true
-	}
-	return pc.converted[s]
 }
 
 // pairs converts a container's resource list: nil when it is empty.
@@ -183,13 +141,15 @@ func maxOf(lists ...[]namedQuantity) []namedQuantity {
 // an in-place resize (its status reports resources) that is the larger of
 // what its spec asks, what the kubelet actuated and what it allocated; of
 // the latter two only, when the pod's resize is infeasible.
+//
+// The spec is converted even when it does not count: a quantity in it that
+// the ledger cannot hold still fails the evaluation.
 func (pc *podContainers) effectiveRequests(c *podContainer) []namedQuantity {
-	spec := c.list(pc.cv, sourceSpecRequests)
+	spec := pc.cv.pairs(c.c.Resources.Requests)
 	if !c.resizable {
 		return spec
 	}
-	actuated := c.list(pc.cv, sourceStatusRequests)
-	allocated := c.list(pc.cv, sourceAllocated)
+	actuated, allocated := pc.cv.pairs(c.cs.Resources.Requests), pc.cv.pairs(c.cs.AllocatedResources)
 	if pc.infeasible {
 		return maxOf(actuated, allocated)
 	}
@@ -200,11 +160,11 @@ func (pc *podContainers) effectiveRequests(c *podContainer) []namedQuantity {
 // in-place resize the larger of its spec's and the actuated, or the
 // actuated alone when the pod's resize is infeasible.
 func (pc *podContainers) effectiveLimits(c *podContainer) []namedQuantity {
-	spec := c.list(pc.cv, sourceSpecLimits)
+	spec := pc.cv.pairs(c.c.Resources.Limits)
 	if !c.resizable {
 		return spec
 	}
-	actuated := c.list(pc.cv, sourceStatusLimits)
+	actuated := pc.cv.pairs(c.cs.Resources.Limits)
 	if pc.infeasible {
 		return actuated
 	}
@@ -229,6 +189,7 @@ func newPodContainers(cv *converter, pod *corev1.Pod) *podContainers {
 		infeasible: resizeInfeasible(pod),
 		apps:       make([]podContainer, len(pod.Spec.Containers)),
 		inits:      make([]podContainer, len(pod.Spec.InitContainers)),
+		overhead:   cv.pairs(pod.Spec.Overhead),
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -243,10 +204,8 @@ func newPodContainers(cv *converter, pod *corev1.Pod) *podContainers {
 	return pc
 }
 
-// aggregate totals the containers of a pod as the scheduler and quota do:
-// the sum of the app containers and sidecars, raised to what each init
-// container needs while it runs (itself plus the sidecars started before
-// it). get gives one container's list.
+// aggregate totals the containers of a pod as the scheduler and quota do
+// (see the package doc); get gives one container's list.
 func (pc *podContainers) aggregate(get func(*podContainer) []namedQuantity) ResourceList {
 	result := ResourceList{}
 	for i := range pc.apps {
@@ -274,15 +233,6 @@ func (pc *podContainers) aggregate(get func(*podContainer) []namedQuantity) Reso
 	}
 	maxInto(result, initPeak)
 	return result
-}
-
-// convertAll converts the list s of every container, for its errors only.
-func (pc *podContainers) convertAll(s listSource) {
-	for _, cs := range [2][]podContainer{pc.apps, pc.inits} {
-		for i := range cs {
-			cs[i].list(pc.cv, s)
-		}
-	}
 }
 
 // findContainerStatus returns the status of the container called name, or
@@ -347,31 +297,16 @@ func applyPodLevel(cv *converter, result ResourceList, podLevel corev1.ResourceL
 	}
 }
 
-// overheadList returns the pod overhead converted, once.
-func (pc *podContainers) overheadList() []namedQuantity {
-	if pc.overhead == nil {
-		pc.overhead = pc.cv.pairs(pc.pod.Spec.Overhead)
-	}
-	return pc.overhead
-}
-
 // requests is the pod's effective request: the total of its containers'
 // (effectiveRequests during an in-place resize), pod-level requests where
 // set, plus the pod overhead.
 func (pc *podContainers) requests() ResourceList {
-	if pc.infeasible {
-		// A resizable container's spec does not count then, but a
-		// quantity in it that the ledger cannot hold still fails the
-		// evaluation.
-		pc.convertAll(sourceSpecRequests)
-		pc.convertAll(sourceSpecLimits)
-	}
 	reqs := pc.aggregate(pc.effectiveRequests)
 	pod := pc.pod
 	if pod.Spec.Resources != nil && anySupportedPodLevel(pod.Spec.Resources.Requests) {
 		applyPodLevel(pc.cv, reqs, pod.Spec.Resources.Requests)
 	}
-	addPairs(reqs, pc.overheadList())
+	addPairs(reqs, pc.overhead)
 	return reqs
 }
 
@@ -383,7 +318,7 @@ func (pc *podContainers) limits() ResourceList {
 	if podLevelSet(pc.pod) {
 		applyPodLevel(pc.cv, limits, pc.pod.Spec.Resources.Limits)
 	}
-	for _, o := range pc.overheadList() {
+	for _, o := range pc.overhead {
 		if w, ok := limits[o.name]; ok && !w.IsZero() {
 			limits[o.name] = w.Add(o.value)
 		}
@@ -451,17 +386,11 @@ func usesCrossNamespaceAffinity(pod *corev1.Pod) bool {
 	if a == nil {
 		return false
 	}
-	var required [2][]corev1.PodAffinityTerm
-	var preferred [2][]corev1.WeightedPodAffinityTerm
-	if p := a.PodAffinity; p != nil {
-		required[0], preferred[0] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
-	}
-	if p := a.PodAntiAffinity; p != nil {
-		required[1], preferred[1] = p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution
-	}
 	weighted := func(w corev1.WeightedPodAffinityTerm) bool { return crossNamespace(w.PodAffinityTerm) }
-	for i := range required {
-		if slices.ContainsFunc(required[i], crossNamespace) || slices.ContainsFunc(preferred[i], weighted) {
+	// Affinity and anti-affinity have the same fields.
+	for _, p := range [...]*corev1.PodAffinity{a.PodAffinity, (*corev1.PodAffinity)(a.PodAntiAffinity)} {
+		if p != nil && (slices.ContainsFunc(p.RequiredDuringSchedulingIgnoredDuringExecution, crossNamespace) ||
+			slices.ContainsFunc(p.PreferredDuringSchedulingIgnoredDuringExecution, weighted)) {
 			return true
 		}
 	}
