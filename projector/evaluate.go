@@ -46,7 +46,20 @@ func evaluate(ev *ledger.Event, raw json.RawMessage, at time.Time) (e evaluated)
 	if err != nil {
 		return evaluated{err: skipf("evaluate %s %s/%s: %v", o.Resource, o.Namespace, o.Name, err)}
 	}
+	if !foldReadsValue(o) {
+		// The typed value is most of what a decoded object weighs, and a
+		// prepared batch waits with its objects while the one before it is
+		// folded.
+		o.Value = nil
+	}
 	return evaluated{object: o, charge: charges.intern(charge)}
+}
+
+// foldReadsValue says whether the fold reads the typed value of an
+// evaluated object: a quota's spec (upsertQuota), and a pod being deleted,
+// which is charged again once its deadline passes (deadlineCharge).
+func foldReadsValue(o *object.Object) bool {
+	return o.Resource == "resourcequotas" || o.Resource == "pods" && o.DeletionTimestamp != nil
 }
 
 // judgedAt is the moment at which the fold judges the object of an event

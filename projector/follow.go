@@ -94,7 +94,9 @@ type PreparedBatch struct {
 // ahead of the receiver. It stops after next returns an error, which it
 // sends, or once ctx ends; then it closes the channel.
 func PrepareAhead(ctx context.Context, next func(context.Context) ([]ledger.Record, error)) <-chan PreparedBatch {
-	out := make(chan PreparedBatch, 1)
+	// Unbuffered: the batch prepared waits in the send, so that two
+	// batches at most are held, the one folded and the next.
+	out := make(chan PreparedBatch)
 	go func() {
 		defer close(out)
 		for ctx.Err() == nil {
