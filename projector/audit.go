@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,10 +68,7 @@ func (r *AuditResponder) Member(server string) *AuditResponder {
 // NewAuditResponder returns an AuditResponder for p on nc; snaps may be nil
 // when the server keeps no snapshots (snapshot requests then fail).
 func NewAuditResponder(nc *nats.Conn, p *Projector, snaps *Snapshots, log *slog.Logger) *AuditResponder {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &AuditResponder{nc: nc, p: p, snaps: snaps, log: log}
+	return &AuditResponder{nc: nc, p: p, snaps: snaps, log: cmp.Or(log, slog.Default())}
 }
 
 // Run serves until ctx ends, then drains its subscriptions and waits for

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,10 +60,7 @@ type Responder struct {
 
 // NewResponder returns a Responder for p on nc.
 func NewResponder(nc *nats.Conn, p *Projector, log *slog.Logger) *Responder {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Responder{nc: nc, p: p, log: log}
+	return &Responder{nc: nc, p: p, log: cmp.Or(log, slog.Default())}
 }
 
 // Run serves until ctx ends, then drains its subscription: the queries

@@ -1,11 +1,13 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -178,18 +180,10 @@ func (c *RetentionConfig) Validate() error {
 }
 
 func (c RetentionConfig) withDefaults() RetentionConfig {
-	if c.Interval == 0 {
-		c.Interval = min(max(c.Retention/SnapshotSpacingDivisor, RetentionIntervalMin), RetentionIntervalMax)
-	}
-	if c.LeaseBucket == "" {
-		c.LeaseBucket = DefaultLeaseBucket
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Interval = cmp.Or(c.Interval, min(max(c.Retention/SnapshotSpacingDivisor, RetentionIntervalMin), RetentionIntervalMax))
+	c.LeaseBucket = cmp.Or(c.LeaseBucket, DefaultLeaseBucket)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -409,24 +403,15 @@ func (r *Retainer) archive(ctx context.Context, list []SnapshotInfo, first, to u
 // segments that follow have no base there, which the log says.
 func (r *Retainer) archiveCheckpoint(ctx context.Context, list []SnapshotInfo, seq uint64) error {
 	have, err := r.cfg.Archive.Checkpoints()
-	if err != nil {
+	if err != nil || slices.ContainsFunc(have, func(c ledger.ArchiveCheckpoint) bool { return c.Seq == seq }) {
 		return err
 	}
-	for _, c := range have {
-		if c.Seq == seq {
-			return nil
-		}
-	}
-	var base *SnapshotInfo
-	for i := range list {
-		if list[i].Seq == seq {
-			base = &list[i]
-		}
-	}
-	if base == nil {
+	i := slices.IndexFunc(list, func(c SnapshotInfo) bool { return c.Seq == seq })
+	if i < 0 {
 		r.cfg.Logger.Warn("no checkpoint at the archive's new start: its events from there fold onto none until a later one", "seq", seq)
 		return nil
 	}
+	base := list[i]
 	f, err := os.CreateTemp(r.cfg.TempDir, ".archive-checkpoint-*.db")
 	if err != nil {
 		return fmt.Errorf("copy checkpoint %s: %w", base.Name, err)

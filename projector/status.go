@@ -1,12 +1,14 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -145,10 +147,7 @@ func (r *StatusResponder) SetRetention(retention time.Duration, snaps *Snapshots
 // NewStatusResponder returns a StatusResponder of the server named
 // server.
 func NewStatusResponder(nc *nats.Conn, p *Projector, stream *ledger.Stream, server string, log *slog.Logger) *StatusResponder {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &StatusResponder{nc: nc, p: p, stream: stream, server: server, log: log, webhooks: map[string]HeardWebhook{}}
+	return &StatusResponder{nc: nc, p: p, stream: stream, server: server, log: cmp.Or(log, slog.Default()), webhooks: map[string]HeardWebhook{}}
 }
 
 // Run serves until ctx ends, then drains its subscriptions. It keeps the
@@ -189,11 +188,8 @@ func (r *StatusResponder) heard(m *nats.Msg) {
 func (r *StatusResponder) heardWebhooks() []HeardWebhook {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]HeardWebhook, 0, len(r.webhooks))
-	for _, w := range r.webhooks {
-		out = append(out, w)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := slices.AppendSeq(make([]HeardWebhook, 0, len(r.webhooks)), maps.Values(r.webhooks))
+	slices.SortFunc(out, func(a, b HeardWebhook) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -400,12 +396,7 @@ func writeFeeds(b *strings.Builder, s *Status) {
 			leaders[strings.TrimPrefix(f.Source, "export ")] = true
 		}
 	}
-	var names []string
-	for n := range leaders {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(b, "Feed:        from %s\n", strings.Join(names, ", "))
+	fmt.Fprintf(b, "Feed:        from %s\n", strings.Join(slices.Sorted(maps.Keys(leaders)), ", "))
 	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "  RESOURCE\tLAG\tRESOURCEVERSION\tRESERVATIONS WAITING\n")
 	for _, f := range s.Feeds {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,18 +96,10 @@ func (o *Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.BatchSizeMax == 0 {
-		o.BatchSizeMax = DefaultBatchSizeMax
-	}
-	if o.ReadWaitTimeout == 0 {
-		o.ReadWaitTimeout = DefaultReadWaitTimeout
-	}
-	if o.ProgressInterval == 0 {
-		o.ProgressInterval = DefaultProgressInterval
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.BatchSizeMax = cmp.Or(o.BatchSizeMax, DefaultBatchSizeMax)
+	o.ReadWaitTimeout = cmp.Or(o.ReadWaitTimeout, DefaultReadWaitTimeout)
+	o.ProgressInterval = cmp.Or(o.ProgressInterval, DefaultProgressInterval)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 
@@ -173,16 +166,12 @@ type Result struct {
 // Close closes the rebuilt file and, when it was a temporary one, removes
 // it.
 func (r *Result) Close() error {
-	var err error
-	if r.temp {
-		err = r.Projector.Discard()
-	} else {
-		err = r.Projector.Close()
+	if !r.temp {
+		return r.Projector.Close()
 	}
-	if r.temp {
-		if rmErr := os.RemoveAll(filepath.Dir(r.Path)); rmErr != nil && err == nil {
-			err = rmErr
-		}
+	err := r.Projector.Discard()
+	if rmErr := os.RemoveAll(filepath.Dir(r.Path)); err == nil {
+		err = rmErr
 	}
 	return err
 }
