@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -115,15 +116,14 @@ func WriteFile(path string, view *buckets.Set) error {
 	if err != nil {
 		return fmt.Errorf("write projection %s: %w", path, err)
 	}
-	if err := writeSet(db, view); err != nil {
-		db.Close()
+	err = writeSet(db, view)
+	if err == nil {
+		err = db.Sync()
+	}
+	if err = errors.Join(err, db.Close()); err != nil {
 		return fmt.Errorf("write projection %s: %w", path, err)
 	}
-	if err := db.Sync(); err != nil {
-		db.Close()
-		return fmt.Errorf("write projection %s: %w", path, err)
-	}
-	return db.Close()
+	return nil
 }
 
 // Checkpoint writes the newest view to the file, unless the file holds it

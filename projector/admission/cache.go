@@ -63,7 +63,9 @@ func (v *view) reservations() int {
 	if v.pending == nil {
 		return 0
 	}
-	return v.pending.len()
+	v.pending.mu.Lock()
+	defer v.pending.mu.Unlock()
+	return len(v.pending.marks)
 }
 
 // has reports whether the namespace has an object or reservation of
@@ -155,12 +157,6 @@ func (p *pending) has(key string, upTo uint64) bool {
 	m, ok := p.marks[key]
 	p.mu.Unlock()
 	return ok && m.first <= upTo
-}
-
-func (p *pending) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.marks)
 }
 
 func objectKey(resource, name string) string { return resource + "/" + name }
