@@ -63,34 +63,20 @@ const (
 // than the last kept. The rest are no longer needed: the log no longer
 // continues them, or a kept one near them serves as well.
 func Retained(list []SnapshotInfo, keep int, firstSeq uint64, spacing time.Duration) []SnapshotInfo {
-	kept := make([]bool, len(list))
-	for i := max(0, len(list)-keep); i < len(list); i++ {
-		kept[i] = true
-	}
 	base := -1
 	for i, c := range list {
 		if firstSeq > 1 && c.Seq <= firstSeq-1 {
 			base = i
 		}
 	}
-	if base >= 0 {
-		kept[base] = true
-	}
-	if spacing > 0 {
-		var last time.Time
-		for i, c := range list {
-			if i < base {
-				continue
-			}
-			if last.IsZero() || !c.Time.Before(last.Add(spacing)) {
-				kept[i] = true
-				last = c.Time
-			}
-		}
-	}
 	var out []SnapshotInfo
+	var last time.Time
 	for i, c := range list {
-		if kept[i] {
+		spaced := spacing > 0 && i >= base && (last.IsZero() || !c.Time.Before(last.Add(spacing)))
+		if spaced {
+			last = c.Time
+		}
+		if spaced || i == base || i >= len(list)-keep {
 			out = append(out, c)
 		}
 	}

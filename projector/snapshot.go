@@ -492,14 +492,11 @@ func (s *Snapshots) Download(ctx context.Context, name, path string) (SnapshotIn
 		return SnapshotInfo{}, fmt.Errorf("%w: snapshot %s has no readable metadata", ErrSnapshotUnusable, name)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = io.Copy(f, obj)
+		err = errors.Join(err, f.Close())
+	}
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("download snapshot %s: %w", name, err)
-	}
-	if _, err := io.Copy(f, obj); err != nil {
-		f.Close()
-		return SnapshotInfo{}, fmt.Errorf("download snapshot %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("download snapshot %s: %w", name, err)
 	}
 	return info, nil

@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -203,15 +204,12 @@ func materialize(ctx context.Context, o origin, opts Options, path string) error
 		}
 		defer r.Close()
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, err = io.Copy(f, r)
+			err = errors.Join(err, f.Close())
+		}
 		if err != nil {
-			return fmt.Errorf("rebuild: %w", err)
-		}
-		if _, err := io.Copy(f, r); err != nil {
-			f.Close()
 			return fmt.Errorf("rebuild: the archive's checkpoint %s: %w", o.archived.Name, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("rebuild: %w", err)
 		}
 	}
 	return nil

@@ -321,19 +321,18 @@ func (req *request) ignored() bool {
 // when set, is what went wrong (the reply says it too, with code 400 for a
 // bad request and 500 otherwise).
 func (r *Responder) review(ctx context.Context, namespace string, req *request, err error) (*admissionv1.AdmissionReview, error) {
-	uid := types.UID("")
-	if err == nil && req == nil {
-		err = errors.New("request is missing")
-	}
-	if err != nil {
-		err = fmt.Errorf("%w: %v", ErrBadRequest, err)
-		return reply(uid, failure(400, "BadRequest", err.Error())), err
-	}
-	uid = req.UID
-	err = r.awaitQuorum(ctx)
+	var uid types.UID
 	var resp *admissionv1.AdmissionResponse
-	if err == nil {
-		resp, err = r.admit(ctx, namespace, req)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case req == nil:
+		err = fmt.Errorf("%w: request is missing", ErrBadRequest)
+	default:
+		uid = req.UID
+		if err = r.awaitQuorum(ctx); err == nil {
+			resp, err = r.admit(ctx, namespace, req)
+		}
 	}
 	if err != nil {
 		code, reason := int32(500), metav1.StatusReasonInternalError
