@@ -13,16 +13,10 @@ import (
 	"github.com/quotaledger/quota/projector/buckets"
 )
 
-// The live state and its checkpoints.
-//
-// The projection lives in memory (package buckets): the fold writes it
-// and the queries read views of it, each the state after one applied
-// batch. The bbolt file is its checkpoint: every CheckpointEvery applied
-// records or CheckpointInterval, in the background, and at Close, the
-// newest view is written to the file in one transaction, with the applied
-// sequence it reflects. A restart loads the file and folds the stream
-// from the sequence after it: nothing acknowledged is lost, and nothing
-// is applied twice.
+// The bbolt file is the live state's checkpoint (see the package doc):
+// every CheckpointEvery applied records or CheckpointInterval, in the
+// background, and at Close, the newest view is written to the file in one
+// transaction, with the applied sequence it reflects.
 
 // Defaults of the checkpoints.
 const (

@@ -17,21 +17,13 @@ import (
 	"github.com/quotaledger/quota/ledger"
 )
 
-// The log bounded by time.
-//
-// Checkpoints (periodic snapshots in the object store) are the base of
-// every rebuild, so the log need only reach back to one: a Retainer
-// removes the events older than the retention that a kept checkpoint
-// covers, purging the stream up to the newest such checkpoint, so that the
-// log always starts right after a checkpoint. With an archive, the events
-// are written to it first, with the checkpoint they fold onto. Only one
-// server trims at a time: the holder of a lease in a key-value bucket;
-// each step is safe to repeat (the archive resumes after its last
-// segment, and a purge to the same sequence removes nothing more).
-//
-// Prune keeps the checkpoints the log needs: the newest Keep, the one the
-// log starts after (its base), and inside the log's window one every
-// Retention/8 (Retained), so that one is always old enough to trim to.
+// The log bounded by time (see the package doc): a Retainer purges the
+// stream up to the newest checkpoint older than the retention, archiving
+// the events first, with the checkpoint they fold onto, when it has an
+// archive. Only one server trims at a time: the holder of a lease in a
+// key-value bucket; each step is safe to repeat (the archive resumes
+// after its last segment, and a purge to the same sequence removes
+// nothing more). Prune keeps the checkpoints the log needs (Retained).
 
 // Defaults and limits of RetentionConfig.
 const (
