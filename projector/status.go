@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -119,58 +117,12 @@ type StatusReply struct {
 	Status *Status `json:"status,omitempty"`
 }
 
-// StatusResponder answers SubjectStatus from a projection and its
-// stream.
-type StatusResponder struct {
-	nc     *nats.Conn
-	p      *Projector
-	stream *ledger.Stream
-	server string
-	log    *slog.Logger
-
-	// retention, snaps and archive are what SetRetention gives.
-	retention time.Duration
-	snaps     *Snapshots
-	archive   *ledger.Archive
-
-	mu       sync.Mutex
-	webhooks map[string]HeardWebhook
-}
-
-// SetRetention makes the status show the log's retention, the
-// checkpoints in snaps and the archive (each may be zero). Call it
-// before Run.
-func (r *StatusResponder) SetRetention(retention time.Duration, snaps *Snapshots, archive *ledger.Archive) {
-	r.retention, r.snaps, r.archive = retention, snaps, archive
-}
-
-// NewStatusResponder returns a StatusResponder of the server named
-// server.
-func NewStatusResponder(nc *nats.Conn, p *Projector, stream *ledger.Stream, server string, log *slog.Logger) *StatusResponder {
-	return &StatusResponder{nc: nc, p: p, stream: stream, server: server, log: cmp.Or(log, slog.Default()), webhooks: map[string]HeardWebhook{}}
-}
-
-// Run serves until ctx ends, then drains its subscriptions. It keeps the
-// newest status of every webhook replica it hears from (at most
-// webhooksMax).
-func (r *StatusResponder) Run(ctx context.Context) error {
-	sub, err := r.nc.Subscribe(SubjectWebhookStatusPrefix+"*", r.heard)
-	if err != nil {
-		return fmt.Errorf("subscribe %s*: %w", SubjectWebhookStatusPrefix, err)
-	}
-	defer sub.Unsubscribe()
-	return serveQueries(ctx, r.nc, r.log, []queryRoute{
-		{SubjectStatus, QueriesInFlightMax, QueryTimeout, r.status},
-		{MemberSubject(SubjectStatus, r.server), QueriesInFlightMax, QueryTimeout, r.status},
-	})
-}
-
 // webhooksMax bounds the webhook replicas a server remembers.
 const webhooksMax = 256
 
 // heard keeps a webhook's status; a malformed one is logged and dropped,
 // as it is no fact of the log.
-func (r *StatusResponder) heard(m *nats.Msg) {
+func (r *Responder) heard(m *nats.Msg) {
 	var st WebhookStatus
 	if err := json.Unmarshal(m.Data, &st); err != nil || st.Name == "" {
 		r.log.Warn("malformed webhook status", "subject", m.Subject, "err", err)
@@ -185,7 +137,7 @@ func (r *StatusResponder) heard(m *nats.Msg) {
 }
 
 // heardWebhooks returns the webhooks heard from, by name.
-func (r *StatusResponder) heardWebhooks() []HeardWebhook {
+func (r *Responder) heardWebhooks() []HeardWebhook {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := slices.AppendSeq(make([]HeardWebhook, 0, len(r.webhooks)), maps.Values(r.webhooks))
@@ -193,8 +145,8 @@ func (r *StatusResponder) heardWebhooks() []HeardWebhook {
 	return out
 }
 
-func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
-	logStatus, err := r.stream.Status(ctx)
+func (r *Responder) status(ctx context.Context, _ []byte) (any, error) {
+	logStatus, err := r.cfg.Stream.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -205,25 +157,25 @@ func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
 	if feeds == nil {
 		feeds = []Feed{}
 	}
-	logStatus.Retention = r.retention
+	logStatus.Retention = r.cfg.Retention
 	st := &Status{
 		Time: time.Now().UTC(),
 		Log:  logStatus,
-		Projection: ProjectionStatus{Server: r.server, AppliedSeq: r.p.Applied(), Pending: r.p.Pending(),
+		Projection: ProjectionStatus{Server: r.cfg.Server, AppliedSeq: r.p.Applied(), Pending: r.p.Pending(),
 			Skipped: r.p.Skipped(), Rules: r.p.Rules()},
 		Feeds:       feeds,
 		Webhooks:    r.heardWebhooks(),
 		Checkpoints: []SnapshotInfo{},
 	}
-	if r.snaps != nil {
-		list, err := r.snaps.List(ctx)
+	if r.cfg.Snapshots != nil {
+		list, err := r.cfg.Snapshots.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list the checkpoints: %w", err)
 		}
 		st.Checkpoints = append(st.Checkpoints, list...)
 	}
-	if r.archive != nil {
-		st.Archive = archiveStatus(r.archive)
+	if r.cfg.Archive != nil {
+		st.Archive = archiveStatus(r.cfg.Archive)
 	}
 	return &StatusReply{Status: st}, nil
 }

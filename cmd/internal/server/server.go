@@ -279,19 +279,16 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		closeMetrics()
 		return err
 	}
-	status := projector.NewStatusResponder(p.nc, p.proj, p.stream, cfg.ServerName, log)
 	retention := time.Duration(0)
 	if p.retainer != nil {
 		retention = cfg.Retention
 	}
-	status.SetRetention(retention, p.snaps, p.archive)
 	// Admission starts apart from these, once the projection has caught
 	// up with the stream (see run).
 	p.responders = []interface{ Run(context.Context) error }{
-		projector.NewResponder(p.nc, p.proj, log),
+		projector.NewResponder(p.nc, p.proj, projector.ResponderConfig{Server: cfg.ServerName, Stream: p.stream,
+			Snapshots: p.snaps, Retention: retention, Archive: p.archive, Logger: log}),
 		ingest.NewResponder(p.nc, in, log),
-		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log).Member(cfg.ServerName),
-		status,
 	}
 	return nil
 }
@@ -360,8 +357,9 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
-	// The audit responder holds two subscriptions (explain, snapshot).
-	if err := waitSubscribed(gctx, p.nc, len(p.responders)+1); err != nil {
+	// The projector's responder holds several subscriptions (describe,
+	// versions, explain, snapshot, status): at least four more.
+	if err := waitSubscribed(gctx, p.nc, len(p.responders)+3); err != nil {
 		cancel()
 		return errors.Join(err, stopped(g.Wait()))
 	}
