@@ -266,22 +266,18 @@ func (r *Retainer) round(ctx context.Context) {
 // server does, and reports whether it holds it.
 func (r *Retainer) holdLease(ctx context.Context) (bool, error) {
 	e, err := r.lease.Get(ctx, leaseKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
 		_, err = r.lease.Create(ctx, leaseKey, []byte(r.cfg.Holder))
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	if err != nil {
+	case err != nil:
 		return false, err
-	}
-	if string(e.Value()) != r.cfg.Holder {
+	case string(e.Value()) != r.cfg.Holder:
 		return false, nil
+	default:
+		_, err = r.lease.Update(ctx, leaseKey, []byte(r.cfg.Holder), e.Revision())
 	}
-	_, err = r.lease.Update(ctx, leaseKey, []byte(r.cfg.Holder), e.Revision())
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return false, nil
+		return false, nil // another server took or renewed it first
 	}
 	return err == nil, err
 }
