@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,9 +71,7 @@ func (r *Responder) snapshot(ctx context.Context, data []byte) (any, error) {
 			return nil, fmt.Errorf("bad snapshot request: %w", err)
 		}
 	}
-	if req.Kind == "" {
-		req.Kind = SnapshotVerify
-	}
+	req.Kind = cmp.Or(req.Kind, SnapshotVerify)
 	if req.Kind != SnapshotVerify && req.Kind != SnapshotPeriodic {
 		return nil, fmt.Errorf("bad snapshot request: kind %q: want %s or %s", req.Kind, SnapshotVerify, SnapshotPeriodic)
 	}

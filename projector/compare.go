@@ -2,6 +2,7 @@ package projector
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -59,16 +60,10 @@ type EntryField struct {
 	Compared string
 }
 
-// compared is what the field is compared by.
-func (f EntryField) compared() string {
-	if f.Compared != "" {
-		return f.Compared
-	}
-	return f.Value
-}
-
 // SameAs reports whether f and g are the same part: equal as compared.
-func (f EntryField) SameAs(g EntryField) bool { return f.compared() == g.compared() }
+func (f EntryField) SameAs(g EntryField) bool {
+	return cmp.Or(f.Compared, f.Value) == cmp.Or(g.Compared, g.Value)
+}
 
 // absent prints a key that is not stored.
 const absent = "absent"
@@ -158,11 +153,11 @@ func readObjectEntry(bucket string, key, v []byte) Entry {
 	e.Lists = []EntryList{{Name: "charge", List: r.Charge.Usage}}
 	e.Fields = []EntryField{
 		{Name: "scope facts", Value: scopeString(r.Charge)},
-		{Name: "reservation", Value: orNone(r.Reservation)},
+		{Name: "reservation", Value: cmp.Or(r.Reservation, "none")},
 		{Name: "reservation expiry", Value: r.ExpiresAt.String(), Compared: r.ExpiresAt.UTC().Format(time.RFC3339Nano)},
 		{Name: "update holds", Value: holdsString(r.Holds)},
 		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
-		{Name: "uid", Value: orNone(r.UID)},
+		{Name: "uid", Value: cmp.Or(r.UID, "none")},
 		{Name: "object", Value: fmt.Sprintf("%d bytes", len(r.Object)), Compared: fmt.Sprintf("%d bytes %q", len(r.Object), r.Object)},
 	}
 	return e
@@ -188,7 +183,7 @@ func readQuotaEntry(bucket string, key, v []byte) Entry {
 	}
 	e.Lists = []EntryList{{Name: "used", List: r.Used}}
 	e.Fields = []EntryField{
-		{Name: "invalid", Value: orNone(r.Invalid)},
+		{Name: "invalid", Value: cmp.Or(r.Invalid, "none")},
 		{Name: "spec", Value: string(r.Object)},
 		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
 	}
@@ -252,13 +247,6 @@ func listString(l quota.ResourceList) string {
 func scopeString(c quota.Charge) string {
 	b, _ := json.Marshal(c.Scope)
 	return string(b)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }
 
 // timeValue prints a deadlines entry.

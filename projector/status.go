@@ -283,10 +283,7 @@ func writeMembers(tw io.Writer, l ledger.LogStatus) {
 		fmt.Fprintf(tw, "  Replicas:\t1\n")
 		return
 	}
-	leader := l.Leader
-	if leader == "" {
-		leader = "none (an election is under way, or too few members are up)"
-	}
+	leader := cmp.Or(l.Leader, "none (an election is under way, or too few members are up)")
 	fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, leader)
 	if l.Leader != "" {
 		fmt.Fprintf(tw, "  Member %s:\tleader\n", l.Leader)
@@ -356,11 +353,7 @@ func writeFeeds(b *strings.Builder, s *Status) {
 		if !f.At.IsZero() {
 			lag = s.Time.Sub(f.At).Round(time.Second).String()
 		}
-		rv := f.ResourceVersion
-		if rv == "" {
-			rv = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", f.Resource, lag, rv, f.Waiting)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", f.Resource, lag, cmp.Or(f.ResourceVersion, "-"), f.Waiting)
 	}
 	tw.Flush()
 }
