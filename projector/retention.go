@@ -313,7 +313,7 @@ func (r *Retainer) Trim(ctx context.Context, now time.Time) (Trimmed, error) {
 		return Trimmed{}, fmt.Errorf("trim: %w", err)
 	}
 	cut := now.Add(-r.cfg.Retention)
-	base, ok := trimBase(list, st.FirstSeq, st.LastSeq, cut)
+	base, ok := newestUsable(list, st.FirstSeq, st.LastSeq, cut)
 	if !ok {
 		return Trimmed{Reason: fmt.Sprintf("no checkpoint at seq %d or later is older than %s", st.FirstSeq, r.cfg.Retention)}, nil
 	}
@@ -331,19 +331,6 @@ func (r *Retainer) Trim(ctx context.Context, now time.Time) (Trimmed, error) {
 		return out, fmt.Errorf("trim: %w", err)
 	}
 	return out, nil
-}
-
-// trimBase returns the newest checkpoint of list usable by this build
-// that covers events of the log (first to last) and whose event is not
-// newer than cut.
-func trimBase(list []SnapshotInfo, first, last uint64, cut time.Time) (SnapshotInfo, bool) {
-	for i := len(list) - 1; i >= 0; i-- {
-		c := list[i]
-		if c.Usable() && c.Seq >= first && c.Seq <= last && !c.Time.After(cut) {
-			return c, true
-		}
-	}
-	return SnapshotInfo{}, false
 }
 
 // archive writes the log's events from first to to into the archive,

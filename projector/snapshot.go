@@ -450,20 +450,23 @@ func (i SnapshotInfo) Usable() bool {
 // (zero: any time). ok is false when there is none.
 func (s *Snapshots) Newest(ctx context.Context, maxSeq uint64, notAfter time.Time) (info SnapshotInfo, ok bool, err error) {
 	list, err := s.List(ctx)
-	if err != nil {
-		return SnapshotInfo{}, false, err
+	if err == nil {
+		info, ok = newestUsable(list, 0, maxSeq, notAfter)
 	}
+	return info, ok, err
+}
+
+// newestUsable returns the newest checkpoint of list (oldest first)
+// usable by this build whose sequence is within first..last and whose
+// event is not newer than notAfter (zero: any time).
+func newestUsable(list []SnapshotInfo, first, last uint64, notAfter time.Time) (SnapshotInfo, bool) {
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
-		if !c.Usable() || c.Seq > maxSeq {
-			continue
+		if c.Usable() && c.Seq >= first && c.Seq <= last && (notAfter.IsZero() || !c.Time.After(notAfter)) {
+			return c, true
 		}
-		if !notAfter.IsZero() && c.Time.After(notAfter) {
-			continue
-		}
-		return c, true, nil
 	}
-	return SnapshotInfo{}, false, nil
+	return SnapshotInfo{}, false
 }
 
 // Download writes the snapshot called name to the file path (created or
