@@ -198,11 +198,10 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	if err != nil {
 		return nil, err
 	}
-	last := h.log.last
-	target := last
+	target := h.log.last
 	if until != nil {
-		if *until > last {
-			return nil, fmt.Errorf("%w: seq %d asked, the stream ends at %d", ErrBeyondStream, *until, last)
+		if *until > target {
+			return nil, fmt.Errorf("%w: seq %d asked, the stream ends at %d", ErrBeyondStream, *until, target)
 		}
 		target = *until
 	}
@@ -211,34 +210,31 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	if err != nil {
 		return nil, err
 	}
-	path := res.Path
-	// A rebuild that fails leaves no file behind: a half-built one would
-	// pass for a projection, and the next try would refuse its path.
-	fail := func(err error) (*Result, error) {
+	// Tombstones live as long as the stream's duplicate window, as in the
+	// projection of a server on the same stream.
+	err = res.open(ctx, opts, target, h, stream.Config().DuplicateWindow)
+	if err == nil {
+		err = fold(ctx, stream, res.Projector, res, target, opts, h)
+	}
+	if err == nil && !res.temp {
+		// --db: the file is what was asked for.
+		if err = res.Projector.Checkpoint(); err != nil {
+			err = fmt.Errorf("rebuild: %w", err)
+		}
+	}
+	if err != nil {
+		// A rebuild that fails leaves no file behind: a half-built one
+		// would pass for a projection, and the next try would refuse its
+		// path.
 		if res.Projector != nil {
 			res.Projector.Close()
 		}
 		if res.temp {
-			os.RemoveAll(filepath.Dir(path))
+			os.RemoveAll(filepath.Dir(res.Path))
 		} else {
-			os.Remove(path)
+			os.Remove(res.Path)
 		}
 		return nil, err
-	}
-	// Tombstones live as long as the stream's duplicate window, as in the
-	// projection of a server on the same stream.
-	if err := res.open(ctx, opts, target, h, stream.Config().DuplicateWindow); err != nil {
-		return fail(err)
-	}
-	p := res.Projector
-	if err := fold(ctx, stream, p, res, target, opts, h); err != nil {
-		return fail(err)
-	}
-	if !res.temp {
-		// --db: the file is what was asked for.
-		if err := p.Checkpoint(); err != nil {
-			return fail(fmt.Errorf("rebuild: %w", err))
-		}
 	}
 	return res, nil
 }
