@@ -14,14 +14,11 @@ import (
 // operator reads: which namespace, which quota or object, which field, and
 // the value on each side ("absent" when one side lacks the entry).
 type Difference struct {
-	// Bucket is the storage bucket the entry lives in.
-	Bucket string `json:"bucket"`
-	// Namespace is the namespace of the entry, "" for the whole
-	// projection or a cluster-scoped object.
+	// Bucket, Namespace and Entry are the differing entry's Bucket,
+	// Namespace and Name (projector.Entry).
+	Bucket    string `json:"bucket"`
 	Namespace string `json:"namespace,omitempty"`
-	// Entry names the entry: "quota compute", "object pods/web-1",
-	// "applied seq".
-	Entry string `json:"entry"`
+	Entry     string `json:"entry"`
 	// Field is the part of the entry that differs: "used requests.cpu",
 	// "charge memory", "present".
 	Field string `json:"field"`
