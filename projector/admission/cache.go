@@ -169,12 +169,9 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // (NamespaceState.Reserve and Hold). So while the projection has applied
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
-// decoding the namespace's quotas, LimitRanges and classes again.
-//
-// A view with no quota or no LimitRange may be missing one that is in the
-// log and not applied yet, so it is looked up in the log first (see
-// lookUp), as Kubernetes' quota and LimitRanger admission look a
-// namespace's quotas and LimitRanges up live when their caches hold none.
+// decoding the namespace's quotas, LimitRanges and classes again. A view
+// with no quota or no LimitRange is looked up in the log first (get; see
+// the package doc).
 type stateCache struct {
 	proj *projector.Projector
 	// last returns the namespace subject's last sequence in the log; nil
