@@ -1,16 +1,14 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-
-	"github.com/nats-io/nats.go"
 )
 
-// Audit query subjects, answered by AuditResponder.
+// Audit query subjects, answered by Responder.
 const (
 	// SubjectExplain takes an ExplainRequest and replies with an
 	// AuditReply whose Explanation is set.
@@ -46,48 +44,8 @@ type AuditReply struct {
 	Snapshot    *SnapshotInfo `json:"snapshot,omitempty"`
 }
 
-// AuditResponder answers the explain and snapshot subjects.
-type AuditResponder struct {
-	nc    *nats.Conn
-	p     *Projector
-	snaps *Snapshots
-	log   *slog.Logger
-	// server, when set, is the server's name: it also answers snapshot
-	// requests on MemberSubject(SubjectSnapshot, server).
-	server string
-}
-
-// Member makes r answer snapshot requests addressed to the server named
-// server too (MemberSubject), and returns r.
-func (r *AuditResponder) Member(server string) *AuditResponder {
-	r.server = server
-	return r
-}
-
-// NewAuditResponder returns an AuditResponder for p on nc; snaps may be nil
-// when the server keeps no snapshots (snapshot requests then fail).
-func NewAuditResponder(nc *nats.Conn, p *Projector, snaps *Snapshots, log *slog.Logger) *AuditResponder {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &AuditResponder{nc: nc, p: p, snaps: snaps, log: log}
-}
-
-// Run serves until ctx ends, then drains its subscriptions and waits for
-// the queries in flight.
-func (r *AuditResponder) Run(ctx context.Context) error {
-	routes := []queryRoute{
-		{SubjectExplain, QueriesInFlightMax, QueryTimeout, r.explain},
-		{SubjectSnapshot, snapshotsInFlightMax, SnapshotTimeout, r.snapshot},
-	}
-	if r.server != "" {
-		routes = append(routes, queryRoute{MemberSubject(SubjectSnapshot, r.server), snapshotsInFlightMax, SnapshotTimeout, r.snapshot})
-	}
-	return serveQueries(ctx, r.nc, r.log, routes)
-}
-
 // explain answers an ExplainRequest with an AuditReply.
-func (r *AuditResponder) explain(ctx context.Context, data []byte) (any, error) {
+func (r *Responder) explain(ctx context.Context, data []byte) (any, error) {
 	var req ExplainRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("bad explain request: %w", err)
@@ -106,26 +64,24 @@ func (r *AuditResponder) explain(ctx context.Context, data []byte) (any, error) 
 }
 
 // snapshot answers a SnapshotRequest with an AuditReply.
-func (r *AuditResponder) snapshot(ctx context.Context, data []byte) (any, error) {
+func (r *Responder) snapshot(ctx context.Context, data []byte) (any, error) {
 	var req SnapshotRequest
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &req); err != nil {
 			return nil, fmt.Errorf("bad snapshot request: %w", err)
 		}
 	}
-	if req.Kind == "" {
-		req.Kind = SnapshotVerify
-	}
+	req.Kind = cmp.Or(req.Kind, SnapshotVerify)
 	if req.Kind != SnapshotVerify && req.Kind != SnapshotPeriodic {
 		return nil, fmt.Errorf("bad snapshot request: kind %q: want %s or %s", req.Kind, SnapshotVerify, SnapshotPeriodic)
 	}
-	if r.snaps == nil {
+	if r.cfg.Snapshots == nil {
 		return nil, errors.New("this server keeps no snapshot store")
 	}
 	if err := r.p.CatchUp(ctx); err != nil {
 		return nil, err
 	}
-	info, err := r.snaps.Write(ctx, r.p, req.Kind)
+	info, err := r.cfg.Snapshots.Write(ctx, r.p, req.Kind)
 	if err != nil {
 		return nil, err
 	}

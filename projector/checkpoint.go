@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,16 +13,10 @@ import (
 	"github.com/quotaledger/quota/projector/buckets"
 )
 
-// The live state and its checkpoints.
-//
-// The projection lives in memory (package buckets): the fold writes it
-// and the queries read views of it, each the state after one applied
-// batch. The bbolt file is its checkpoint: every CheckpointEvery applied
-// records or CheckpointInterval, in the background, and at Close, the
-// newest view is written to the file in one transaction, with the applied
-// sequence it reflects. A restart loads the file and folds the stream
-// from the sequence after it: nothing acknowledged is lost, and nothing
-// is applied twice.
+// The bbolt file is the live state's checkpoint (see the package doc):
+// every CheckpointEvery applied records or CheckpointInterval, in the
+// background, and at Close, the newest view is written to the file in one
+// transaction, with the applied sequence it reflects.
 
 // Defaults of the checkpoints.
 const (
@@ -115,15 +110,14 @@ func WriteFile(path string, view *buckets.Set) error {
 	if err != nil {
 		return fmt.Errorf("write projection %s: %w", path, err)
 	}
-	if err := writeSet(db, view); err != nil {
-		db.Close()
+	err = writeSet(db, view)
+	if err == nil {
+		err = db.Sync()
+	}
+	if err = errors.Join(err, db.Close()); err != nil {
 		return fmt.Errorf("write projection %s: %w", path, err)
 	}
-	if err := db.Sync(); err != nil {
-		db.Close()
-		return fmt.Errorf("write projection %s: %w", path, err)
-	}
-	return db.Close()
+	return nil
 }
 
 // Checkpoint writes the newest view to the file, unless the file holds it

@@ -2,6 +2,7 @@ package projector
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quotaledger/quota/ledger/quota"
+	"github.com/quotaledger/quota/projector/buckets"
 )
 
 // Entry is one key of a stored projection as an operator reads it: where
@@ -58,16 +60,10 @@ type EntryField struct {
 	Compared string
 }
 
-// compared is what the field is compared by.
-func (f EntryField) compared() string {
-	if f.Compared != "" {
-		return f.Compared
-	}
-	return f.Value
-}
-
 // SameAs reports whether f and g are the same part: equal as compared.
-func (f EntryField) SameAs(g EntryField) bool { return f.compared() == g.compared() }
+func (f EntryField) SameAs(g EntryField) bool {
+	return cmp.Or(f.Compared, f.Value) == cmp.Or(g.Compared, g.Value)
+}
 
 // absent prints a key that is not stored.
 const absent = "absent"
@@ -91,40 +87,45 @@ func Buckets() []string {
 func ReadEntry(bucket string, key, value []byte) Entry {
 	switch bucket {
 	case string(bucketMeta):
-		return readValueEntry(bucket, "", "meta "+string(key), "value", metaValue(key, value))
+		return readValueEntry(bucket, "", "meta "+string(key), "value", value, func(v []byte) string { return metaValue(key, v) })
 	case string(bucketSubjects):
-		return readValueEntry(bucket, string(key), "subject", "last applied seq", seqValue(value))
+		return readValueEntry(bucket, string(key), "subject", "last applied seq", value, seqValue)
 	case string(bucketObjects):
 		return readObjectEntry(bucket, key, value)
 	case string(bucketQuotas):
 		return readQuotaEntry(bucket, key, value)
 	case string(bucketReserved):
-		return readValueEntry(bucket, "", "reservation "+string(key), "object", keyValue(value))
+		return readValueEntry(bucket, "", "reservation "+string(key), "object", value, keyValue)
 	case string(bucketExpiry):
 		entry := fmt.Sprintf("expiry key %q", key)
 		if len(key) >= 8 {
 			entry = fmt.Sprintf("reservation %s expiring %s", key[8:], time.Unix(0, int64(binary.BigEndian.Uint64(key[:8]))).UTC().Format(time.RFC3339Nano))
 		}
-		return readValueEntry(bucket, "", entry, "object", keyValue(value))
+		return readValueEntry(bucket, "", entry, "object", value, keyValue)
 	case string(bucketFeedExpiry):
 		entry := fmt.Sprintf("feed expiry key %q", key)
 		if resource, end, id, err := splitFeedExpiryKey(key); err == nil {
 			entry = fmt.Sprintf("reservation %s of %s ending %s on the feed", id, resource, end.Format(time.RFC3339Nano))
 		}
-		return readValueEntry(bucket, "", entry, "object", keyValue(value))
+		return readValueEntry(bucket, "", entry, "object", value, keyValue)
 	case string(bucketFeeds):
-		return readValueEntry(bucket, "", "feed of "+string(key), "point", rawValue(value))
+		return readValueEntry(bucket, "", "feed of "+string(key), "point", value, rawValue)
 	case string(bucketDeadlines):
 		ns, name, _ := strings.Cut(string(key), "\x00")
-		return readValueEntry(bucket, ns, strings.ReplaceAll(name, "\x00", "/"), "deadline", timeValue(value))
+		return readValueEntry(bucket, ns, strings.ReplaceAll(name, "\x00", "/"), "deadline", value, timeValue)
 	case string(bucketSkipped):
-		return readValueEntry(bucket, "", fmt.Sprintf("skipped record seq %s", seqValue(key)), "reason", skippedValue(value))
+		return readValueEntry(bucket, "", fmt.Sprintf("skipped record seq %s", seqValue(key)), "reason", value, skippedValue)
 	}
-	return readValueEntry(bucket, "", fmt.Sprintf("key %q", key), "bytes", rawValue(value))
+	return readValueEntry(bucket, "", fmt.Sprintf("key %q", key), "bytes", value, rawValue)
 }
 
-// readValueEntry is an entry of one stored value.
-func readValueEntry(bucket, namespace, name, field, value string) Entry {
+// readValueEntry is an entry of one stored value v, printed by print
+// unless it is absent (nil).
+func readValueEntry(bucket, namespace, name, field string, v []byte, print func([]byte) string) Entry {
+	value := absent
+	if v != nil {
+		value = print(v)
+	}
 	return Entry{Bucket: bucket, Namespace: namespace, Name: name, Summary: value, Fields: []EntryField{{Name: field, Value: value}}}
 }
 
@@ -152,11 +153,11 @@ func readObjectEntry(bucket string, key, v []byte) Entry {
 	e.Lists = []EntryList{{Name: "charge", List: r.Charge.Usage}}
 	e.Fields = []EntryField{
 		{Name: "scope facts", Value: scopeString(r.Charge)},
-		{Name: "reservation", Value: orNone(r.Reservation)},
+		{Name: "reservation", Value: cmp.Or(r.Reservation, "none")},
 		{Name: "reservation expiry", Value: r.ExpiresAt.String(), Compared: r.ExpiresAt.UTC().Format(time.RFC3339Nano)},
 		{Name: "update holds", Value: holdsString(r.Holds)},
 		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
-		{Name: "uid", Value: orNone(r.UID)},
+		{Name: "uid", Value: cmp.Or(r.UID, "none")},
 		{Name: "object", Value: fmt.Sprintf("%d bytes", len(r.Object)), Compared: fmt.Sprintf("%d bytes %q", len(r.Object), r.Object)},
 	}
 	return e
@@ -182,7 +183,7 @@ func readQuotaEntry(bucket string, key, v []byte) Entry {
 	}
 	e.Lists = []EntryList{{Name: "used", List: r.Used}}
 	e.Fields = []EntryField{
-		{Name: "invalid", Value: orNone(r.Invalid)},
+		{Name: "invalid", Value: cmp.Or(r.Invalid, "none")},
 		{Name: "spec", Value: string(r.Object)},
 		{Name: "set by seq", Value: fmt.Sprint(r.Seq)},
 	}
@@ -191,8 +192,6 @@ func readQuotaEntry(bucket string, key, v []byte) Entry {
 
 func metaValue(key, v []byte) string {
 	switch {
-	case v == nil:
-		return absent
 	case bytes.Equal(key, keyAppliedTime) && len(v) == 8:
 		return time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC().Format(time.RFC3339Nano)
 	case len(v) == 8:
@@ -202,9 +201,6 @@ func metaValue(key, v []byte) string {
 }
 
 func seqValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
 	if len(v) != 8 {
 		return rawValue(v)
 	}
@@ -212,23 +208,14 @@ func seqValue(v []byte) string {
 }
 
 func keyValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
 	return strings.ReplaceAll(string(v), "\x00", "/")
 }
 
 func rawValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
 	return fmt.Sprintf("%q", v)
 }
 
 func skippedValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
 	var s skippedRecord
 	if err := json.Unmarshal(v, &s); err != nil {
 		return rawValue(v)
@@ -262,18 +249,8 @@ func scopeString(c quota.Charge) string {
 	return string(b)
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
 // timeValue prints a deadlines entry.
 func timeValue(v []byte) string {
-	if v == nil {
-		return absent
-	}
 	at, state, err := readDeadline(nil, v)
 	if err != nil {
 		return rawValue(v)
@@ -282,4 +259,63 @@ func timeValue(v []byte) string {
 		return at.Format(time.RFC3339Nano) + ", passed"
 	}
 	return at.Format(time.RFC3339Nano)
+}
+
+// kvCursor walks a bucket in key order: the live state's, or a bbolt
+// file's.
+type kvCursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+}
+
+// setCursor opens the bucket called name of s, nil when s has none.
+func setCursor(s *buckets.Set, name string) kvCursor {
+	if b := s.Bucket([]byte(name)); b != nil {
+		return b.Cursor()
+	}
+	return nil
+}
+
+// DiffBuckets calls fn, in key order, for every key whose values differ
+// between the buckets called name of a and b (a missing bucket is an
+// empty one), with nil for the side that lacks the key.
+func DiffBuckets(a, b *buckets.Set, name string, fn func(k, av, bv []byte)) {
+	diffKeys(setCursor(a, name), setCursor(b, name), func(k, av, bv []byte) bool {
+		fn(k, av, bv)
+		return true
+	})
+}
+
+// diffKeys walks two buckets (nil: empty) in key order and calls fn for
+// every key whose values differ, with nil for the side that lacks the
+// key, until fn returns false.
+func diffKeys(a, b kvCursor, fn func(k, av, bv []byte) bool) {
+	var ka, va, kb, vb []byte
+	if a != nil {
+		ka, va = a.First()
+	}
+	if b != nil {
+		kb, vb = b.First()
+	}
+	for ka != nil || kb != nil {
+		c := bytes.Compare(ka, kb)
+		switch {
+		case kb == nil || ka != nil && c < 0:
+			if !fn(ka, va, nil) {
+				return
+			}
+			ka, va = a.Next()
+		case ka == nil || c > 0:
+			if !fn(kb, nil, vb) {
+				return
+			}
+			kb, vb = b.Next()
+		default:
+			if !bytes.Equal(va, vb) && !fn(ka, va, vb) {
+				return
+			}
+			ka, va = a.Next()
+			kb, vb = b.Next()
+		}
+	}
 }

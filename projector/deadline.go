@@ -1,7 +1,6 @@
 package projector
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -154,15 +153,11 @@ func (p *Projector) OverduePods(now time.Time, max int) ([]OverduePod, error) {
 			if state == deadlinePassed || !at.Before(now) {
 				continue
 			}
-			parts := bytes.SplitN(k, []byte{0}, 3)
-			if len(parts) != 3 {
-				return fmt.Errorf("%w: deadline key %q", ErrInvariant, k)
-			}
 			r := getObject(tx, k)
 			if r == nil {
 				return fmt.Errorf("%w: deadline of missing pod %q", ErrInvariant, k)
 			}
-			out = append(out, OverduePod{Namespace: string(parts[0]), Name: string(parts[2]), UID: r.UID, Deadline: at})
+			out = append(out, OverduePod{Namespace: r.Namespace, Name: r.Name, UID: r.UID, Deadline: at})
 		}
 		return nil
 	})

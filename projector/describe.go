@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -51,7 +52,7 @@ func describeOne(q *corev1.ResourceQuota) []byte {
 		for _, s := range q.Spec.Scopes {
 			scopes = append(scopes, string(s))
 		}
-		sort.Strings(scopes)
+		slices.Sort(scopes)
 		fmt.Fprintf(tw, "Scopes:\t%s\n", strings.Join(scopes, ", "))
 		for _, s := range scopes {
 			if help := scopeHelp[corev1.ResourceQuotaScope(s)]; help != "" {
@@ -64,14 +65,8 @@ func describeOne(q *corev1.ResourceQuota) []byte {
 	}
 	fmt.Fprintf(tw, "Resource\tUsed\tHard\n")
 	fmt.Fprintf(tw, "--------\t----\t----\n")
-	names := make([]string, 0, len(q.Status.Hard))
-	for name := range q.Status.Hard {
-		names = append(names, string(name))
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		hard := q.Status.Hard[corev1.ResourceName(name)]
-		used := q.Status.Used[corev1.ResourceName(name)]
+	for _, name := range slices.Sorted(maps.Keys(q.Status.Hard)) {
+		hard, used := q.Status.Hard[name], q.Status.Used[name]
 		if used.Format != hard.Format {
 			// kubectl prints used in hard's format, as a whole number
 			// (rounded up): 500M of a 1Gi quota prints as 500000000.

@@ -2,9 +2,11 @@ package projector
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -111,12 +113,9 @@ func explainQuota(tx *buckets.Set, namespace string, r *quotaRecord) (QuotaExpla
 		return qe, nil
 	}
 	byResource := map[string]*ResourceExplanation{}
-	names := make([]string, 0, len(q.Hard))
 	for res, hard := range q.Hard {
-		names = append(names, res)
 		byResource[res] = &ResourceExplanation{Resource: res, Used: r.Used[res].String(), Hard: hard.String(), Charges: []ObjectCharge{}}
 	}
-	sort.Strings(names)
 	by := map[string]*hold{}
 	err := forEachObject(tx, namespace, func(o *objectRecord) error {
 		clear(by)
@@ -142,14 +141,10 @@ func explainQuota(tx *buckets.Set, namespace string, r *quotaRecord) (QuotaExpla
 	if err != nil {
 		return qe, err
 	}
-	for _, res := range names {
+	for _, res := range slices.Sorted(maps.Keys(byResource)) {
 		re := byResource[res]
-		sort.SliceStable(re.Charges, func(i, j int) bool {
-			a, b := re.Charges[i], re.Charges[j]
-			if c := a.amount.Cmp(b.amount); c != 0 {
-				return c > 0
-			}
-			return a.Object < b.Object
+		slices.SortStableFunc(re.Charges, func(a, b ObjectCharge) int {
+			return cmp.Or(b.amount.Cmp(a.amount), cmp.Compare(a.Object, b.Object))
 		})
 		qe.Resources = append(qe.Resources, *re)
 	}
@@ -197,7 +192,7 @@ func WriteExplain(w io.Writer, e *Explanation) error {
 			tw.Flush()
 		}
 	}
-	out := strings.ReplaceAll(buf.String(), " \n", "\n")
+	out := buf.String()
 	for strings.Contains(out, " \n") {
 		out = strings.ReplaceAll(out, " \n", "\n")
 	}

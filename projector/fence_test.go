@@ -199,7 +199,7 @@ func TestVersionDigestsOverNATS(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Close() })
 	go p.Run(ctx)
-	go NewResponder(nc, p, nil).Run(ctx)
+	go NewResponder(nc, p, ResponderConfig{}).Run(ctx)
 	pod := func(name, uid, rv string) json.RawMessage {
 		return json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","namespace":"team","uid":"` + uid + `","resourceVersion":"` + rv + `"},"spec":{"containers":[{"name":"c"}]}}`)
 	}

@@ -18,32 +18,23 @@ import (
 // all is set), optionally only the one called name, as a Kubernetes
 // ResourceQuotaList whose status carries the projection's Used.
 func (p *Projector) Quotas(namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
-	var list *corev1.ResourceQuotaList
-	err := p.read(func(tx *buckets.Set) error {
-		var err error
-		list, err = QuotaList(tx, namespace, name, all)
-		return err
-	})
-	return list, err
-}
-
-// QuotaList reads quotas from a projection transaction; see Quotas.
-func QuotaList(tx *buckets.Set, namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
 	list := &corev1.ResourceQuotaList{
 		TypeMeta: metav1.TypeMeta{Kind: "ResourceQuotaList", APIVersion: "v1"},
-		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(appliedSeq(tx), 10)},
 		Items:    []corev1.ResourceQuota{},
 	}
-	err := forEachQuota(tx, namespace, all, func(r *quotaRecord) error {
-		if name != "" && r.Name != name {
+	err := p.read(func(tx *buckets.Set) error {
+		list.ResourceVersion = strconv.FormatUint(appliedSeq(tx), 10)
+		return forEachQuota(tx, namespace, all, func(r *quotaRecord) error {
+			if name != "" && r.Name != name {
+				return nil
+			}
+			item, err := r.kubernetesObject()
+			if err != nil {
+				return err
+			}
+			list.Items = append(list.Items, *item)
 			return nil
-		}
-		item, err := r.kubernetesObject()
-		if err != nil {
-			return err
-		}
-		list.Items = append(list.Items, *item)
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, err

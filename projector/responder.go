@@ -1,11 +1,13 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,31 +51,72 @@ type QueryReply struct {
 	List  *corev1.ResourceQuotaList `json:"list,omitempty"`
 }
 
-// Responder answers query subjects from a projection. Every query first
-// waits until the projection reflects all events appended before it.
+// Responder answers the query subjects from a projection: describe and
+// versions (this file), explain and snapshot (audit.go), and status
+// (status.go). Every query first waits until the projection reflects all
+// events appended before it.
 type Responder struct {
 	nc  *nats.Conn
 	p   *Projector
+	cfg ResponderConfig
 	log *slog.Logger
+
+	mu       sync.Mutex
+	webhooks map[string]HeardWebhook
+}
+
+// ResponderConfig says what a Responder serves besides the projection's
+// describe, versions and explain queries.
+type ResponderConfig struct {
+	// Server, when set, names this server: it also answers the status and
+	// snapshot subjects on MemberSubject(subject, Server).
+	Server string
+	// Stream, when set, is the log the status subject describes. Nil: no
+	// status subject.
+	Stream *ledger.Stream
+	// Snapshots is the store snapshot requests write to and the status
+	// lists the checkpoints of. Nil: snapshot requests fail.
+	Snapshots *Snapshots
+	// Retention and Archive are the log's retention and archive, shown
+	// by the status. Zero: none.
+	Retention time.Duration
+	Archive   *ledger.Archive
+	// Logger receives the queries that failed. Nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // NewResponder returns a Responder for p on nc.
-func NewResponder(nc *nats.Conn, p *Projector, log *slog.Logger) *Responder {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Responder{nc: nc, p: p, log: log}
+func NewResponder(nc *nats.Conn, p *Projector, cfg ResponderConfig) *Responder {
+	return &Responder{nc: nc, p: p, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), webhooks: map[string]HeardWebhook{}}
 }
 
-// Run serves until ctx ends, then drains its subscription: the queries
-// already received are answered (each within QueryTimeout) before it
-// returns. It returns ledger.ErrSubscriptionClosed if the subscription
-// closes first.
+// Run serves until ctx ends, then drains its subscriptions: the queries
+// already received are answered (each within its subject's timeout)
+// before it returns. It returns ledger.ErrSubscriptionClosed if a
+// subscription closes first. With a Stream, it keeps the newest status
+// of every webhook replica it hears from (at most webhooksMax).
 func (r *Responder) Run(ctx context.Context) error {
-	return serveQueries(ctx, r.nc, r.log, []queryRoute{
+	routes := []queryRoute{
 		{SubjectDescribe, QueriesInFlightMax, QueryTimeout, r.describe},
 		{ledger.SubjectVersions, QueriesInFlightMax, QueryTimeout, r.versions},
-	})
+		{SubjectExplain, QueriesInFlightMax, QueryTimeout, r.explain},
+		{SubjectSnapshot, snapshotsInFlightMax, SnapshotTimeout, r.snapshot},
+	}
+	if r.cfg.Stream != nil {
+		sub, err := r.nc.Subscribe(SubjectWebhookStatusPrefix+"*", r.heard)
+		if err != nil {
+			return fmt.Errorf("subscribe %s*: %w", SubjectWebhookStatusPrefix, err)
+		}
+		defer sub.Unsubscribe()
+		routes = append(routes, queryRoute{SubjectStatus, QueriesInFlightMax, QueryTimeout, r.status})
+	}
+	if r.cfg.Server != "" {
+		// The snapshot and status subjects, asked of this server alone.
+		for _, rt := range routes[3:] {
+			routes = append(routes, queryRoute{MemberSubject(rt.subject, r.cfg.Server), rt.limit, rt.timeout, rt.answer})
+		}
+	}
+	return serveQueries(ctx, r.nc, r.log, routes)
 }
 
 // queryRoute is one query subject: at most limit queries of it are

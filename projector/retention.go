@@ -1,11 +1,13 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,21 +17,13 @@ import (
 	"github.com/quotaledger/quota/ledger"
 )
 
-// The log bounded by time.
-//
-// Checkpoints (periodic snapshots in the object store) are the base of
-// every rebuild, so the log need only reach back to one: a Retainer
-// removes the events older than the retention that a kept checkpoint
-// covers, purging the stream up to the newest such checkpoint, so that the
-// log always starts right after a checkpoint. With an archive, the events
-// are written to it first, with the checkpoint they fold onto. Only one
-// server trims at a time: the holder of a lease in a key-value bucket;
-// each step is safe to repeat (the archive resumes after its last
-// segment, and a purge to the same sequence removes nothing more).
-//
-// Prune keeps the checkpoints the log needs: the newest Keep, the one the
-// log starts after (its base), and inside the log's window one every
-// Retention/8 (Retained), so that one is always old enough to trim to.
+// The log bounded by time (see the package doc): a Retainer purges the
+// stream up to the newest checkpoint older than the retention, archiving
+// the events first, with the checkpoint they fold onto, when it has an
+// archive. Only one server trims at a time: the holder of a lease in a
+// key-value bucket; each step is safe to repeat (the archive resumes
+// after its last segment, and a purge to the same sequence removes
+// nothing more). Prune keeps the checkpoints the log needs (Retained).
 
 // Defaults and limits of RetentionConfig.
 const (
@@ -61,34 +55,20 @@ const (
 // than the last kept. The rest are no longer needed: the log no longer
 // continues them, or a kept one near them serves as well.
 func Retained(list []SnapshotInfo, keep int, firstSeq uint64, spacing time.Duration) []SnapshotInfo {
-	kept := make([]bool, len(list))
-	for i := max(0, len(list)-keep); i < len(list); i++ {
-		kept[i] = true
-	}
 	base := -1
 	for i, c := range list {
 		if firstSeq > 1 && c.Seq <= firstSeq-1 {
 			base = i
 		}
 	}
-	if base >= 0 {
-		kept[base] = true
-	}
-	if spacing > 0 {
-		var last time.Time
-		for i, c := range list {
-			if i < base {
-				continue
-			}
-			if last.IsZero() || !c.Time.Before(last.Add(spacing)) {
-				kept[i] = true
-				last = c.Time
-			}
-		}
-	}
 	var out []SnapshotInfo
+	var last time.Time
 	for i, c := range list {
-		if kept[i] {
+		spaced := spacing > 0 && i >= base && (last.IsZero() || !c.Time.Before(last.Add(spacing)))
+		if spaced {
+			last = c.Time
+		}
+		if spaced || i == base || i >= len(list)-keep {
 			out = append(out, c)
 		}
 	}
@@ -178,18 +158,10 @@ func (c *RetentionConfig) Validate() error {
 }
 
 func (c RetentionConfig) withDefaults() RetentionConfig {
-	if c.Interval == 0 {
-		c.Interval = min(max(c.Retention/SnapshotSpacingDivisor, RetentionIntervalMin), RetentionIntervalMax)
-	}
-	if c.LeaseBucket == "" {
-		c.LeaseBucket = DefaultLeaseBucket
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Interval = cmp.Or(c.Interval, min(max(c.Retention/SnapshotSpacingDivisor, RetentionIntervalMin), RetentionIntervalMax))
+	c.LeaseBucket = cmp.Or(c.LeaseBucket, DefaultLeaseBucket)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -294,22 +266,18 @@ func (r *Retainer) round(ctx context.Context) {
 // server does, and reports whether it holds it.
 func (r *Retainer) holdLease(ctx context.Context) (bool, error) {
 	e, err := r.lease.Get(ctx, leaseKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
 		_, err = r.lease.Create(ctx, leaseKey, []byte(r.cfg.Holder))
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	if err != nil {
+	case err != nil:
 		return false, err
-	}
-	if string(e.Value()) != r.cfg.Holder {
+	case string(e.Value()) != r.cfg.Holder:
 		return false, nil
+	default:
+		_, err = r.lease.Update(ctx, leaseKey, []byte(r.cfg.Holder), e.Revision())
 	}
-	_, err = r.lease.Update(ctx, leaseKey, []byte(r.cfg.Holder), e.Revision())
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return false, nil
+		return false, nil // another server took or renewed it first
 	}
 	return err == nil, err
 }
@@ -345,7 +313,7 @@ func (r *Retainer) Trim(ctx context.Context, now time.Time) (Trimmed, error) {
 		return Trimmed{}, fmt.Errorf("trim: %w", err)
 	}
 	cut := now.Add(-r.cfg.Retention)
-	base, ok := trimBase(list, st.FirstSeq, st.LastSeq, cut)
+	base, ok := newestUsable(list, st.FirstSeq, st.LastSeq, cut)
 	if !ok {
 		return Trimmed{Reason: fmt.Sprintf("no checkpoint at seq %d or later is older than %s", st.FirstSeq, r.cfg.Retention)}, nil
 	}
@@ -363,19 +331,6 @@ func (r *Retainer) Trim(ctx context.Context, now time.Time) (Trimmed, error) {
 		return out, fmt.Errorf("trim: %w", err)
 	}
 	return out, nil
-}
-
-// trimBase returns the newest checkpoint of list usable by this build
-// that covers events of the log (first to last) and whose event is not
-// newer than cut.
-func trimBase(list []SnapshotInfo, first, last uint64, cut time.Time) (SnapshotInfo, bool) {
-	for i := len(list) - 1; i >= 0; i-- {
-		c := list[i]
-		if c.Usable() && c.Seq >= first && c.Seq <= last && !c.Time.After(cut) {
-			return c, true
-		}
-	}
-	return SnapshotInfo{}, false
 }
 
 // archive writes the log's events from first to to into the archive,
@@ -409,24 +364,15 @@ func (r *Retainer) archive(ctx context.Context, list []SnapshotInfo, first, to u
 // segments that follow have no base there, which the log says.
 func (r *Retainer) archiveCheckpoint(ctx context.Context, list []SnapshotInfo, seq uint64) error {
 	have, err := r.cfg.Archive.Checkpoints()
-	if err != nil {
+	if err != nil || slices.ContainsFunc(have, func(c ledger.ArchiveCheckpoint) bool { return c.Seq == seq }) {
 		return err
 	}
-	for _, c := range have {
-		if c.Seq == seq {
-			return nil
-		}
-	}
-	var base *SnapshotInfo
-	for i := range list {
-		if list[i].Seq == seq {
-			base = &list[i]
-		}
-	}
-	if base == nil {
+	i := slices.IndexFunc(list, func(c SnapshotInfo) bool { return c.Seq == seq })
+	if i < 0 {
 		r.cfg.Logger.Warn("no checkpoint at the archive's new start: its events from there fold onto none until a later one", "seq", seq)
 		return nil
 	}
+	base := list[i]
 	f, err := os.CreateTemp(r.cfg.TempDir, ".archive-checkpoint-*.db")
 	if err != nil {
 		return fmt.Errorf("copy checkpoint %s: %w", base.Name, err)

@@ -289,3 +289,13 @@ func TestSnapshotterWritesOnTheInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// SameState reports whether a and b hold the same keys and values in
+// every bucket: nil, or an error naming the first entry that differs.
+func SameState(a, b *buckets.Set) error {
+	return sameBuckets(a.Names(), b.Names(), func(name string) kvCursor {
+		return setCursor(a, name)
+	}, func(name string) kvCursor {
+		return setCursor(b, name)
+	})
+}

@@ -1,7 +1,7 @@
 package projector
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,21 +133,11 @@ func (c *SnapshotConfig) Validate() error {
 }
 
 func (c SnapshotConfig) withDefaults() SnapshotConfig {
-	if c.Bucket == "" {
-		c.Bucket = DefaultSnapshotBucket
-	}
-	if c.Every == 0 {
-		c.Every = DefaultSnapshotEvery
-	}
-	if c.Interval == 0 {
-		c.Interval = DefaultSnapshotInterval
-	}
-	if c.Keep == 0 {
-		c.Keep = DefaultSnapshotKeep
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
+	c.Bucket = cmp.Or(c.Bucket, DefaultSnapshotBucket)
+	c.Every = cmp.Or(c.Every, DefaultSnapshotEvery)
+	c.Interval = cmp.Or(c.Interval, DefaultSnapshotInterval)
+	c.Keep = cmp.Or(c.Keep, DefaultSnapshotKeep)
+	c.Replicas = cmp.Or(c.Replicas, 1)
 	return c
 }
 
@@ -355,10 +345,7 @@ func (s *Snapshots) validate(ctx context.Context, name string, view *buckets.Set
 			return nil
 		})
 		return sameBuckets(view.Names(), names, func(name string) kvCursor {
-			if b := view.Bucket([]byte(name)); b != nil {
-				return b.Cursor()
-			}
-			return nil
+			return setCursor(view, name)
 		}, func(name string) kvCursor {
 			if b := tx.Bucket([]byte(name)); b != nil {
 				return b.Cursor()
@@ -368,72 +355,24 @@ func (s *Snapshots) validate(ctx context.Context, name string, view *buckets.Set
 	})
 }
 
-// SameState reports whether a and b hold the same keys and values in
-// every bucket: nil, or an error naming the first entry that differs.
-func SameState(a, b *buckets.Set) error {
-	cursor := func(s *buckets.Set) func(string) kvCursor {
-		return func(name string) kvCursor {
-			if bk := s.Bucket([]byte(name)); bk != nil {
-				return bk.Cursor()
-			}
-			return nil
-		}
-	}
-	return sameBuckets(a.Names(), b.Names(), cursor(a), cursor(b))
-}
-
-// kvCursor walks a bucket in key order: the live state's, or a bbolt
-// file's.
-type kvCursor interface {
-	First() ([]byte, []byte)
-	Next() ([]byte, []byte)
-}
-
 // sameBuckets compares the buckets of two states, named by aNames and
-// bNames and opened by a and b (nil: none), key for key.
+// bNames and opened by a and b (nil: none), key for key: nil, or an
+// error naming the first entry that differs.
 func sameBuckets(aNames, bNames []string, a, b func(string) kvCursor) error {
-	names := map[string]bool{}
-	for _, n := range append(aNames, bNames...) {
-		names[n] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, name := range sorted {
-		if key, differ := firstDifference(a(name), b(name)); differ {
+	names := slices.Concat(aNames, bNames)
+	slices.Sort(names)
+	var err error
+	for _, name := range slices.Compact(names) {
+		diffKeys(a(name), b(name), func(key, _, _ []byte) bool {
 			e := ReadEntry(name, key, nil)
-			return fmt.Errorf("bucket %s differs at %s (key %q)", name, e.Name, key)
+			err = fmt.Errorf("bucket %s differs at %s (key %q)", name, e.Name, key)
+			return false
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// firstDifference walks two buckets (nil: empty) in key order and
-// returns the first key whose value differs or that one of them lacks.
-func firstDifference(a, b kvCursor) ([]byte, bool) {
-	var ka, va, kb, vb []byte
-	if a != nil {
-		ka, va = a.First()
-	}
-	if b != nil {
-		kb, vb = b.First()
-	}
-	for ka != nil || kb != nil {
-		if ka == nil || kb == nil || !bytes.Equal(ka, kb) {
-			if ka == nil || (kb != nil && bytes.Compare(kb, ka) < 0) {
-				return kb, true
-			}
-			return ka, true
-		}
-		if !bytes.Equal(va, vb) {
-			return ka, true
-		}
-		ka, va = a.Next()
-		kb, vb = b.Next()
-	}
-	return nil, false
 }
 
 // firstSeqOf returns the first sequence p's stream holds, 1 when it is
@@ -481,7 +420,7 @@ func (s *Snapshots) list(ctx context.Context) (checkpoints, pending []SnapshotIn
 			pending = append(pending, info)
 		}
 	}
-	sort.Slice(checkpoints, func(i, j int) bool { return checkpoints[i].Seq < checkpoints[j].Seq })
+	slices.SortFunc(checkpoints, func(a, b SnapshotInfo) int { return cmp.Compare(a.Seq, b.Seq) })
 	return checkpoints, pending, nil
 }
 
@@ -511,20 +450,23 @@ func (i SnapshotInfo) Usable() bool {
 // (zero: any time). ok is false when there is none.
 func (s *Snapshots) Newest(ctx context.Context, maxSeq uint64, notAfter time.Time) (info SnapshotInfo, ok bool, err error) {
 	list, err := s.List(ctx)
-	if err != nil {
-		return SnapshotInfo{}, false, err
+	if err == nil {
+		info, ok = newestUsable(list, 0, maxSeq, notAfter)
 	}
+	return info, ok, err
+}
+
+// newestUsable returns the newest checkpoint of list (oldest first)
+// usable by this build whose sequence is within first..last and whose
+// event is not newer than notAfter (zero: any time).
+func newestUsable(list []SnapshotInfo, first, last uint64, notAfter time.Time) (SnapshotInfo, bool) {
 	for i := len(list) - 1; i >= 0; i-- {
 		c := list[i]
-		if !c.Usable() || c.Seq > maxSeq {
-			continue
+		if c.Usable() && c.Seq >= first && c.Seq <= last && (notAfter.IsZero() || !c.Time.After(notAfter)) {
+			return c, true
 		}
-		if !notAfter.IsZero() && c.Time.After(notAfter) {
-			continue
-		}
-		return c, true, nil
 	}
-	return SnapshotInfo{}, false, nil
+	return SnapshotInfo{}, false
 }
 
 // Download writes the snapshot called name to the file path (created or
@@ -553,14 +495,11 @@ func (s *Snapshots) Download(ctx context.Context, name, path string) (SnapshotIn
 		return SnapshotInfo{}, fmt.Errorf("%w: snapshot %s has no readable metadata", ErrSnapshotUnusable, name)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = io.Copy(f, obj)
+		err = errors.Join(err, f.Close())
+	}
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("download snapshot %s: %w", name, err)
-	}
-	if _, err := io.Copy(f, obj); err != nil {
-		f.Close()
-		return SnapshotInfo{}, fmt.Errorf("download snapshot %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("download snapshot %s: %w", name, err)
 	}
 	return info, nil
@@ -585,10 +524,7 @@ type Snapshotter struct {
 
 // NewSnapshotter returns a Snapshotter of p into store.
 func NewSnapshotter(p *Projector, store *Snapshots, log *slog.Logger) *Snapshotter {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Snapshotter{p: p, store: store, log: log}
+	return &Snapshotter{p: p, store: store, log: cmp.Or(log, slog.Default())}
 }
 
 // Run waits for the projection to advance and writes a snapshot each time

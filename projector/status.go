@@ -1,14 +1,14 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -117,61 +117,12 @@ type StatusReply struct {
 	Status *Status `json:"status,omitempty"`
 }
 
-// StatusResponder answers SubjectStatus from a projection and its
-// stream.
-type StatusResponder struct {
-	nc     *nats.Conn
-	p      *Projector
-	stream *ledger.Stream
-	server string
-	log    *slog.Logger
-
-	// retention, snaps and archive are what SetRetention gives.
-	retention time.Duration
-	snaps     *Snapshots
-	archive   *ledger.Archive
-
-	mu       sync.Mutex
-	webhooks map[string]HeardWebhook
-}
-
-// SetRetention makes the status show the log's retention, the
-// checkpoints in snaps and the archive (each may be zero). Call it
-// before Run.
-func (r *StatusResponder) SetRetention(retention time.Duration, snaps *Snapshots, archive *ledger.Archive) {
-	r.retention, r.snaps, r.archive = retention, snaps, archive
-}
-
-// NewStatusResponder returns a StatusResponder of the server named
-// server.
-func NewStatusResponder(nc *nats.Conn, p *Projector, stream *ledger.Stream, server string, log *slog.Logger) *StatusResponder {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &StatusResponder{nc: nc, p: p, stream: stream, server: server, log: log, webhooks: map[string]HeardWebhook{}}
-}
-
-// Run serves until ctx ends, then drains its subscriptions. It keeps the
-// newest status of every webhook replica it hears from (at most
-// webhooksMax).
-func (r *StatusResponder) Run(ctx context.Context) error {
-	sub, err := r.nc.Subscribe(SubjectWebhookStatusPrefix+"*", r.heard)
-	if err != nil {
-		return fmt.Errorf("subscribe %s*: %w", SubjectWebhookStatusPrefix, err)
-	}
-	defer sub.Unsubscribe()
-	return serveQueries(ctx, r.nc, r.log, []queryRoute{
-		{SubjectStatus, QueriesInFlightMax, QueryTimeout, r.status},
-		{MemberSubject(SubjectStatus, r.server), QueriesInFlightMax, QueryTimeout, r.status},
-	})
-}
-
 // webhooksMax bounds the webhook replicas a server remembers.
 const webhooksMax = 256
 
 // heard keeps a webhook's status; a malformed one is logged and dropped,
 // as it is no fact of the log.
-func (r *StatusResponder) heard(m *nats.Msg) {
+func (r *Responder) heard(m *nats.Msg) {
 	var st WebhookStatus
 	if err := json.Unmarshal(m.Data, &st); err != nil || st.Name == "" {
 		r.log.Warn("malformed webhook status", "subject", m.Subject, "err", err)
@@ -186,19 +137,16 @@ func (r *StatusResponder) heard(m *nats.Msg) {
 }
 
 // heardWebhooks returns the webhooks heard from, by name.
-func (r *StatusResponder) heardWebhooks() []HeardWebhook {
+func (r *Responder) heardWebhooks() []HeardWebhook {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]HeardWebhook, 0, len(r.webhooks))
-	for _, w := range r.webhooks {
-		out = append(out, w)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := slices.AppendSeq(make([]HeardWebhook, 0, len(r.webhooks)), maps.Values(r.webhooks))
+	slices.SortFunc(out, func(a, b HeardWebhook) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
-func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
-	logStatus, err := r.stream.Status(ctx)
+func (r *Responder) status(ctx context.Context, _ []byte) (any, error) {
+	logStatus, err := r.cfg.Stream.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -209,25 +157,25 @@ func (r *StatusResponder) status(ctx context.Context, _ []byte) (any, error) {
 	if feeds == nil {
 		feeds = []Feed{}
 	}
-	logStatus.Retention = r.retention
+	logStatus.Retention = r.cfg.Retention
 	st := &Status{
 		Time: time.Now().UTC(),
 		Log:  logStatus,
-		Projection: ProjectionStatus{Server: r.server, AppliedSeq: r.p.Applied(), Pending: r.p.Pending(),
+		Projection: ProjectionStatus{Server: r.cfg.Server, AppliedSeq: r.p.Applied(), Pending: r.p.Pending(),
 			Skipped: r.p.Skipped(), Rules: r.p.Rules()},
 		Feeds:       feeds,
 		Webhooks:    r.heardWebhooks(),
 		Checkpoints: []SnapshotInfo{},
 	}
-	if r.snaps != nil {
-		list, err := r.snaps.List(ctx)
+	if r.cfg.Snapshots != nil {
+		list, err := r.cfg.Snapshots.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list the checkpoints: %w", err)
 		}
 		st.Checkpoints = append(st.Checkpoints, list...)
 	}
-	if r.archive != nil {
-		st.Archive = archiveStatus(r.archive)
+	if r.cfg.Archive != nil {
+		st.Archive = archiveStatus(r.cfg.Archive)
 	}
 	return &StatusReply{Status: st}, nil
 }
@@ -335,10 +283,7 @@ func writeMembers(tw io.Writer, l ledger.LogStatus) {
 		fmt.Fprintf(tw, "  Replicas:\t1\n")
 		return
 	}
-	leader := l.Leader
-	if leader == "" {
-		leader = "none (an election is under way, or too few members are up)"
-	}
+	leader := cmp.Or(l.Leader, "none (an election is under way, or too few members are up)")
 	fmt.Fprintf(tw, "  Replicas:\t%d, leader %s\n", l.Replicas, leader)
 	if l.Leader != "" {
 		fmt.Fprintf(tw, "  Member %s:\tleader\n", l.Leader)
@@ -400,12 +345,7 @@ func writeFeeds(b *strings.Builder, s *Status) {
 			leaders[strings.TrimPrefix(f.Source, "export ")] = true
 		}
 	}
-	var names []string
-	for n := range leaders {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(b, "Feed:        from %s\n", strings.Join(names, ", "))
+	fmt.Fprintf(b, "Feed:        from %s\n", strings.Join(slices.Sorted(maps.Keys(leaders)), ", "))
 	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "  RESOURCE\tLAG\tRESOURCEVERSION\tRESERVATIONS WAITING\n")
 	for _, f := range s.Feeds {
@@ -413,11 +353,7 @@ func writeFeeds(b *strings.Builder, s *Status) {
 		if !f.At.IsZero() {
 			lag = s.Time.Sub(f.At).Round(time.Second).String()
 		}
-		rv := f.ResourceVersion
-		if rv == "" {
-			rv = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", f.Resource, lag, rv, f.Waiting)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", f.Resource, lag, cmp.Or(f.ResourceVersion, "-"), f.Waiting)
 	}
 	tw.Flush()
 }

@@ -1,9 +1,9 @@
 package replay
 
 import (
-	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/quotaledger/quota/ledger/quota"
 	"github.com/quotaledger/quota/projector"
@@ -14,14 +14,11 @@ import (
 // operator reads: which namespace, which quota or object, which field, and
 // the value on each side ("absent" when one side lacks the entry).
 type Difference struct {
-	// Bucket is the storage bucket the entry lives in.
-	Bucket string `json:"bucket"`
-	// Namespace is the namespace of the entry, "" for the whole
-	// projection or a cluster-scoped object.
+	// Bucket, Namespace and Entry are the differing entry's Bucket,
+	// Namespace and Name (projector.Entry).
+	Bucket    string `json:"bucket"`
 	Namespace string `json:"namespace,omitempty"`
-	// Entry names the entry: "quota compute", "object pods/web-1",
-	// "applied seq".
-	Entry string `json:"entry"`
+	Entry     string `json:"entry"`
 	// Field is the part of the entry that differs: "used requests.cpu",
 	// "charge memory", "present".
 	Field string `json:"field"`
@@ -48,55 +45,11 @@ func (d Difference) String() string {
 func Compare(live, rebuilt *buckets.Set) []Difference {
 	var out []Difference
 	for _, name := range projector.Buckets() {
-		lb, rb := live.Bucket([]byte(name)), rebuilt.Bucket([]byte(name))
-		mergeKeys(lb, rb, func(k, lv, rv []byte) {
+		projector.DiffBuckets(live, rebuilt, name, func(k, lv, rv []byte) {
 			out = append(out, compareEntry(name, k, lv, rv)...)
 		})
 	}
 	return out
-}
-
-// mergeKeys walks two buckets in key order and calls fn for every key whose
-// values differ (nil for the side that lacks the key). A missing bucket is
-// an empty one.
-func mergeKeys(a, b *buckets.Bucket, fn func(k, av, bv []byte)) {
-	var ca, cb *buckets.Cursor
-	var ka, va, kb, vb []byte
-	if a != nil {
-		ca = a.Cursor()
-		ka, va = ca.First()
-	}
-	if b != nil {
-		cb = b.Cursor()
-		kb, vb = cb.First()
-	}
-	for ka != nil || kb != nil {
-		switch c := compareKeys(ka, kb); {
-		case c < 0:
-			fn(ka, va, nil)
-			ka, va = ca.Next()
-		case c > 0:
-			fn(kb, nil, vb)
-			kb, vb = cb.Next()
-		default:
-			if !bytes.Equal(va, vb) {
-				fn(ka, va, vb)
-			}
-			ka, va = ca.Next()
-			kb, vb = cb.Next()
-		}
-	}
-}
-
-// compareKeys orders keys with nil (an exhausted cursor) last.
-func compareKeys(a, b []byte) int {
-	switch {
-	case a == nil:
-		return 1
-	case b == nil:
-		return -1
-	}
-	return bytes.Compare(a, b)
 }
 
 // compareEntry reports how the live and rebuilt values of one key, which
@@ -141,18 +94,10 @@ func compareEntry(bucket string, key, lv, rv []byte) []Difference {
 // by print (a figure equal in value but printed otherwise is drift too:
 // describe would show it).
 func compareLists(field string, l, r quota.ResourceList, d func(field, l, r string) Difference) []Difference {
-	names := make([]string, 0, len(l)+len(r))
-	for n := range l {
-		names = append(names, n)
-	}
-	for n := range r {
-		if _, ok := l[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
+	names := slices.AppendSeq(slices.Collect(maps.Keys(l)), maps.Keys(r))
+	slices.Sort(names)
 	var out []Difference
-	for _, n := range names {
+	for _, n := range slices.Compact(names) {
 		lq, lok := l[n]
 		rq, rok := r[n]
 		ls, rs := "absent", "absent"

@@ -42,10 +42,11 @@ func computeQuota(ns string) ledger.Event {
 func serveAudit(t *testing.T, nc *nats.Conn, l *liveProjector, snaps *projector.Snapshots) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	// The responder subscribes to the explain and snapshot subjects as it
-	// starts; requests sent before that meet "no responders".
-	subscribed := nc.NumSubscriptions() + 2
-	go func() { done <- projector.NewAuditResponder(nc, l.p, snaps, nil).Run(ctx) }()
+	// The responder subscribes to the describe, versions, explain and
+	// snapshot subjects as it starts; requests sent before that meet "no
+	// responders".
+	subscribed := nc.NumSubscriptions() + 4
+	go func() { done <- projector.NewResponder(nc, l.p, projector.ResponderConfig{Snapshots: snaps}).Run(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for nc.NumSubscriptions() < subscribed {
 		if time.Now().After(deadline) {

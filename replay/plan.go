@@ -1,10 +1,13 @@
 package replay
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/quotaledger/quota/ledger"
@@ -35,13 +38,10 @@ type origin struct {
 
 // name says where a rebuild started, for an operator.
 func (o origin) name() string {
-	switch {
-	case o.snapshot != nil:
-		return fmt.Sprintf("checkpoint %s (seq %d, %s)", o.snapshot.Name, o.seq, o.time.UTC().Format(time.RFC3339Nano))
-	case o.archived != nil:
-		return fmt.Sprintf("the archive's checkpoint %s (seq %d, %s)", o.archived.Name, o.seq, o.time.UTC().Format(time.RFC3339Nano))
+	if o.seq == 0 {
+		return o.originName()
 	}
-	return "the first event"
+	return fmt.Sprintf("%s (seq %d, %s)", o.originName(), o.seq, o.time.UTC().Format(time.RFC3339Nano))
 }
 
 // originName names the checkpoint o is, without its sequence and time.
@@ -130,25 +130,10 @@ func origins(ctx context.Context, opts Options) ([]origin, error) {
 			}
 		}
 	}
-	// Newest first; on a tie the object store's, which needs no
-	// decompression.
-	sortOrigins(out)
+	// Newest first; on a tie the object store's (listed first, and the
+	// sort is stable), which needs no decompression.
+	slices.SortStableFunc(out, func(a, b origin) int { return cmp.Compare(b.seq, a.seq) })
 	return append(out, origin{}), nil
-}
-
-func sortOrigins(list []origin) {
-	for i := 1; i < len(list); i++ {
-		for j := i; j > 0 && newer(list[j], list[j-1]); j-- {
-			list[j], list[j-1] = list[j-1], list[j]
-		}
-	}
-}
-
-func newer(a, b origin) bool {
-	if a.seq != b.seq {
-		return a.seq > b.seq
-	}
-	return a.snapshot != nil && b.snapshot == nil
 }
 
 // choose returns the starting point of a rebuild to target (and
@@ -219,15 +204,12 @@ func materialize(ctx context.Context, o origin, opts Options, path string) error
 		}
 		defer r.Close()
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, err = io.Copy(f, r)
+			err = errors.Join(err, f.Close())
+		}
 		if err != nil {
-			return fmt.Errorf("rebuild: %w", err)
-		}
-		if _, err := io.Copy(f, r); err != nil {
-			f.Close()
 			return fmt.Errorf("rebuild: the archive's checkpoint %s: %w", o.archived.Name, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("rebuild: %w", err)
 		}
 	}
 	return nil

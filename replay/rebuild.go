@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,18 +96,10 @@ func (o *Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.BatchSizeMax == 0 {
-		o.BatchSizeMax = DefaultBatchSizeMax
-	}
-	if o.ReadWaitTimeout == 0 {
-		o.ReadWaitTimeout = DefaultReadWaitTimeout
-	}
-	if o.ProgressInterval == 0 {
-		o.ProgressInterval = DefaultProgressInterval
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.BatchSizeMax = cmp.Or(o.BatchSizeMax, DefaultBatchSizeMax)
+	o.ReadWaitTimeout = cmp.Or(o.ReadWaitTimeout, DefaultReadWaitTimeout)
+	o.ProgressInterval = cmp.Or(o.ProgressInterval, DefaultProgressInterval)
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 
@@ -173,16 +166,12 @@ type Result struct {
 // Close closes the rebuilt file and, when it was a temporary one, removes
 // it.
 func (r *Result) Close() error {
-	var err error
-	if r.temp {
-		err = r.Projector.Discard()
-	} else {
-		err = r.Projector.Close()
+	if !r.temp {
+		return r.Projector.Close()
 	}
-	if r.temp {
-		if rmErr := os.RemoveAll(filepath.Dir(r.Path)); rmErr != nil && err == nil {
-			err = rmErr
-		}
+	err := r.Projector.Discard()
+	if rmErr := os.RemoveAll(filepath.Dir(r.Path)); err == nil {
+		err = rmErr
 	}
 	return err
 }
@@ -209,11 +198,10 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	if err != nil {
 		return nil, err
 	}
-	last := h.log.last
-	target := last
+	target := h.log.last
 	if until != nil {
-		if *until > last {
-			return nil, fmt.Errorf("%w: seq %d asked, the stream ends at %d", ErrBeyondStream, *until, last)
+		if *until > target {
+			return nil, fmt.Errorf("%w: seq %d asked, the stream ends at %d", ErrBeyondStream, *until, target)
 		}
 		target = *until
 	}
@@ -222,34 +210,31 @@ func rebuild(ctx context.Context, stream *ledger.Stream, opts Options, until *ui
 	if err != nil {
 		return nil, err
 	}
-	path := res.Path
-	// A rebuild that fails leaves no file behind: a half-built one would
-	// pass for a projection, and the next try would refuse its path.
-	fail := func(err error) (*Result, error) {
+	// Tombstones live as long as the stream's duplicate window, as in the
+	// projection of a server on the same stream.
+	err = res.open(ctx, opts, target, h, stream.Config().DuplicateWindow)
+	if err == nil {
+		err = fold(ctx, stream, res.Projector, res, target, opts, h)
+	}
+	if err == nil && !res.temp {
+		// --db: the file is what was asked for.
+		if err = res.Projector.Checkpoint(); err != nil {
+			err = fmt.Errorf("rebuild: %w", err)
+		}
+	}
+	if err != nil {
+		// A rebuild that fails leaves no file behind: a half-built one
+		// would pass for a projection, and the next try would refuse its
+		// path.
 		if res.Projector != nil {
 			res.Projector.Close()
 		}
 		if res.temp {
-			os.RemoveAll(filepath.Dir(path))
+			os.RemoveAll(filepath.Dir(res.Path))
 		} else {
-			os.Remove(path)
+			os.Remove(res.Path)
 		}
 		return nil, err
-	}
-	// Tombstones live as long as the stream's duplicate window, as in the
-	// projection of a server on the same stream.
-	if err := res.open(ctx, opts, target, h, stream.Config().DuplicateWindow); err != nil {
-		return fail(err)
-	}
-	p := res.Projector
-	if err := fold(ctx, stream, p, res, target, opts, h); err != nil {
-		return fail(err)
-	}
-	if !res.temp {
-		// --db: the file is what was asked for.
-		if err := p.Checkpoint(); err != nil {
-			return fail(fmt.Errorf("rebuild: %w", err))
-		}
 	}
 	return res, nil
 }

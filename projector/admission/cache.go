@@ -63,7 +63,9 @@ func (v *view) reservations() int {
 	if v.pending == nil {
 		return 0
 	}
-	return v.pending.len()
+	v.pending.mu.Lock()
+	defer v.pending.mu.Unlock()
+	return len(v.pending.marks)
 }
 
 // has reports whether the namespace has an object or reservation of
@@ -157,12 +159,6 @@ func (p *pending) has(key string, upTo uint64) bool {
 	return ok && m.first <= upTo
 }
 
-func (p *pending) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.marks)
-}
-
 func objectKey(resource, name string) string { return resource + "/" + name }
 
 // stateCache keeps each namespace's view. The events on a namespace's
@@ -173,12 +169,9 @@ func objectKey(resource, name string) string { return resource + "/" + name }
 // (NamespaceState.Reserve and Hold). So while the projection has applied
 // nothing on the subject beyond SubjectSeq and nothing new on the cluster
 // subject, the view is the namespace's current state, and decisions skip
-// decoding the namespace's quotas, LimitRanges and classes again.
-//
-// A view with no quota or no LimitRange may be missing one that is in the
-// log and not applied yet, so it is looked up in the log first (see
-// lookUp), as Kubernetes' quota and LimitRanger admission look a
-// namespace's quotas and LimitRanges up live when their caches hold none.
+// decoding the namespace's quotas, LimitRanges and classes again. A view
+// with no quota or no LimitRange is looked up in the log first (get; see
+// the package doc).
 type stateCache struct {
 	proj *projector.Projector
 	// last returns the namespace subject's last sequence in the log; nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -372,7 +373,7 @@ func (r *Responder) decideCreate(d *draft, namespace string, j *job, o *outcome)
 	d.ids[res.ID()] = true
 	name := p.nameFor(res.ID())
 	key := objectKey(p.object.Resource, name)
-	if !d.v.has(d.objects, p.object.Resource, name) && !contains(d.keys, key) {
+	if !d.v.has(d.objects, p.object.Resource, name) && !slices.Contains(d.keys, key) {
 		// The fold charges only the first reservation of an object
 		// the namespace does not hold yet; so does the view. The
 		// view's state is shared with the decisions reading it, so
@@ -522,13 +523,4 @@ func conflictPause(ctx context.Context, try int) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-func contains(keys []string, key string) bool {
-	for _, k := range keys {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }

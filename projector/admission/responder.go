@@ -1,9 +1,8 @@
 package admission
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,21 +149,11 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ReservationTTL == 0 {
-		cfg.ReservationTTL = DefaultReservationTTL
-	}
-	if cfg.StoreTimeout == 0 {
-		cfg.StoreTimeout = DefaultStoreTimeout
-	}
-	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = DefaultSweepInterval
-	}
-	if cfg.Subscribers == 0 {
-		cfg.Subscribers = runtime.GOMAXPROCS(0)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.ReservationTTL = cmp.Or(cfg.ReservationTTL, DefaultReservationTTL)
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout)
+	cfg.SweepInterval = cmp.Or(cfg.SweepInterval, DefaultSweepInterval)
+	cfg.Subscribers = cmp.Or(cfg.Subscribers, runtime.GOMAXPROCS(0))
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -173,8 +162,7 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 
 // Run serves admission requests and sweeps expired reservations until ctx
 // ends or its subscriptions close (ledger.Serve). It takes the first
-// request once the projection holds what the log held when Run started
-// (catchUp).
+// request once the projection holds what the log held when Run started.
 //
 // Config.Subscribers subscriptions of the queue group share the requests.
 // Each subscription's goroutine decodes the requests it is given and
@@ -186,11 +174,20 @@ func NewResponder(nc *nats.Conn, stream *ledger.Stream, proj *projector.Projecto
 // whose view waits for the projection (see stateCache.get) would hold up
 // every request behind it, so these go to one of InFlightMax workers.
 func (r *Responder) Run(ctx context.Context) error {
-	if err := r.catchUp(ctx); err != nil {
+	// Decisions read the projection, and one still folding the log (a
+	// replica rebuilding its file, or restarted after a while) can hold a
+	// namespace's quota without the objects that fill it, or without the
+	// deletions that free it: it would allow or deny what Kubernetes
+	// would not. A reservation finds out through its compare-and-swap,
+	// but a dry run or a denial appends nothing. Kubernetes' quota
+	// admission serves nothing before its informers have synced either.
+	// Meanwhile the queue group's other replicas take the requests; with
+	// none, a client is told there are no responders.
+	if err := r.proj.CatchUp(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return fmt.Errorf("admission: catch up with the stream before taking requests: %w", err)
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -218,40 +215,6 @@ func (r *Responder) handle(ctx context.Context, m *nats.Msg) func() {
 		return nil
 	}
 	return func() { r.answer(ctx, d) }
-}
-
-// sweepUntil sweeps expired reservations every SweepInterval until ctx
-// ends.
-func (r *Responder) sweepUntil(ctx context.Context) {
-	ticker := time.NewTicker(r.cfg.SweepInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			if err := r.sweepOnce(ctx); err != nil && ctx.Err() == nil {
-				r.cfg.Logger.Warn("reservation sweep failed", "err", err)
-			}
-		}
-	}
-}
-
-// catchUp waits, before Run takes any request, until the projection has
-// applied what the log held when Run started. Decisions read the
-// projection, and one still folding the log (a replica rebuilding its
-// file, or restarted after a while) can hold a namespace's quota without
-// the objects that fill it, or without the deletions that free it: it
-// would allow or deny what Kubernetes would not. A reservation finds out
-// through its compare-and-swap, but a dry run or a denial appends nothing.
-// Kubernetes' quota admission serves nothing before its informers have
-// synced either. Meanwhile the queue group's other replicas take the
-// requests; with none, a client is told there are no responders.
-func (r *Responder) catchUp(ctx context.Context) error {
-	if err := r.proj.CatchUp(ctx); err != nil {
-		return fmt.Errorf("admission: catch up with the stream before taking requests: %w", err)
-	}
-	return nil
 }
 
 // decoded is a request message with its request decoded, or the error
@@ -358,19 +321,18 @@ func (req *request) ignored() bool {
 // when set, is what went wrong (the reply says it too, with code 400 for a
 // bad request and 500 otherwise).
 func (r *Responder) review(ctx context.Context, namespace string, req *request, err error) (*admissionv1.AdmissionReview, error) {
-	uid := types.UID("")
-	if err == nil && req == nil {
-		err = errors.New("request is missing")
-	}
-	if err != nil {
-		err = fmt.Errorf("%w: %v", ErrBadRequest, err)
-		return reply(uid, failure(400, "BadRequest", err.Error())), err
-	}
-	uid = req.UID
-	err = r.awaitQuorum(ctx)
+	var uid types.UID
 	var resp *admissionv1.AdmissionResponse
-	if err == nil {
-		resp, err = r.admit(ctx, namespace, req)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case req == nil:
+		err = fmt.Errorf("%w: request is missing", ErrBadRequest)
+	default:
+		uid = req.UID
+		if err = r.awaitQuorum(ctx); err == nil {
+			resp, err = r.admit(ctx, namespace, req)
+		}
 	}
 	if err != nil {
 		code, reason := int32(500), metav1.StatusReasonInternalError
@@ -480,73 +442,6 @@ func (r *Responder) admitReserving(ctx context.Context, namespace string, req *r
 	return o.resp, o.err
 }
 
-// sweep appends Expire events for the reservations past their expiry: one
-// per namespace. Every append to a namespace's subject makes the round in
-// flight there decide again, so a sweep costs a namespace one such retry
-// however many of its reservations it releases (one event per reservation
-// could keep a busy namespace's creates retrying until they fail with
-// ErrContention). The message id makes concurrent sweeps of the same
-// reservations on several replicas harmless, and releasing a reservation
-// twice changes nothing.
-func (r *Responder) sweep(ctx context.Context) error {
-	expired, err := r.proj.ExpiredReservations(r.cfg.Now(), SweepBatchMax)
-	if err != nil {
-		return err
-	}
-	var namespaces []string
-	byNamespace := map[string][]projector.Reservation{}
-	for _, e := range expired {
-		if _, ok := byNamespace[e.Namespace]; !ok {
-			namespaces = append(namespaces, e.Namespace)
-		}
-		byNamespace[e.Namespace] = append(byNamespace[e.Namespace], e)
-	}
-	for _, ns := range namespaces {
-		ev, msgID := expireEvent(ns, byNamespace[ns])
-		res, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID})
-		if err != nil {
-			return fmt.Errorf("expire %d reservations in %s: %w", len(byNamespace[ns]), ns, err)
-		}
-		if !res.Duplicate {
-			// A duplicate is another replica's sweep of the same
-			// reservations, which counted them.
-			r.cfg.Metrics.expired(len(byNamespace[ns]))
-		}
-	}
-	return r.sweepDeadlines(ctx)
-}
-
-// sweepDeadlines appends a Deadline event for each pod that still counts
-// past its deletion deadline, so that the fold, and every replay of the
-// log, stops counting it from there. The message id (pod, UID and
-// deadline) makes concurrent sweeps on several replicas harmless.
-func (r *Responder) sweepDeadlines(ctx context.Context) error {
-	overdue, err := r.proj.OverduePods(r.cfg.Now(), SweepBatchMax)
-	if err != nil {
-		return err
-	}
-	for _, p := range overdue {
-		ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Deadline, Namespace: p.Namespace,
-			Resource: "pods", Name: p.Name, UID: p.UID, Source: "deadline sweep"}
-		msgID := fmt.Sprintf("deadline/%s/%s/%s/%d", p.Namespace, p.Name, p.UID, p.Deadline.UnixNano())
-		if _, err := r.stream.Append(ctx, ev, ledger.AppendOptions{MsgID: msgID}); err != nil {
-			return fmt.Errorf("pod %s/%s past its deadline: %w", p.Namespace, p.Name, err)
-		}
-	}
-	return nil
-}
-
-// sweepOnce is sweep, with a panic in it (a page of the projection
-// damaged while the server runs, a bug) recovered as its error: the next
-// tick tries again, and the requests go on being answered.
-func (r *Responder) sweepOnce(ctx context.Context) (err error) {
-	defer ledger.Survive(r.cfg.Logger, "sweep expired reservations", func(e error) { err = e })
-	if r.quorum() != nil {
-		return nil // its appends could not land; the other servers sweep
-	}
-	return r.sweep(ctx)
-}
-
 // quorum is Config.Quorum's answer, nil without one.
 func (r *Responder) quorum() error {
 	if r.cfg.Quorum == nil {
@@ -579,24 +474,6 @@ func (r *Responder) awaitQuorum(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// expireEvent is the Expire event releasing the reservations of namespace
-// ns, and its message id: a single reservation names its object, several
-// are listed by id.
-func expireEvent(ns string, rs []projector.Reservation) (ledger.Event, string) {
-	ev := ledger.Event{Version: ledger.EncodingVersion, Type: ledger.Expire, Namespace: ns, Source: "reservation sweep"}
-	if len(rs) == 1 {
-		ev.Resource, ev.Name, ev.Reservation = rs[0].Resource, rs[0].Name, rs[0].ID
-		return ev, "expire/" + rs[0].ID
-	}
-	h := sha256.New()
-	for _, e := range rs {
-		ev.Expired = append(ev.Expired, e.ID)
-		h.Write([]byte(e.ID))
-		h.Write([]byte{0})
-	}
-	return ev, "expire/" + ns + "/" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // clusterScoped is decodeObject's error for an object of a

@@ -378,7 +378,9 @@ func (r *run) describe(p *projector.Projector) {
 		return
 	}
 	done := make(chan error, 1)
-	go func() { done <- projector.NewResponder(nc, p, discardLogger()).Run(ctx) }()
+	go func() {
+		done <- projector.NewResponder(nc, p, projector.ResponderConfig{Logger: discardLogger()}).Run(ctx)
+	}()
 	defer func() {
 		cancel()
 		<-done

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,19 +123,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if cfg.DataDir == "" {
-		cfg.DataDir = DefaultDataDir
-	}
-	if cfg.Listen == "" {
-		cfg.Listen = DefaultListen
-	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = hostName()
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	cfg.DataDir = cmp.Or(cfg.DataDir, DefaultDataDir)
+	cfg.Listen = cmp.Or(cfg.Listen, DefaultListen)
+	cfg.ServerName = cmp.Or(cfg.ServerName, hostName())
+	log := cmp.Or(cfg.Logger, slog.Default())
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
@@ -234,110 +226,6 @@ type parts struct {
 	quorum *quorumWatch
 }
 
-// startEmbedded starts the embedded JetStream server Run uses when no
-// external NATS is given.
-func startEmbedded(cfg Config, storeDir string, log *slog.Logger) (*ledger.Embedded, error) {
-	host, port, err := splitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, err
-	}
-	// A large store takes seconds to recover, during which nothing
-	// listens yet.
-	log.Info("starting the embedded JetStream", "store", storeDir)
-	started := time.Now()
-	emb, err := ledger.StartEmbedded(ledger.EmbeddedConfig{
-		Host:         host,
-		Port:         port,
-		StoreDir:     storeDir,
-		ServerName:   cfg.ServerName,
-		Cluster:      cfg.Cluster,
-		SyncInterval: cfg.SyncInterval,
-		// The embedded server takes the largest event the stream does
-		// (zero: the default of both).
-		MaxPayload: cfg.Stream.MaxMsgSize,
-		AuthFile:   cfg.AuthFile,
-		Logger:     log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	log.Info("embedded JetStream started", "url", emb.ClientURL(), "store", storeDir, "sync", syncName(cfg.SyncInterval),
-		"took", time.Since(started).Round(time.Millisecond))
-	if cfg.Cluster.Enabled() {
-		logMember(cfg, log)
-	}
-	if !loopback(host) && !emb.Authenticated() {
-		log.Warn("the embedded NATS server takes connections from other machines, with no authentication: anyone who reaches it can append to the log, decide admissions and purge rejections; to expose the ledger, run it on a secured NATS (--nats)", "listen", cfg.Listen)
-	}
-	return emb, nil
-}
-
-// connect connects to the NATS at p.url and opens the ledger's stream
-// on it. On success the caller closes p.nc.
-func (p *parts) connect(ctx context.Context, cfg Config, log *slog.Logger) (jetstream.JetStream, error) {
-	opts := append([]nats.Option{nats.Name("quota serve"), nats.Timeout(connectTimeout),
-		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(false)}, connectionLogs(log)...)
-	if cfg.NATSURL != "" {
-		opts = append(opts, cfg.NATSOptions...)
-	}
-	// The ledger's own connection: to the embedded server, a pipe within
-	// the process (every append, acknowledgement, delivery to the
-	// projection and reply saves two trips through the loopback network);
-	// to an external server, its URL.
-	if p.embedded != nil {
-		opts = append(opts, p.embedded.InProcess())
-	}
-	nc, err := nats.Connect(p.url, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", p.url, err)
-	}
-	js, err := p.openStream(ctx, nc, cfg, log)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	p.nc = nc
-	return js, nil
-}
-
-// openStream opens the ledger's stream on nc and checks that the NATS
-// server takes its largest event.
-func (p *parts) openStream(ctx context.Context, nc *nats.Conn, cfg Config, log *slog.Logger) (jetstream.JetStream, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	if p.member() {
-		// Streams asked for before the members have elected a meta
-		// leader are created only after tens of seconds (nats-server
-		// 2.15): ask once one answers.
-		err = p.untilAvailable(ctx, log, "a JetStream meta leader", func() error {
-			actx, cancel := context.WithTimeout(ctx, metaLeaderPoll)
-			defer cancel()
-			_, err := js.AccountInfo(actx)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
-		}
-	}
-	var stream *ledger.Stream
-	err = p.untilAvailable(ctx, log, "the stream to be opened", func() (err error) {
-		octx, cancel := p.attempt(ctx)
-		defer cancel()
-		stream, err = ledger.Open(octx, js, cfg.Stream)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if limit, size := nc.MaxPayload(), int64(stream.Config().MaxMsgSize); limit < size {
-		return nil, fmt.Errorf("%w: the NATS server at %s takes messages of at most %d bytes (max_payload), under the largest event of %d bytes: raise its max_payload or lower the largest event", ErrPayloadLimit, p.url, limit, size)
-	}
-	p.stream = stream
-	return js, nil
-}
-
 // build makes the parts that serve from the projection: ingest, the
 // metrics server, the admission responder, the snapshots and the query
 // responders. On success the caller closes p.metrics' listener.
@@ -391,19 +279,16 @@ func (p *parts) build(ctx context.Context, js jetstream.JetStream, cfg Config, l
 		closeMetrics()
 		return err
 	}
-	status := projector.NewStatusResponder(p.nc, p.proj, p.stream, cfg.ServerName, log)
 	retention := time.Duration(0)
 	if p.retainer != nil {
 		retention = cfg.Retention
 	}
-	status.SetRetention(retention, p.snaps, p.archive)
 	// Admission starts apart from these, once the projection has caught
 	// up with the stream (see run).
 	p.responders = []interface{ Run(context.Context) error }{
-		projector.NewResponder(p.nc, p.proj, log),
+		projector.NewResponder(p.nc, p.proj, projector.ResponderConfig{Server: cfg.ServerName, Stream: p.stream,
+			Snapshots: p.snaps, Retention: retention, Archive: p.archive, Logger: log}),
 		ingest.NewResponder(p.nc, in, log),
-		projector.NewAuditResponder(p.nc, p.proj, p.snaps, log).Member(cfg.ServerName),
-		status,
 	}
 	return nil
 }
@@ -472,8 +357,9 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The responders subscribe as they start; announce readiness only once
 	// every subscription is registered with the server, so a client that
 	// waits for the announcement never meets "no responders".
-	// The audit responder holds two subscriptions (explain, snapshot).
-	if err := waitSubscribed(gctx, p.nc, len(p.responders)+1); err != nil {
+	// The projector's responder holds several subscriptions (describe,
+	// versions, explain, snapshot, status): at least four more.
+	if err := waitSubscribed(gctx, p.nc, len(p.responders)+3); err != nil {
 		cancel()
 		return errors.Join(err, stopped(g.Wait()))
 	}
@@ -606,37 +492,6 @@ func waitSubscribed(ctx context.Context, nc *nats.Conn, n int) error {
 		return fmt.Errorf("flush NATS subscriptions: %w", err)
 	}
 	return nil
-}
-
-func syncName(d time.Duration) string {
-	if d == 0 {
-		return "always"
-	}
-	return d.String()
-}
-
-// connectionLogs makes the connection log what NATS reports apart from
-// any call: a subscription falling behind (a slow consumer, whose
-// messages the client drops, such as admission requests arriving faster
-// than they are answered), a lost connection and a new one.
-func connectionLogs(log *slog.Logger) []nats.Option {
-	return []nats.Option{
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			subject := ""
-			if sub != nil {
-				subject = sub.Subject
-			}
-			log.Warn("NATS reported an error", "subject", subject, "err", err)
-		}),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn("NATS connection lost", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info("NATS connection restored", "url", nc.ConnectedUrlRedacted())
-		}),
-	}
 }
 
 // hostName is this machine's name, a pod's name in a StatefulSet.
