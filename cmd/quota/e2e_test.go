@@ -980,3 +980,14 @@ func fileWriter(t testing.TB, dir string) func(name, body string) string {
 		return path
 	}
 }
+
+// TestServeReportsItsMemoryLimit checks that serve names the Go runtime's
+// memory limit when it starts, here the one GOMEMLIMIT sets (a container's
+// memory limit sets it otherwise).
+func TestServeReportsItsMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "300MiB")
+	s := startServer(t, t.TempDir())
+	if !strings.Contains(s.logs.String(), "memory_limit=300MiB") {
+		t.Errorf("serve's start does not name its memory limit of 300MiB:\n%s", s.logs)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // Exit codes shared by the subcommands.
@@ -41,6 +43,14 @@ type silentExit int
 func (s silentExit) Error() string { return fmt.Sprintf("exit %d", int(s)) }
 
 func main() {
+	// In a container with a memory limit (a cgroup's), the Go runtime's
+	// soft limit is set to 90% of it, so that the collector works harder
+	// before the kernel would kill the process. GOMEMLIMIT set, or
+	// AUTOMEMLIMIT=off, leaves the runtime as told; AUTOMEMLIMIT=0.8 sets
+	// another share.
+	if _, err := memlimit.Set(memlimit.WithProvider(memlimit.FromCgroup)); err != nil {
+		fmt.Fprintln(os.Stderr, "quota: memory limit:", err)
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	err := newRootCommand().ExecuteContext(ctx)

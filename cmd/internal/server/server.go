@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -391,6 +393,9 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	serving := []any{"nats", p.url, "projection", p.path, "applied_seq", p.proj.Applied()}
 	if p.metrics != nil {
 		serving = append(serving, "metrics", p.metrics.URL())
+	}
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		serving = append(serving, "memory_limit", fmt.Sprintf("%.0fMiB", float64(limit)/(1<<20)))
 	}
 	log.Info("quota ledger serving", serving...)
 	if err := stopped(g.Wait()); err != nil {
