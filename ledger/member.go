@@ -33,10 +33,11 @@ func (e *Embedded) Quorum(stream string) error {
 	if !e.Clustered() {
 		return nil
 	}
-	group, err := e.raftGroup(stream)
+	replica, err := e.replica(stream)
 	if err != nil {
 		return err
 	}
+	group := replica.RaftGroup
 	// A stream's Raft group is filed under the stream's account.
 	status := e.srv.Raftz(&server.RaftzOptions{AccountFilter: server.DEFAULT_GLOBAL_ACCOUNT, GroupFilter: group})
 	var g *server.RaftzGroup
@@ -88,16 +89,6 @@ func quorumOf(g *server.RaftzGroup, stream string) error {
 func recent(lastSeen string) bool {
 	d, err := time.ParseDuration(lastSeen)
 	return err == nil && d < QuorumContactWindow
-}
-
-// raftGroup is the name of the Raft group of this member's replica of
-// stream, in the global account (the one the ledger's users share).
-func (e *Embedded) raftGroup(stream string) (string, error) {
-	s, err := e.replica(stream)
-	if err != nil {
-		return "", err
-	}
-	return s.RaftGroup, nil
 }
 
 // replica is this member's replica of stream, in the global account (the

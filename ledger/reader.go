@@ -158,19 +158,12 @@ func (r *Reader) reopen() bool {
 // orderedConsumer creates the reader's consumer. While JetStream cannot
 // answer for want of a leader (a cluster electing one, a member just
 // back), the creation is tried again, for ReaderStartTimeout at most.
-func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	giveUp := time.Now().Add(ReaderStartTimeout)
-	for {
-		attempt, cancel := context.WithTimeout(ctx, readerAttemptTimeout)
-		cons, err := s.events.OrderedConsumer(attempt, cfg)
-		cancel()
-		if err == nil {
-			return cons, nil
-		}
-		if !Unavailable(err) || ctx.Err() != nil || time.Now().After(giveUp) || !pause(ctx, AppendResendWait) {
-			return nil, err
-		}
-	}
+func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (cons jetstream.Consumer, err error) {
+	err = retryUnavailable(ctx, readerAttemptTimeout, ReaderStartTimeout, func(ctx context.Context) (err error) {
+		cons, err = s.events.OrderedConsumer(ctx, cfg)
+		return err
+	})
+	return cons, err
 }
 
 // readerAttemptTimeout bounds one attempt to create a reader's consumer.
