@@ -339,10 +339,14 @@ func (a *Archive) writeSegment(ctx context.Context, reader *Reader, from, to uin
 		zw := gzip.NewWriter(w)
 		enc := json.NewEncoder(zw)
 		for next := from; next <= to; next++ {
-			rec, err := reader.nextOne(ctx, readWait)
+			recs, err := reader.Next(ctx, 1, readWait)
+			if err == nil && len(recs) == 0 {
+				err = fmt.Errorf("%w: no record within %s", ErrArchive, readWait)
+			}
 			if err != nil {
 				return "", fmt.Errorf("read seq %d: %w", next, err)
 			}
+			rec := recs[0]
 			if rec.Seq != next {
 				return "", fmt.Errorf("%w: the stream gave seq %d where seq %d was due (purged meanwhile?)", ErrArchive, rec.Seq, next)
 			}
@@ -363,18 +367,6 @@ func (a *Archive) writeSegment(ctx context.Context, reader *Reader, from, to uin
 	}
 	seg.Bytes = size
 	return seg, nil
-}
-
-// nextOne returns the reader's next record, waiting at most wait for it.
-func (r *Reader) nextOne(ctx context.Context, wait time.Duration) (Record, error) {
-	recs, err := r.Next(ctx, 1, wait)
-	if err != nil {
-		return Record{}, err
-	}
-	if len(recs) == 0 {
-		return Record{}, fmt.Errorf("%w: no record within %s", ErrArchive, wait)
-	}
-	return recs[0], nil
 }
 
 // Read calls fn with the archived records from seq from to seq to (both

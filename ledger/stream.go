@@ -160,15 +160,11 @@ func (s *Stream) AppendEncoded(ctx context.Context, e Encoded, opts AppendOption
 
 // publish sends msg with the options of an append and waits for its
 // acknowledgement, at most Config.AckWaitTimeout in all. On a replicated
-// stream (Config.Replicas above 1), an append with a message ID whose
-// send found no stream leader, or was not acknowledged within
-// AppendAttemptTimeout (a leader that died or stepped down with it in
-// flight), is sent again, the same message with the same ID: if the
-// first send was stored after all, JetStream's deduplication answers with
-// its sequence (Duplicate) and stores nothing twice. The message ID is
-// checked before an expected last sequence, so a re-sent conditional
-// append that was stored is a duplicate, not a conflict. An append
-// without one is sent once: sending it again could store it twice.
+// stream (Config.Replicas above 1) an append with a message ID is sent
+// again, the same message with the same ID, while a send finds no leader
+// or is not acknowledged within AppendAttemptTimeout: see the package
+// doc, Appending. One without an ID is sent once, since sending it again
+// could store it twice.
 func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts AppendOptions) (AppendResult, error) {
 	pubOpts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.cfg.StreamName)}
 	if opts.ExpectLastSubjectSeq != nil {
