@@ -68,11 +68,13 @@ type Reader struct {
 	// next is the sequence the reader wants next; the pump's own.
 	next    uint64
 	records chan Record
-	done    chan struct{} // closed by Close
-	exited  chan struct{} // closed when pump returns
-	stop    sync.Once
-	mu      sync.Mutex
-	err     error // terminal error of the pump, read after records closes
+	// closed ends when Close is called.
+	closed context.Context
+	close  context.CancelFunc
+	exited chan struct{} // closed when pump returns
+	stop   sync.Once
+	mu     sync.Mutex
+	err    error // terminal error of the pump, read after records closes
 }
 
 // Reader starts reading at fromSeq (the first sequence wanted; 0 or 1 read
@@ -82,11 +84,12 @@ func (s *Stream) Reader(ctx context.Context, fromSeq uint64) (*Reader, error) {
 		s:       s,
 		next:    max(fromSeq, 1),
 		records: make(chan Record, ReaderBufferMax),
-		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
+	r.closed, r.close = context.WithCancel(context.Background())
 	var err error
 	if r.iter, err = r.open(ctx); err != nil {
+		r.close()
 		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
 	}
 	go r.pump()
@@ -124,32 +127,21 @@ func (r *Reader) reopen() bool {
 	r.mu.Lock()
 	r.iter.Stop()
 	r.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-r.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
-		iter, err := r.open(ctx)
+		iter, err := r.open(r.closed)
 		if err == nil {
 			// Close stops the iterator it finds: swap under its lock,
 			// and stop this one at once if Close came first.
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			select {
-			case <-r.done:
+			if r.closed.Err() != nil {
 				iter.Stop()
 				return false
-			default:
-				r.iter = iter
-				return true
 			}
+			r.iter = iter
+			return true
 		}
-		if !Unavailable(err) || !pause(ctx, AppendResendWait) {
+		if !Unavailable(err) || !pause(r.closed, AppendResendWait) {
 			return false
 		}
 	}
@@ -194,7 +186,7 @@ func (r *Reader) pump() {
 		r.next = rec.Seq + 1
 		select {
 		case r.records <- rec:
-		case <-r.done:
+		case <-r.closed.Done():
 			return
 		}
 	}
@@ -299,7 +291,7 @@ func (r *Reader) closedErr() error {
 func (r *Reader) Close() {
 	r.stop.Do(func() {
 		r.mu.Lock()
-		close(r.done)
+		r.close()
 		r.iter.Stop()
 		r.mu.Unlock()
 	})
