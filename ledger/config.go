@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -88,27 +89,13 @@ type Config struct {
 
 // withDefaults returns c with zero fields replaced by their defaults.
 func (c Config) withDefaults() Config {
-	if c.StreamName == "" {
-		c.StreamName = DefaultStreamName
-	}
-	if c.RejectStreamName == "" {
-		c.RejectStreamName = DefaultRejectStreamName
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.DuplicateWindow == 0 {
-		c.DuplicateWindow = DefaultDuplicateWindow
-	}
-	if c.MaxMsgSize == 0 {
-		c.MaxMsgSize = DefaultMaxMsgSize
-	}
-	if c.AckWaitTimeout == 0 {
-		c.AckWaitTimeout = DefaultAckWaitTimeout
-	}
-	if c.AppendBatchInFlightMax == 0 {
-		c.AppendBatchInFlightMax = DefaultAppendBatchInFlightMax
-	}
+	c.StreamName = cmp.Or(c.StreamName, DefaultStreamName)
+	c.RejectStreamName = cmp.Or(c.RejectStreamName, DefaultRejectStreamName)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, DefaultDuplicateWindow)
+	c.MaxMsgSize = cmp.Or(c.MaxMsgSize, DefaultMaxMsgSize)
+	c.AckWaitTimeout = cmp.Or(c.AckWaitTimeout, DefaultAckWaitTimeout)
+	c.AppendBatchInFlightMax = cmp.Or(c.AppendBatchInFlightMax, DefaultAppendBatchInFlightMax)
 	return c
 }
 
@@ -157,10 +144,6 @@ func (c Config) Validate() error {
 // eventStreamConfig is the JetStream configuration of the event stream.
 // Every option the design relies on is set here, none left to a default.
 func (c Config) eventStreamConfig() jetstream.StreamConfig {
-	maxBytes := c.MaxBytes
-	if maxBytes == 0 {
-		maxBytes = -1 // JetStream's "no limit"
-	}
 	return jetstream.StreamConfig{
 		Name:              c.StreamName,
 		Description:       "Kubernetes quota ledger: recorded facts, one subject per namespace",
@@ -168,7 +151,7 @@ func (c Config) eventStreamConfig() jetstream.StreamConfig {
 		Retention:         jetstream.LimitsPolicy,
 		MaxConsumers:      -1,
 		MaxMsgs:           -1,
-		MaxBytes:          maxBytes,
+		MaxBytes:          cmp.Or(c.MaxBytes, -1), // -1: JetStream's "no limit"
 		MaxAge:            0,
 		MaxMsgsPerSubject: -1,
 		MaxMsgSize:        c.MaxMsgSize,

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -79,18 +80,10 @@ type EmbeddedConfig struct {
 }
 
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
-	if c.Host == "" {
-		c.Host = DefaultEmbeddedHost
-	}
-	if c.Port == 0 {
-		c.Port = DefaultEmbeddedPort
-	}
-	if c.MaxPayload == 0 {
-		c.MaxPayload = DefaultEmbeddedMaxPayload
-	}
-	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = DefaultReadyTimeout
-	}
+	c.Host = cmp.Or(c.Host, DefaultEmbeddedHost)
+	c.Port = cmp.Or(c.Port, DefaultEmbeddedPort)
+	c.MaxPayload = cmp.Or(c.MaxPayload, DefaultEmbeddedMaxPayload)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, DefaultReadyTimeout)
 	c.Cluster = c.Cluster.withDefaults(c.Host)
 	return c
 }
@@ -152,10 +145,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start embedded server: %w", err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	// A fatal error (a port in use, a store JetStream cannot start on) is
 	// the server giving up: the start returns it at once rather than
 	// after ReadyTimeout.
@@ -298,11 +288,7 @@ func (e *Embedded) Health() error {
 	if h.StatusCode == http.StatusOK || e.Clustered() && !healthProblem(h) {
 		return nil
 	}
-	why := h.Error
-	if why == "" {
-		why = h.Status
-	}
-	return fmt.Errorf("%w: %s", ErrStoreFailed, why)
+	return fmt.Errorf("%w: %s", ErrStoreFailed, cmp.Or(h.Error, h.Status))
 }
 
 // readyPoll is how long StartEmbedded waits for the server at a time,
