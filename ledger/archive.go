@@ -231,15 +231,11 @@ func (a *Archive) OpenCheckpoint(c ArchiveCheckpoint) (io.ReadCloser, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrArchive, filepath.Join(a.dir, c.Name), err)
 	}
-	return readCloser{Reader: zr, close: f.Close}, nil
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, f}, nil
 }
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }
 
 // writeFile writes a file through fill, which returns the file's name
 // once it has written it: under a temporary name in the directory,

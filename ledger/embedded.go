@@ -24,9 +24,6 @@ const (
 	DefaultEmbeddedPort = 4222
 	// DefaultReadyTimeout bounds the wait for the server to accept clients.
 	DefaultReadyTimeout = 10 * time.Second
-	// DefaultEmbeddedMaxPayload is the largest message the embedded server
-	// accepts; it matches DefaultMaxMsgSize.
-	DefaultEmbeddedMaxPayload = DefaultMaxMsgSize
 	// RandomPort asks for a free port chosen by the system (for tests).
 	RandomPort = -1
 )
@@ -57,7 +54,7 @@ type EmbeddedConfig struct {
 	// disk of each member of it. Zero: a server of its own.
 	Cluster ClusterConfig
 	// MaxPayload is the largest message accepted. Zero:
-	// DefaultEmbeddedMaxPayload. Keep it at least Config.MaxMsgSize.
+	// DefaultMaxMsgSize. Keep it at least Config.MaxMsgSize.
 	MaxPayload int32
 	// MaxStore bounds JetStream's file storage in bytes. Zero: the server
 	// derives a bound from the free disk space.
@@ -82,7 +79,7 @@ type EmbeddedConfig struct {
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
 	c.Host = cmp.Or(c.Host, DefaultEmbeddedHost)
 	c.Port = cmp.Or(c.Port, DefaultEmbeddedPort)
-	c.MaxPayload = cmp.Or(c.MaxPayload, DefaultEmbeddedMaxPayload)
+	c.MaxPayload = cmp.Or(c.MaxPayload, DefaultMaxMsgSize)
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, DefaultReadyTimeout)
 	c.Cluster = c.Cluster.withDefaults(c.Host)
 	return c
