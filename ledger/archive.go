@@ -33,11 +33,9 @@ import (
 // sequence and time of the state it holds: a segment that starts at seq N
 // is folded onto the checkpoint at N-1.
 //
-// Every file is written under a temporary name, synced, renamed into
-// place, and the directory synced, so a crash leaves either the whole
-// file or none (and a temporary file that listings ignore). Segments may
-// overlap (a round that wrote a segment and crashed before the stream
-// was purged writes its events again): a reader takes each sequence once.
+// Segments may overlap (a round that wrote a segment and crashed before
+// the stream was purged writes its events again): a reader takes each
+// sequence once.
 
 // Limits of the archive.
 const (
@@ -239,8 +237,9 @@ func (a *Archive) OpenCheckpoint(c ArchiveCheckpoint) (io.ReadCloser, error) {
 
 // writeFile writes a file through fill, which returns the file's name
 // once it has written it: under a temporary name in the directory,
-// synced, renamed into place, and the directory synced. It returns the
-// file's size.
+// synced, renamed into place, and the directory synced, so that a crash
+// leaves the whole file or none (and a temporary file listings ignore).
+// It returns the file's size.
 func (a *Archive) writeFile(fill func(io.Writer) (string, error)) (int64, error) {
 	f, err := os.CreateTemp(a.dir, archiveTempPrefix+"*")
 	if err != nil {

@@ -217,8 +217,7 @@ func resendable(err error) bool {
 	}
 	// The connection lost its server (a member gone): it reconnects to
 	// another, and the append goes there.
-	lost := errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded)
-	return lost || errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+	return lostServer(err) || errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // pause waits d, or until ctx ends: false then.
