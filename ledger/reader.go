@@ -262,17 +262,10 @@ func (r *Reader) NextUnless(ctx context.Context, max int, wait time.Duration, st
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	for len(out) < max {
-		select {
-		case rec, ok := <-r.records:
-			if !ok {
-				// Hand over what was read; the next call reports the end.
-				return out, nil
-			}
-			out = append(out, rec)
-		default:
-			return out, nil
-		}
+	// Only this goroutine receives: what the buffer holds is there to
+	// take, closed or not (the next call then reports the end).
+	for len(out) < max && len(r.records) > 0 {
+		out = append(out, <-r.records)
 	}
 	return out, nil
 }
