@@ -40,18 +40,14 @@ func (e *Embedded) Quorum(stream string) error {
 	group := replica.RaftGroup
 	// A stream's Raft group is filed under the stream's account.
 	status := e.srv.Raftz(&server.RaftzOptions{AccountFilter: server.DEFAULT_GLOBAL_ACCOUNT, GroupFilter: group})
-	var g *server.RaftzGroup
 	if status != nil {
 		for _, groups := range *status {
-			if found, ok := groups[group]; ok {
-				g = &found
+			if g, ok := groups[group]; ok {
+				return quorumOf(&g, stream)
 			}
 		}
 	}
-	if g == nil {
-		return fmt.Errorf("%w: this member holds no replica of stream %s (raft group %s)", ErrNoQuorum, stream, group)
-	}
-	return quorumOf(g, stream)
+	return fmt.Errorf("%w: this member holds no replica of stream %s (raft group %s)", ErrNoQuorum, stream, group)
 }
 
 // quorumOf judges a stream's Raft group as this member sees it.
