@@ -17,10 +17,6 @@ import (
 // (EmbeddedConfig.Cluster).
 func (e *Embedded) Clustered() bool { return e.cfg.Cluster.Enabled() }
 
-// Name is the server's name (EmbeddedConfig.ServerName, or the one the
-// server chose).
-func (e *Embedded) Name() string { return e.srv.Name() }
-
 // Quorum returns nil when this member's replica of the stream named
 // stream is in contact with a quorum of its replicas: it leads them and
 // has heard from enough followers within QuorumContactWindow, or it
