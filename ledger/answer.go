@@ -96,13 +96,6 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 	if err != nil {
 		return nil, err
 	}
-	next := func() (*nats.Msg, error) {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil && ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return m, err
-	}
 	parts := first.Header.Get(AnswerPartsHeader)
 	if parts == "" {
 		return first, nil
@@ -112,19 +105,19 @@ func RequestAnswer(ctx context.Context, nc *nats.Conn, subject string, data []by
 		return nil, fmt.Errorf("%w: %s %q", ErrAnswerParts, AnswerPartsHeader, parts)
 	}
 	whole := &nats.Msg{Subject: first.Subject, Header: first.Header}
-	for i := 1; ; i++ {
-		m := first
-		if i > 1 {
-			if m, err = next(); err != nil {
-				return nil, fmt.Errorf("%w: part %d of %d: %w", ErrAnswerParts, i, n, err)
-			}
-		}
+	for i, m := 1, first; ; i++ {
 		if got := m.Header.Get(AnswerPartHeader); got != strconv.Itoa(i) || m.Header.Get(AnswerPartsHeader) != parts {
 			return nil, fmt.Errorf("%w: expected part %d of %d, got part %q of %q", ErrAnswerParts, i, n, got, m.Header.Get(AnswerPartsHeader))
 		}
 		whole.Data = append(whole.Data, m.Data...)
 		if i == n {
 			return whole, nil
+		}
+		if m, err = sub.NextMsgWithContext(ctx); err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			return nil, fmt.Errorf("%w: part %d of %d: %w", ErrAnswerParts, i+1, n, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -11,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -32,11 +33,9 @@ import (
 // sequence and time of the state it holds: a segment that starts at seq N
 // is folded onto the checkpoint at N-1.
 //
-// Every file is written under a temporary name, synced, renamed into
-// place, and the directory synced, so a crash leaves either the whole
-// file or none (and a temporary file that listings ignore). Segments may
-// overlap (a round that wrote a segment and crashed before the stream
-// was purged writes its events again): a reader takes each sequence once.
+// Segments may overlap (a round that wrote a segment and crashed before
+// the stream was purged writes its events again): a reader takes each
+// sequence once.
 
 // Limits of the archive.
 const (
@@ -124,63 +123,61 @@ func (a *Archive) Dir() string { return a.dir }
 // Segments returns the archive's segments ordered by first sequence (the
 // longer first on a tie). Files of other names are left out.
 func (a *Archive) Segments() ([]ArchiveSegment, error) {
-	entries, err := os.ReadDir(a.dir)
-	if err != nil {
-		return nil, fmt.Errorf("archive %s: %w", a.dir, err)
-	}
 	var out []ArchiveSegment
-	for _, e := range entries {
-		m := segmentName.FindStringSubmatch(e.Name())
-		if m == nil || !e.Type().IsRegular() {
-			continue
-		}
+	err := a.list(segmentName, func(m []string, size int64) error {
 		first, _ := strconv.ParseUint(m[1], 10, 64)
 		last, _ := strconv.ParseUint(m[2], 10, 64)
 		ft, err1 := time.Parse(archiveTimeLayout, m[3])
 		lt, err2 := time.Parse(archiveTimeLayout, m[4])
 		if err1 != nil || err2 != nil || first == 0 || last < first {
-			return nil, fmt.Errorf("%w: %s: a segment's name whose sequences or times do not read", ErrArchive, filepath.Join(a.dir, e.Name()))
+			return fmt.Errorf("%w: %s: a segment's name whose sequences or times do not read", ErrArchive, filepath.Join(a.dir, m[0]))
 		}
-		seg := ArchiveSegment{Name: e.Name(), FirstSeq: first, LastSeq: last, FirstTime: ft, LastTime: lt}
-		if info, err := e.Info(); err == nil {
-			seg.Bytes = info.Size()
-		}
-		out = append(out, seg)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].FirstSeq != out[j].FirstSeq {
-			return out[i].FirstSeq < out[j].FirstSeq
-		}
-		return out[i].LastSeq > out[j].LastSeq
+		out = append(out, ArchiveSegment{Name: m[0], FirstSeq: first, LastSeq: last, FirstTime: ft, LastTime: lt, Bytes: size})
+		return nil
 	})
-	return out, nil
+	slices.SortFunc(out, func(x, y ArchiveSegment) int {
+		return cmp.Or(cmp.Compare(x.FirstSeq, y.FirstSeq), cmp.Compare(y.LastSeq, x.LastSeq))
+	})
+	return out, err
 }
 
 // Checkpoints returns the archive's checkpoints, oldest first.
 func (a *Archive) Checkpoints() ([]ArchiveCheckpoint, error) {
-	entries, err := os.ReadDir(a.dir)
-	if err != nil {
-		return nil, fmt.Errorf("archive %s: %w", a.dir, err)
-	}
 	var out []ArchiveCheckpoint
-	for _, e := range entries {
-		m := checkpointName.FindStringSubmatch(e.Name())
-		if m == nil || !e.Type().IsRegular() {
-			continue
-		}
+	err := a.list(checkpointName, func(m []string, size int64) error {
 		seq, _ := strconv.ParseUint(m[1], 10, 64)
 		t, err := time.Parse(archiveTimeLayout, m[2])
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: a checkpoint's name whose time does not read", ErrArchive, filepath.Join(a.dir, e.Name()))
+			return fmt.Errorf("%w: %s: a checkpoint's name whose time does not read", ErrArchive, filepath.Join(a.dir, m[0]))
 		}
-		c := ArchiveCheckpoint{Name: e.Name(), Seq: seq, Time: t, Tag: m[3]}
-		if info, err := e.Info(); err == nil {
-			c.Bytes = info.Size()
-		}
-		out = append(out, c)
+		out = append(out, ArchiveCheckpoint{Name: m[0], Seq: seq, Time: t, Tag: m[3], Bytes: size})
+		return nil
+	})
+	slices.SortFunc(out, func(x, y ArchiveCheckpoint) int { return cmp.Compare(x.Seq, y.Seq) })
+	return out, err
+}
+
+// list calls add with the submatches of re, the whole name first, and the
+// size of each regular file of the archive whose name matches re.
+func (a *Archive) list(re *regexp.Regexp, add func(m []string, size int64) error) error {
+	entries, err := os.ReadDir(a.dir)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", a.dir, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
+	for _, e := range entries {
+		m := re.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		var size int64
+		if info, err := e.Info(); err == nil {
+			size = info.Size()
+		}
+		if err := add(m, size); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Covered returns the sequences the archive's segments hold without a
@@ -232,20 +229,17 @@ func (a *Archive) OpenCheckpoint(c ArchiveCheckpoint) (io.ReadCloser, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrArchive, filepath.Join(a.dir, c.Name), err)
 	}
-	return readCloser{Reader: zr, close: f.Close}, nil
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, f}, nil
 }
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }
 
 // writeFile writes a file through fill, which returns the file's name
 // once it has written it: under a temporary name in the directory,
-// synced, renamed into place, and the directory synced. It returns the
-// file's size.
+// synced, renamed into place, and the directory synced, so that a crash
+// leaves the whole file or none (and a temporary file listings ignore).
+// It returns the file's size.
 func (a *Archive) writeFile(fill func(io.Writer) (string, error)) (int64, error) {
 	f, err := os.CreateTemp(a.dir, archiveTempPrefix+"*")
 	if err != nil {
@@ -340,10 +334,14 @@ func (a *Archive) writeSegment(ctx context.Context, reader *Reader, from, to uin
 		zw := gzip.NewWriter(w)
 		enc := json.NewEncoder(zw)
 		for next := from; next <= to; next++ {
-			rec, err := reader.nextOne(ctx, readWait)
+			recs, err := reader.Next(ctx, 1, readWait)
+			if err == nil && len(recs) == 0 {
+				err = fmt.Errorf("%w: no record within %s", ErrArchive, readWait)
+			}
 			if err != nil {
 				return "", fmt.Errorf("read seq %d: %w", next, err)
 			}
+			rec := recs[0]
 			if rec.Seq != next {
 				return "", fmt.Errorf("%w: the stream gave seq %d where seq %d was due (purged meanwhile?)", ErrArchive, rec.Seq, next)
 			}
@@ -364,18 +362,6 @@ func (a *Archive) writeSegment(ctx context.Context, reader *Reader, from, to uin
 	}
 	seg.Bytes = size
 	return seg, nil
-}
-
-// nextOne returns the reader's next record, waiting at most wait for it.
-func (r *Reader) nextOne(ctx context.Context, wait time.Duration) (Record, error) {
-	recs, err := r.Next(ctx, 1, wait)
-	if err != nil {
-		return Record{}, err
-	}
-	if len(recs) == 0 {
-		return Record{}, fmt.Errorf("%w: no record within %s", ErrArchive, wait)
-	}
-	return recs[0], nil
 }
 
 // Read calls fn with the archived records from seq from to seq to (both

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -73,18 +74,10 @@ func (c ClusterConfig) withDefaults(host string) ClusterConfig {
 	if !c.Enabled() {
 		return c
 	}
-	if c.Name == "" {
-		c.Name = DefaultClusterName
-	}
-	if c.Host == "" {
-		c.Host = host
-	}
-	if c.LameDuckDuration == 0 {
-		c.LameDuckDuration = DefaultLameDuckDuration
-	}
-	if c.LameDuckGracePeriod == 0 {
-		c.LameDuckGracePeriod = DefaultLameDuckGracePeriod
-	}
+	c.Name = cmp.Or(c.Name, DefaultClusterName)
+	c.Host = cmp.Or(c.Host, host)
+	c.LameDuckDuration = cmp.Or(c.LameDuckDuration, DefaultLameDuckDuration)
+	c.LameDuckGracePeriod = cmp.Or(c.LameDuckGracePeriod, DefaultLameDuckGracePeriod)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -58,31 +59,17 @@ type Config struct {
 	// the embedded server; use 3 on a cluster so that an acknowledged event
 	// survives the loss of a node.
 	Replicas int
-	// MaxAge is how long events are kept. Zero: forever. The log is the
-	// truth that replay rebuilds from, so trimming it loses history that no
-	// snapshot recovers.
-	MaxAge time.Duration
-	// MaxBytes bounds the event stream's size in bytes. Zero: unlimited.
+	// MaxBytes bounds the event stream's size in bytes; appends past it
+	// fail (JetStream's DiscardNew). Zero: unlimited. The log is the truth
+	// that replay rebuilds from: trim it with Stream.PurgeBefore instead.
 	MaxBytes int64
-	// MaxMsgs bounds the event stream's message count. Zero: unlimited.
-	MaxMsgs int64
-	// DiscardOldest chooses what happens when MaxAge, MaxBytes or MaxMsgs
-	// is reached. Zero (false): appends fail (JetStream's DiscardNew), so
-	// a full log is loud. True: the oldest events are dropped, which makes
-	// a replay from the start wrong.
-	DiscardOldest bool
 	// DuplicateWindow is how long a Nats-Msg-Id is remembered for
-	// deduplication. Zero: DefaultDuplicateWindow. It must not exceed
-	// MaxAge when MaxAge is set.
+	// deduplication. Zero: DefaultDuplicateWindow.
 	DuplicateWindow time.Duration
 	// MaxMsgSize is the largest encoded event in bytes. Zero:
 	// DefaultMaxMsgSize. The NATS server's max_payload must be at least as
 	// large.
 	MaxMsgSize int32
-	// AllowDelete permits deleting single events through the JetStream API.
-	// Zero (false): denied, since removing a fact silently changes every
-	// later replay.
-	AllowDelete bool
 	// AllowPurge makes a new event stream allow purging, which
 	// Stream.PurgeBefore needs: a server with a retention removes through
 	// it the events a checkpoint covers, and nothing else. Zero (false):
@@ -102,32 +89,13 @@ type Config struct {
 
 // withDefaults returns c with zero fields replaced by their defaults.
 func (c Config) withDefaults() Config {
-	if c.StreamName == "" {
-		c.StreamName = DefaultStreamName
-	}
-	if c.RejectStreamName == "" {
-		c.RejectStreamName = DefaultRejectStreamName
-	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.DuplicateWindow == 0 {
-		c.DuplicateWindow = DefaultDuplicateWindow
-		// The server refuses a duplicate window longer than the stream's
-		// age limit; with a short MaxAge the window follows it.
-		if c.MaxAge > 0 && c.MaxAge < c.DuplicateWindow {
-			c.DuplicateWindow = c.MaxAge
-		}
-	}
-	if c.MaxMsgSize == 0 {
-		c.MaxMsgSize = DefaultMaxMsgSize
-	}
-	if c.AckWaitTimeout == 0 {
-		c.AckWaitTimeout = DefaultAckWaitTimeout
-	}
-	if c.AppendBatchInFlightMax == 0 {
-		c.AppendBatchInFlightMax = DefaultAppendBatchInFlightMax
-	}
+	c.StreamName = cmp.Or(c.StreamName, DefaultStreamName)
+	c.RejectStreamName = cmp.Or(c.RejectStreamName, DefaultRejectStreamName)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, DefaultDuplicateWindow)
+	c.MaxMsgSize = cmp.Or(c.MaxMsgSize, DefaultMaxMsgSize)
+	c.AckWaitTimeout = cmp.Or(c.AckWaitTimeout, DefaultAckWaitTimeout)
+	c.AppendBatchInFlightMax = cmp.Or(c.AppendBatchInFlightMax, DefaultAppendBatchInFlightMax)
 	return c
 }
 
@@ -152,20 +120,11 @@ func (c Config) Validate() error {
 	if c.Replicas < 1 || c.Replicas > ReplicasMax {
 		add("Replicas %d is outside 1..%d", c.Replicas, ReplicasMax)
 	}
-	if c.MaxAge < 0 {
-		add("MaxAge %s is negative", c.MaxAge)
-	}
 	if c.MaxBytes < 0 {
 		add("MaxBytes %d is negative (zero means unlimited)", c.MaxBytes)
 	}
-	if c.MaxMsgs < 0 {
-		add("MaxMsgs %d is negative (zero means unlimited)", c.MaxMsgs)
-	}
 	if c.DuplicateWindow < 0 {
 		add("DuplicateWindow %s is negative", c.DuplicateWindow)
-	}
-	if c.MaxAge > 0 && c.DuplicateWindow > c.MaxAge {
-		add("DuplicateWindow %s exceeds MaxAge %s", c.DuplicateWindow, c.MaxAge)
 	}
 	if c.MaxMsgSize < 0 || c.MaxMsgSize > MaxMsgSizeLimit {
 		add("MaxMsgSize %d is outside 1..%d", c.MaxMsgSize, MaxMsgSizeLimit)
@@ -182,41 +141,31 @@ func (c Config) Validate() error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
 }
 
-// unlimited maps the Config convention (zero: no limit) to JetStream's (-1).
-func unlimited(n int64) int64 {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
 // eventStreamConfig is the JetStream configuration of the event stream.
 // Every option the design relies on is set here, none left to a default.
 func (c Config) eventStreamConfig() jetstream.StreamConfig {
-	discard := jetstream.DiscardNew
-	if c.DiscardOldest {
-		discard = jetstream.DiscardOld
-	}
 	return jetstream.StreamConfig{
 		Name:              c.StreamName,
 		Description:       "Kubernetes quota ledger: recorded facts, one subject per namespace",
 		Subjects:          []string{SubjectsAll},
 		Retention:         jetstream.LimitsPolicy,
 		MaxConsumers:      -1,
-		MaxMsgs:           unlimited(c.MaxMsgs),
-		MaxBytes:          unlimited(c.MaxBytes),
-		MaxAge:            c.MaxAge,
+		MaxMsgs:           -1,
+		MaxBytes:          cmp.Or(c.MaxBytes, -1), // -1: JetStream's "no limit"
+		MaxAge:            0,
 		MaxMsgsPerSubject: -1,
 		MaxMsgSize:        c.MaxMsgSize,
-		Discard:           discard,
+		Discard:           jetstream.DiscardNew,
 		Storage:           c.Storage,
 		Replicas:          c.Replicas,
 		NoAck:             false,
 		Duplicates:        c.DuplicateWindow,
-		DenyDelete:        !c.AllowDelete,
-		DenyPurge:         !c.AllowPurge,
-		AllowRollup:       false,
-		Compression:       jetstream.NoCompression,
+		// Deleting single events is denied: removing a fact silently
+		// changes every later replay.
+		DenyDelete:  true,
+		DenyPurge:   !c.AllowPurge,
+		AllowRollup: false,
+		Compression: jetstream.NoCompression,
 		// Direct gets may be answered by a follower that lags the leader;
 		// LastSubjectSeq feeds the compare-and-swap, so it must read from
 		// the leader.
@@ -225,30 +174,15 @@ func (c Config) eventStreamConfig() jetstream.StreamConfig {
 }
 
 // rejectStreamConfig is the JetStream configuration of the dead-letter
-// stream. It shares the storage, replicas and age limit of the event
-// stream; deleting and purging are allowed, since an operator clears
+// stream: the event stream's storage, replicas and limits, but without a
+// size limit, and deleting and purging allowed, since an operator clears
 // rejections after dealing with them.
 func (c Config) rejectStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:              c.RejectStreamName,
-		Description:       "Kubernetes quota ledger: rejected input and unreadable records, with their raw bytes",
-		Subjects:          []string{RejectSubjectsAll},
-		Retention:         jetstream.LimitsPolicy,
-		MaxConsumers:      -1,
-		MaxMsgs:           -1,
-		MaxBytes:          -1,
-		MaxAge:            c.MaxAge,
-		MaxMsgsPerSubject: -1,
-		MaxMsgSize:        c.MaxMsgSize,
-		Discard:           jetstream.DiscardNew,
-		Storage:           c.Storage,
-		Replicas:          c.Replicas,
-		NoAck:             false,
-		Duplicates:        c.DuplicateWindow,
-		DenyDelete:        false,
-		DenyPurge:         false,
-		AllowRollup:       false,
-		Compression:       jetstream.NoCompression,
-		AllowDirect:       false,
-	}
+	sc := c.eventStreamConfig()
+	sc.Name = c.RejectStreamName
+	sc.Description = "Kubernetes quota ledger: rejected input and unreadable records, with their raw bytes"
+	sc.Subjects = []string{RejectSubjectsAll}
+	sc.MaxBytes = -1
+	sc.DenyDelete, sc.DenyPurge = false, false
+	return sc
 }

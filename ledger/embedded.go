@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,9 +24,6 @@ const (
 	DefaultEmbeddedPort = 4222
 	// DefaultReadyTimeout bounds the wait for the server to accept clients.
 	DefaultReadyTimeout = 10 * time.Second
-	// DefaultEmbeddedMaxPayload is the largest message the embedded server
-	// accepts; it matches DefaultMaxMsgSize.
-	DefaultEmbeddedMaxPayload = DefaultMaxMsgSize
 	// RandomPort asks for a free port chosen by the system (for tests).
 	RandomPort = -1
 )
@@ -56,7 +54,7 @@ type EmbeddedConfig struct {
 	// disk of each member of it. Zero: a server of its own.
 	Cluster ClusterConfig
 	// MaxPayload is the largest message accepted. Zero:
-	// DefaultEmbeddedMaxPayload. Keep it at least Config.MaxMsgSize.
+	// DefaultMaxMsgSize. Keep it at least Config.MaxMsgSize.
 	MaxPayload int32
 	// MaxStore bounds JetStream's file storage in bytes. Zero: the server
 	// derives a bound from the free disk space.
@@ -79,18 +77,10 @@ type EmbeddedConfig struct {
 }
 
 func (c EmbeddedConfig) withDefaults() EmbeddedConfig {
-	if c.Host == "" {
-		c.Host = DefaultEmbeddedHost
-	}
-	if c.Port == 0 {
-		c.Port = DefaultEmbeddedPort
-	}
-	if c.MaxPayload == 0 {
-		c.MaxPayload = DefaultEmbeddedMaxPayload
-	}
-	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = DefaultReadyTimeout
-	}
+	c.Host = cmp.Or(c.Host, DefaultEmbeddedHost)
+	c.Port = cmp.Or(c.Port, DefaultEmbeddedPort)
+	c.MaxPayload = cmp.Or(c.MaxPayload, DefaultMaxMsgSize)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, DefaultReadyTimeout)
 	c.Cluster = c.Cluster.withDefaults(c.Host)
 	return c
 }
@@ -152,10 +142,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start embedded server: %w", err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	// A fatal error (a port in use, a store JetStream cannot start on) is
 	// the server giving up: the start returns it at once rather than
 	// after ReadyTimeout.
@@ -298,11 +285,7 @@ func (e *Embedded) Health() error {
 	if h.StatusCode == http.StatusOK || e.Clustered() && !healthProblem(h) {
 		return nil
 	}
-	why := h.Error
-	if why == "" {
-		why = h.Status
-	}
-	return fmt.Errorf("%w: %s", ErrStoreFailed, why)
+	return fmt.Errorf("%w: %s", ErrStoreFailed, cmp.Or(h.Error, h.Status))
 }
 
 // readyPoll is how long StartEmbedded waits for the server at a time,

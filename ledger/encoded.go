@@ -82,9 +82,6 @@ type Encoded struct {
 	data      []byte
 }
 
-// Bytes returns the encoding.
-func (e Encoded) Bytes() []byte { return e.data }
-
 // EncodeReserve returns, checked by the same rules, byte for byte what
 // Encode returns for Event{Type: Reserve, Namespace: namespace,
 // ReservationTTL: ttl, Release: release, Reservations: …, Source: source}.

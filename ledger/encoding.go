@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,9 +29,7 @@ const (
 // EncodingVersion when ev.Version is zero. It refuses an event that
 // Validate refuses, so nothing invalid is ever written.
 func Encode(ev Event) ([]byte, error) {
-	if ev.Version == 0 {
-		ev.Version = EncodingVersion
-	}
+	ev.Version = cmp.Or(ev.Version, EncodingVersion)
 	if ev.Version != EncodingVersion {
 		return nil, fmt.Errorf("encode: %w: version %d, this code writes version %d", ErrInvalidEvent, ev.Version, EncodingVersion)
 	}
@@ -234,18 +233,10 @@ func (c *checker) common() {
 // only.
 func (c *checker) fieldsOfOtherTypes() {
 	ev := c.ev
-	if ev.Type != Reserve {
-		c.refuse(len(ev.Reservations) > 0, "reservations")
-	}
-	if ev.Type != Expire {
-		c.refuse(len(ev.Expired) > 0, "expired")
-	}
-	if ev.Type != Resync {
-		c.refuse(len(ev.Listed) > 0, "listed")
-	}
-	if ev.Type != Progress {
-		c.refuse(len(ev.Progress) > 0, "progress")
-	}
+	c.refuse(ev.Type != Reserve && len(ev.Reservations) > 0, "reservations")
+	c.refuse(ev.Type != Expire && len(ev.Expired) > 0, "expired")
+	c.refuse(ev.Type != Resync && len(ev.Listed) > 0, "listed")
+	c.refuse(ev.Type != Progress && len(ev.Progress) > 0, "progress")
 	if ev.Type != Reserve {
 		c.refuse(ev.Release != "", "release")
 	} else if ev.Release != "" && ev.Release != ReleaseByFeed {

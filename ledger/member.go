@@ -17,10 +17,6 @@ import (
 // (EmbeddedConfig.Cluster).
 func (e *Embedded) Clustered() bool { return e.cfg.Cluster.Enabled() }
 
-// Name is the server's name (EmbeddedConfig.ServerName, or the one the
-// server chose).
-func (e *Embedded) Name() string { return e.srv.Name() }
-
 // Quorum returns nil when this member's replica of the stream named
 // stream is in contact with a quorum of its replicas: it leads them and
 // has heard from enough followers within QuorumContactWindow, or it
@@ -33,24 +29,21 @@ func (e *Embedded) Quorum(stream string) error {
 	if !e.Clustered() {
 		return nil
 	}
-	group, err := e.raftGroup(stream)
+	replica, err := e.replica(stream)
 	if err != nil {
 		return err
 	}
+	group := replica.RaftGroup
 	// A stream's Raft group is filed under the stream's account.
 	status := e.srv.Raftz(&server.RaftzOptions{AccountFilter: server.DEFAULT_GLOBAL_ACCOUNT, GroupFilter: group})
-	var g *server.RaftzGroup
 	if status != nil {
 		for _, groups := range *status {
-			if found, ok := groups[group]; ok {
-				g = &found
+			if g, ok := groups[group]; ok {
+				return quorumOf(&g, stream)
 			}
 		}
 	}
-	if g == nil {
-		return fmt.Errorf("%w: this member holds no replica of stream %s (raft group %s)", ErrNoQuorum, stream, group)
-	}
-	return quorumOf(g, stream)
+	return fmt.Errorf("%w: this member holds no replica of stream %s (raft group %s)", ErrNoQuorum, stream, group)
 }
 
 // quorumOf judges a stream's Raft group as this member sees it.
@@ -88,16 +81,6 @@ func quorumOf(g *server.RaftzGroup, stream string) error {
 func recent(lastSeen string) bool {
 	d, err := time.ParseDuration(lastSeen)
 	return err == nil && d < QuorumContactWindow
-}
-
-// raftGroup is the name of the Raft group of this member's replica of
-// stream, in the global account (the one the ledger's users share).
-func (e *Embedded) raftGroup(stream string) (string, error) {
-	s, err := e.replica(stream)
-	if err != nil {
-		return "", err
-	}
-	return s.RaftGroup, nil
 }
 
 // replica is this member's replica of stream, in the global account (the

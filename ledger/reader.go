@@ -68,11 +68,13 @@ type Reader struct {
 	// next is the sequence the reader wants next; the pump's own.
 	next    uint64
 	records chan Record
-	done    chan struct{} // closed by Close
-	exited  chan struct{} // closed when pump returns
-	stop    sync.Once
-	mu      sync.Mutex
-	err     error // terminal error of the pump, read after records closes
+	// closed ends when Close is called.
+	closed context.Context
+	close  context.CancelFunc
+	exited chan struct{} // closed when pump returns
+	stop   sync.Once
+	mu     sync.Mutex
+	err    error // terminal error of the pump, read after records closes
 }
 
 // Reader starts reading at fromSeq (the first sequence wanted; 0 or 1 read
@@ -82,11 +84,12 @@ func (s *Stream) Reader(ctx context.Context, fromSeq uint64) (*Reader, error) {
 		s:       s,
 		next:    max(fromSeq, 1),
 		records: make(chan Record, ReaderBufferMax),
-		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
+	r.closed, r.close = context.WithCancel(context.Background())
 	var err error
 	if r.iter, err = r.open(ctx); err != nil {
+		r.close()
 		return nil, fmt.Errorf("read %s from %d: %w", s.cfg.StreamName, fromSeq, err)
 	}
 	go r.pump()
@@ -124,32 +127,21 @@ func (r *Reader) reopen() bool {
 	r.mu.Lock()
 	r.iter.Stop()
 	r.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-r.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
-		iter, err := r.open(ctx)
+		iter, err := r.open(r.closed)
 		if err == nil {
 			// Close stops the iterator it finds: swap under its lock,
 			// and stop this one at once if Close came first.
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			select {
-			case <-r.done:
+			if r.closed.Err() != nil {
 				iter.Stop()
 				return false
-			default:
-				r.iter = iter
-				return true
 			}
+			r.iter = iter
+			return true
 		}
-		if !Unavailable(err) || !pause(ctx, AppendResendWait) {
+		if !Unavailable(err) || !pause(r.closed, AppendResendWait) {
 			return false
 		}
 	}
@@ -158,19 +150,12 @@ func (r *Reader) reopen() bool {
 // orderedConsumer creates the reader's consumer. While JetStream cannot
 // answer for want of a leader (a cluster electing one, a member just
 // back), the creation is tried again, for ReaderStartTimeout at most.
-func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	giveUp := time.Now().Add(ReaderStartTimeout)
-	for {
-		attempt, cancel := context.WithTimeout(ctx, readerAttemptTimeout)
-		cons, err := s.events.OrderedConsumer(attempt, cfg)
-		cancel()
-		if err == nil {
-			return cons, nil
-		}
-		if !Unavailable(err) || ctx.Err() != nil || time.Now().After(giveUp) || !pause(ctx, AppendResendWait) {
-			return nil, err
-		}
-	}
+func (s *Stream) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (cons jetstream.Consumer, err error) {
+	err = retryUnavailable(ctx, readerAttemptTimeout, ReaderStartTimeout, func(ctx context.Context) (err error) {
+		cons, err = s.events.OrderedConsumer(ctx, cfg)
+		return err
+	})
+	return cons, err
 }
 
 // readerAttemptTimeout bounds one attempt to create a reader's consumer.
@@ -201,7 +186,7 @@ func (r *Reader) pump() {
 		r.next = rec.Seq + 1
 		select {
 		case r.records <- rec:
-		case <-r.done:
+		case <-r.closed.Done():
 			return
 		}
 	}
@@ -277,17 +262,10 @@ func (r *Reader) NextUnless(ctx context.Context, max int, wait time.Duration, st
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	for len(out) < max {
-		select {
-		case rec, ok := <-r.records:
-			if !ok {
-				// Hand over what was read; the next call reports the end.
-				return out, nil
-			}
-			out = append(out, rec)
-		default:
-			return out, nil
-		}
+	// Only this goroutine receives: what the buffer holds is there to
+	// take, closed or not (the next call then reports the end).
+	for len(out) < max && len(r.records) > 0 {
+		out = append(out, <-r.records)
 	}
 	return out, nil
 }
@@ -306,7 +284,7 @@ func (r *Reader) closedErr() error {
 func (r *Reader) Close() {
 	r.stop.Do(func() {
 		r.mu.Lock()
-		close(r.done)
+		r.close()
 		r.iter.Stop()
 		r.mu.Unlock()
 	})

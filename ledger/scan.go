@@ -21,26 +21,26 @@ func scanEvent(b []byte) (Event, bool) {
 	s := jsonscan.New(b)
 	var ev Event
 	walked := s.Fields(eventKeys[:], func(f int) bool {
-		switch f {
-		case fieldVersion:
+		switch eventKeys[f] {
+		case "v":
 			v, ok := s.Int()
 			ev.Version = int(v)
 			return ok
-		case fieldType:
+		case "type":
 			return jsonscan.StringTo(s, &ev.Type)
-		case fieldResource:
+		case "resource":
 			return jsonscan.StringTo(s, &ev.Resource)
-		case fieldNamespace:
+		case "namespace":
 			return jsonscan.StringTo(s, &ev.Namespace)
-		case fieldName:
+		case "name":
 			return jsonscan.StringTo(s, &ev.Name)
-		case fieldUID:
+		case "uid":
 			return jsonscan.StringTo(s, &ev.UID)
-		case fieldResourceVersion:
+		case "resourceVersion":
 			return jsonscan.StringTo(s, &ev.ResourceVersion)
-		case fieldObject:
+		case "object":
 			return scanRaw(s, &ev.Object)
-		case fieldItems:
+		case "items":
 			if s.Null() {
 				return true
 			}
@@ -51,15 +51,15 @@ func scanEvent(b []byte) (Event, bool) {
 				ev.Items = append(ev.Items, item)
 				return ok
 			})
-		case fieldReservation:
+		case "reservation":
 			return jsonscan.StringTo(s, &ev.Reservation)
-		case fieldReservationTTL:
+		case "reservationTTL":
 			v, ok := s.Int()
 			ev.ReservationTTL = time.Duration(v)
 			return ok
-		case fieldRelease:
+		case "release":
 			return jsonscan.StringTo(s, &ev.Release)
-		case fieldReservations:
+		case "reservations":
 			// A null is refused here, as Elements refuses it.
 			ev.Reservations = []Reservation{}
 			return s.Elements(func() bool {
@@ -67,7 +67,7 @@ func scanEvent(b []byte) (Event, bool) {
 				ev.Reservations = append(ev.Reservations, r)
 				return ok
 			})
-		default: // fieldSource
+		default: // "source"
 			return jsonscan.StringTo(s, &ev.Source)
 		}
 	})
@@ -77,25 +77,7 @@ func scanEvent(b []byte) (Event, bool) {
 	return ev, true
 }
 
-// The fields of an Event, as scanEvent numbers them.
-const (
-	fieldVersion = iota
-	fieldType
-	fieldResource
-	fieldNamespace
-	fieldName
-	fieldUID
-	fieldResourceVersion
-	fieldObject
-	fieldItems
-	fieldReservation
-	fieldReservationTTL
-	fieldRelease
-	fieldReservations
-	fieldSource
-)
-
-// eventKeys are the JSON names of the fields, by number.
+// eventKeys are the JSON names of an Event's fields.
 var eventKeys = [...]string{"v", "type", "resource", "namespace", "name", "uid", "resourceVersion",
 	"object", "items", "reservation", "reservationTTL", "release", "reservations", "source"}
 

@@ -151,31 +151,20 @@ func (s *Stream) AppendEncoded(ctx context.Context, e Encoded, opts AppendOption
 	if e.data == nil {
 		return AppendResult{}, fmt.Errorf("append: %w: an empty Encoded", ErrInvalidEvent)
 	}
-	if len(e.data) > int(s.cfg.MaxMsgSize) {
-		return AppendResult{}, fmt.Errorf("append %s: %w: %d bytes, at most %d", e.what, ErrEventTooLarge, len(e.data), s.cfg.MaxMsgSize)
-	}
-	msg := nats.NewMsg(Subject(e.namespace))
-	msg.Data = e.data
-	if opts.MsgID != "" {
-		if err := validateMsgID(opts.MsgID); err != nil {
-			return AppendResult{}, fmt.Errorf("append %s: %w", e.what, err)
-		}
-		msg.Header.Set(jetstream.MsgIDHeader, opts.MsgID)
+	msg, err := s.newMsg(e.namespace, e.what, e.data, opts.MsgID)
+	if err != nil {
+		return AppendResult{}, err
 	}
 	return s.publish(ctx, msg, e.what, opts)
 }
 
 // publish sends msg with the options of an append and waits for its
 // acknowledgement, at most Config.AckWaitTimeout in all. On a replicated
-// stream (Config.Replicas above 1), an append with a message ID whose
-// send found no stream leader, or was not acknowledged within
-// AppendAttemptTimeout (a leader that died or stepped down with it in
-// flight), is sent again, the same message with the same ID: if the
-// first send was stored after all, JetStream's deduplication answers with
-// its sequence (Duplicate) and stores nothing twice. The message ID is
-// checked before an expected last sequence, so a re-sent conditional
-// append that was stored is a duplicate, not a conflict. An append
-// without one is sent once: sending it again could store it twice.
+// stream (Config.Replicas above 1) an append with a message ID is sent
+// again, the same message with the same ID, while a send finds no leader
+// or is not acknowledged within AppendAttemptTimeout: see the package
+// doc, Appending. One without an ID is sent once, since sending it again
+// could store it twice.
 func (s *Stream) publish(ctx context.Context, msg *nats.Msg, what string, opts AppendOptions) (AppendResult, error) {
 	pubOpts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.cfg.StreamName)}
 	if opts.ExpectLastSubjectSeq != nil {
@@ -228,8 +217,7 @@ func resendable(err error) bool {
 	}
 	// The connection lost its server (a member gone): it reconnects to
 	// another, and the append goes there.
-	lost := errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded)
-	return lost || errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+	return lostServer(err) || errors.Is(err, ErrAckTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // pause waits d, or until ctx ends: false then.
@@ -509,16 +497,22 @@ func (s *Stream) LastSubjectSeq(ctx context.Context, namespace string) (uint64, 
 // leaderless calls f, a request its stream's leader answers, with ctx.
 // On a replicated stream each call waits LeaderAttemptTimeout at most (a
 // request the leader took as it stepped down is never answered), and f
-// is called again while it fails for want of a leader (Unavailable), for
+// is called again while it fails for want of a leader, for
 // Config.AckWaitTimeout at most.
 func (s *Stream) leaderless(ctx context.Context, f func(context.Context) error) error {
 	if s.cfg.Replicas <= 1 {
 		return f(ctx)
 	}
-	giveUp := time.Now().Add(s.cfg.AckWaitTimeout)
+	return retryUnavailable(ctx, LeaderAttemptTimeout, s.cfg.AckWaitTimeout, f)
+}
+
+// retryUnavailable calls f, each call bounded by attempt, and again while
+// it fails for want of a leader (Unavailable), for giveUpAfter at most.
+func retryUnavailable(ctx context.Context, attempt, giveUpAfter time.Duration, f func(context.Context) error) error {
+	giveUp := time.Now().Add(giveUpAfter)
 	for {
-		attempt, cancel := context.WithTimeout(ctx, LeaderAttemptTimeout)
-		err := f(attempt)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		err := f(actx)
 		cancel()
 		if err == nil || !Unavailable(err) || ctx.Err() != nil || !time.Now().Before(giveUp) || !pause(ctx, AppendResendWait) {
 			return err
@@ -533,30 +527,28 @@ func (s *Stream) message(ev Event, msgID string) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > int(s.cfg.MaxMsgSize) {
-		return nil, fmt.Errorf("append %s: %w: %d bytes, at most %d", describe(ev), ErrEventTooLarge, len(data), s.cfg.MaxMsgSize)
-	}
-	msg := nats.NewMsg(Subject(ev.Namespace))
-	msg.Data = data
-	if msgID != "" {
-		if err := validateMsgID(msgID); err != nil {
-			return nil, fmt.Errorf("append %s: %w", describe(ev), err)
-		}
-		msg.Header.Set(jetstream.MsgIDHeader, msgID)
-	}
-	return msg, nil
+	return s.newMsg(ev.Namespace, describe(ev), data, msgID)
 }
 
-func validateMsgID(id string) error {
-	if len(id) > MsgIDLengthMax {
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidMsgID, len(id), MsgIDLengthMax)
+// newMsg makes the message of the encoded event data (named what in
+// errors) of namespace, checking its size and message ID.
+func (s *Stream) newMsg(namespace, what string, data []byte, msgID string) (*nats.Msg, error) {
+	if len(data) > int(s.cfg.MaxMsgSize) {
+		return nil, fmt.Errorf("append %s: %w: %d bytes, at most %d", what, ErrEventTooLarge, len(data), s.cfg.MaxMsgSize)
 	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x20 || id[i] == 0x7f {
-			return fmt.Errorf("%w: %q holds a control character", ErrInvalidMsgID, id)
-		}
+	msg := nats.NewMsg(Subject(namespace))
+	msg.Data = data
+	if msgID == "" {
+		return msg, nil
 	}
-	return nil
+	if len(msgID) > MsgIDLengthMax {
+		return nil, fmt.Errorf("append %s: %w: %d bytes, at most %d", what, ErrInvalidMsgID, len(msgID), MsgIDLengthMax)
+	}
+	if hasControl(msgID) {
+		return nil, fmt.Errorf("append %s: %w: %q holds a control character", what, ErrInvalidMsgID, msgID)
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	return msg, nil
 }
 
 // classifyPublishError maps JetStream's wrong-last-sequence answers to

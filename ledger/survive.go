@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,10 +26,7 @@ func Survive(log *slog.Logger, what string, fail func(error)) {
 		return
 	}
 	err := fmt.Errorf("%w: %s: panic: %v", ErrInternal, what, v)
-	if log == nil {
-		log = slog.Default()
-	}
-	log.Error("recovered from a panic; please report it with this log", "err", err, "stack", string(debug.Stack()))
+	cmp.Or(log, slog.Default()).Error("recovered from a panic; please report it with this log", "err", err, "stack", string(debug.Stack()))
 	if fail != nil {
 		fail(err)
 	}

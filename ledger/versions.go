@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 )
 
@@ -46,12 +47,7 @@ func VersionsDigest(vs []ObjectVersion) string {
 	})
 	h := sha256.New()
 	for _, v := range vs {
-		h.Write([]byte(v.Name))
-		h.Write([]byte{0})
-		h.Write([]byte(v.UID))
-		h.Write([]byte{0})
-		h.Write([]byte(v.ResourceVersion))
-		h.Write([]byte{'\n'})
+		fmt.Fprintf(h, "%s\x00%s\x00%s\n", v.Name, v.UID, v.ResourceVersion)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -1,6 +1,9 @@
 package jsonscan
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // DepthMax is the deepest nesting of objects and arrays a Scanner accepts,
 // encoding/json's limit.
@@ -428,23 +431,6 @@ func Verbatim(s string) bool {
 	return true
 }
 
-// EqualFoldASCII reports whether b equals s but for the case of ASCII
-// letters: how encoding/json matches a plain key to a field name.
-func EqualFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
+// EqualFoldASCII reports whether b, a plain key, equals s but for the
+// case of letters: how encoding/json matches a key to a field name.
+func EqualFoldASCII(b []byte, s string) bool { return strings.EqualFold(string(b), s) }

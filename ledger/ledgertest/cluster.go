@@ -180,7 +180,7 @@ func (c *Cluster) Leader(js jetstream.JetStream, stream string) int {
 			leader := s.CachedInfo().Cluster.Leader
 			c.mu.Lock()
 			for i, m := range c.Members {
-				if m != nil && m.Name() == leader {
+				if m != nil && c.configs[i].ServerName == leader {
 					c.mu.Unlock()
 					return i
 				}

@@ -198,19 +198,19 @@ func Decode(raw []byte) (*Object, error) {
 
 // identify checks the header every object needs and builds the Object's
 // identity from it, with what the ledger knows of the kind.
-func identify(h *header) (*Object, kindInfo, bool, error) {
+func identify(h *header) (*Object, kindInfo, error) {
 	if h.Kind == "" {
-		return nil, kindInfo{}, false, fmt.Errorf("decode object: %w", ErrMissingKind)
+		return nil, kindInfo{}, fmt.Errorf("decode object: %w", ErrMissingKind)
 	}
 	if h.APIVersion == "" {
-		return nil, kindInfo{}, false, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingAPIVersion)
+		return nil, kindInfo{}, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingAPIVersion)
 	}
 	gv, err := schema.ParseGroupVersion(h.APIVersion)
 	if err != nil || gv.Version == "" {
-		return nil, kindInfo{}, false, fmt.Errorf("decode object %s: apiVersion %q: %w", h.Kind, h.APIVersion, ErrMalformed)
+		return nil, kindInfo{}, fmt.Errorf("decode object %s: apiVersion %q: %w", h.Kind, h.APIVersion, ErrMalformed)
 	}
 	if h.Metadata.Name == "" && h.Metadata.GenerateName == "" {
-		return nil, kindInfo{}, false, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingName)
+		return nil, kindInfo{}, fmt.Errorf("decode object %s: %w", h.Kind, ErrMissingName)
 	}
 	o := &Object{
 		APIVersion:                 h.APIVersion,
@@ -243,7 +243,7 @@ func identify(h *header) (*Object, kindInfo, bool, error) {
 		// The API server ignores a namespace on a cluster-scoped object.
 		o.Namespace = ""
 	}
-	return o, info, known, nil
+	return o, info, nil
 }
 
 func (o *Object) displayName() string {
@@ -281,9 +281,7 @@ func (o *Object) SetNamespace(ns string) {
 		return
 	}
 	o.Namespace = ns
-	if m, ok := o.Value.(metav1.Object); ok {
-		m.SetNamespace(ns)
-	}
+	o.syncMeta()
 }
 
 // syncMeta keeps the typed value's identity equal to the Object's, so that

@@ -329,7 +329,7 @@ func checkIdentity(t *testing.T, raw []byte) {
 	if err := json.Unmarshal(raw, &h); err != nil {
 		t.Fatalf("Decode reads what encoding/json refuses (%v):\n%s", err, raw)
 	}
-	want, _, _, err := identify(&h)
+	want, _, err := identify(&h)
 	if err != nil {
 		t.Fatalf("Decode reads what identify refuses (%v):\n%s", err, raw)
 	}

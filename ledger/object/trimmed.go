@@ -186,20 +186,12 @@ func (o *Object) trimmed() (*trimmedObject, error) {
 	switch v := o.Value.(type) {
 	case nil:
 	case *corev1.Pod:
-		spec, status := trimPod(v)
-		t.Spec = spec
-		if status != nil {
-			t.Status = status
-		}
+		t.Spec, t.Status = trimPod(v)
 	case *corev1.PersistentVolumeClaim:
 		if class, ok := v.Annotations[BetaStorageClassAnnotation]; ok {
 			t.Metadata.Annotations = map[string]string{BetaStorageClassAnnotation: class}
 		}
-		spec, status := trimPVC(v)
-		t.Spec = spec
-		if status != nil {
-			t.Status = status
-		}
+		t.Spec, t.Status = trimPVC(v)
 	case *corev1.Service:
 		t.Spec = trimService(v)
 	case *resourcev1.ResourceClaim:
@@ -318,8 +310,10 @@ func trimContainerStatuses(ss []corev1.ContainerStatus) []trimmedContainerStatus
 	return out
 }
 
-func trimPod(p *corev1.Pod) (*trimmedPodSpec, *trimmedPodStatus) {
-	spec := &trimmedPodSpec{
+// trimPod returns the trimmed spec and status of p, the status nil (not
+// a nil pointer, which omitempty would print) when it holds nothing.
+func trimPod(p *corev1.Pod) (spec *trimmedPodSpec, status any) {
+	spec = &trimmedPodSpec{
 		InitContainers:        trimContainers(p.Spec.InitContainers),
 		Containers:            trimContainers(p.Spec.Containers),
 		ActiveDeadlineSeconds: p.Spec.ActiveDeadlineSeconds,
@@ -339,7 +333,7 @@ func trimPod(p *corev1.Pod) (*trimmedPodSpec, *trimmedPodStatus) {
 			spec.Affinity.PodAntiAffinity = trimPodAffinity(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
-	status := &trimmedPodStatus{
+	st := &trimmedPodStatus{
 		Phase:                 p.Status.Phase,
 		QOSClass:              p.Status.QOSClass,
 		InitContainerStatuses: trimContainerStatuses(p.Status.InitContainerStatuses),
@@ -348,33 +342,33 @@ func trimPod(p *corev1.Pod) (*trimmedPodSpec, *trimmedPodStatus) {
 	for _, c := range p.Status.Conditions {
 		// Only a pending resize changes what quota charges.
 		if c.Type == corev1.PodResizePending {
-			status.Conditions = append(status.Conditions, trimmedCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
+			st.Conditions = append(st.Conditions, trimmedCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 		}
 	}
-	if status.Phase == "" && status.QOSClass == "" && status.Conditions == nil &&
-		status.InitContainerStatuses == nil && status.ContainerStatuses == nil {
-		status = nil
+	if st.Phase == "" && st.QOSClass == "" && st.Conditions == nil && st.InitContainerStatuses == nil && st.ContainerStatuses == nil {
+		return spec, nil
 	}
-	return spec, status
+	return spec, st
 }
 
-func trimPVC(c *corev1.PersistentVolumeClaim) (*trimmedPVCSpec, *trimmedPVCStatus) {
-	spec := &trimmedPVCSpec{
+// trimPVC returns the trimmed spec and status of c, as trimPod.
+func trimPVC(c *corev1.PersistentVolumeClaim) (spec *trimmedPVCSpec, status any) {
+	spec = &trimmedPVCSpec{
 		Resources:                 trimmedResources{Requests: c.Spec.Resources.Requests, Limits: c.Spec.Resources.Limits},
 		StorageClassName:          c.Spec.StorageClassName,
 		VolumeAttributesClassName: c.Spec.VolumeAttributesClassName,
 	}
-	status := &trimmedPVCStatus{
+	st := &trimmedPVCStatus{
 		AllocatedResources:               c.Status.AllocatedResources,
 		CurrentVolumeAttributesClassName: c.Status.CurrentVolumeAttributesClassName,
 	}
 	if m := c.Status.ModifyVolumeStatus; m != nil && m.TargetVolumeAttributesClassName != "" {
-		status.ModifyVolumeStatus = &trimmedModifyVolumeStatus{TargetVolumeAttributesClassName: m.TargetVolumeAttributesClassName}
+		st.ModifyVolumeStatus = &trimmedModifyVolumeStatus{TargetVolumeAttributesClassName: m.TargetVolumeAttributesClassName}
 	}
-	if status.AllocatedResources == nil && status.CurrentVolumeAttributesClassName == nil && status.ModifyVolumeStatus == nil {
-		status = nil
+	if st.AllocatedResources == nil && st.CurrentVolumeAttributesClassName == nil && st.ModifyVolumeStatus == nil {
+		return spec, nil
 	}
-	return spec, status
+	return spec, st
 }
 
 func trimService(s *corev1.Service) *trimmedServiceSpec {

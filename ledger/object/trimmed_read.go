@@ -1,6 +1,7 @@
 package object
 
 import (
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,7 @@ func decodeTrimmed(b []byte) *Object {
 		return nil
 	}
 	h.Metadata = metaOf(meta)
-	o, _, _, err := identify(&h)
+	o, _, err := identify(&h)
 	if err != nil {
 		return nil
 	}
@@ -85,8 +86,7 @@ func trimmedKind(apiVersion, kind string) (*corev1.Pod, bool) {
 	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
 		group = g
 	}
-	info, known := knownKinds[groupKind{group, kind}]
-	return nil, !known || info.decode == nil
+	return nil, knownKinds[groupKind{group, kind}].decode == nil
 }
 
 // elements reads the array at the cursor into a slice, each element read
@@ -334,10 +334,7 @@ func (c *quantityCache) store(text string, q resource.Quantity) {
 	if _, ok := old[text]; ok || len(old) >= quantityCacheEntriesMax {
 		return
 	}
-	m := make(map[string]resource.Quantity, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	m := maps.Clone(old)
 	m[text] = q
 	c.Store(&quantityMap{m: m})
 }

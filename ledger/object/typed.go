@@ -36,11 +36,11 @@ func decodeTyped(b []byte) (*Object, error) {
 		}
 		h = *hp
 	}
-	o, info, known, err := identify(&h)
+	o, info, err := identify(&h)
 	if err != nil {
 		return nil, err
 	}
-	if v == nil && known && info.decode != nil {
+	if v == nil && info.decode != nil {
 		if v, err = info.decode(b, h.APIVersion); err != nil {
 			// After the colon, the API server's own words for an object
 			// it cannot decode.
