@@ -58,18 +58,27 @@ func Serve(ctx context.Context, nc *nats.Conn, routes ...Route) error {
 	defer s.stop()
 	for _, rt := range routes {
 		if err := s.subscribe(context.WithoutCancel(ctx), nc, rt); err != nil {
-			return err
+			return closedUnder(err)
 		}
 	}
 	// A round trip to the server makes the subscriptions effective
 	// before the caller is seen to be serving.
 	if err := nc.Flush(); err != nil {
-		return fmt.Errorf("serve: subscribe: %w", err)
+		return closedUnder(fmt.Errorf("serve: subscribe: %w", err))
 	}
 	if subject := s.firstClosed(ctx, connClosed); subject != "" {
 		return fmt.Errorf("%w: %s", ErrSubscriptionClosed, subject)
 	}
 	return s.drain(connClosed)
+}
+
+// closedUnder is err, as ErrSubscriptionClosed if the connection closed
+// while Serve subscribed: the same end as a close just after.
+func closedUnder(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("%w: %w", ErrSubscriptionClosed, err)
+	}
+	return err
 }
 
 // serving is what Serve keeps of its routes.

@@ -210,6 +210,17 @@ func TestServeNoticesAClosedSubscription(t *testing.T) {
 	}
 }
 
+// TestServeOnAClosedConnection: a connection closed before Serve
+// subscribes (or while it does) ends it as a close after would.
+func TestServeOnAClosedConnection(t *testing.T) {
+	nc := connect(t, 1<<20)
+	nc.Close()
+	err := ledger.Serve(context.Background(), nc, route("s.gone", 1, nil))
+	if !errors.Is(err, ledger.ErrSubscriptionClosed) {
+		t.Fatalf("Serve: %v, want ErrSubscriptionClosed", err)
+	}
+}
+
 // TestServeWantsPendingLimits refuses a route without them.
 func TestServeWantsPendingLimits(t *testing.T) {
 	nc := connect(t, 1<<20)
