@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,8 +17,10 @@ import (
 
 // The bbolt file is the live state's checkpoint (see the package doc):
 // every CheckpointEvery applied records or CheckpointInterval, in the
-// background, and at Close, the newest view is written to the file in one
-// transaction, with the applied sequence it reflects.
+// background, and at Close, the keys the views published since the last
+// checkpoint changed are written to the file in one transaction, as the
+// newest view holds them, with the applied sequence it reflects. The
+// file's first checkpoint after a start takes what the start changed.
 
 // Defaults of the checkpoints.
 const (
@@ -121,33 +125,74 @@ func WriteFile(path string, view *buckets.Set) error {
 }
 
 // Checkpoint writes the newest view to the file, unless the file holds it
-// already. It is safe to call beside Apply.
+// already. It is safe to call beside Apply. The file takes only the keys
+// written or deleted since the last checkpoint (the changes each applied
+// batch leaves, taken with the view they lead to), in one transaction
+// with the applied sequence they reach.
 func (p *Projector) Checkpoint() error {
 	p.ckMu.Lock()
 	defer p.ckMu.Unlock()
-	view := p.view.Load()
+	p.unwrittenMu.Lock()
+	view, changes := p.view.Load(), p.unwritten
+	p.unwritten = buckets.Changes{}
+	p.unwrittenMu.Unlock()
 	seq := appliedSeq(view)
-	if seq == p.checkpointed.Load() && p.checkpointedOnce {
+	if seq == p.checkpointed.Load() && p.checkpointedOnce && changes.Len() == 0 {
 		return nil
 	}
 	started := time.Now()
-	if err := p.writeCheckpoint(view); err != nil {
+	if err := p.writeCheckpoint(view, changes); err != nil {
+		// The file may hold none of them: the next checkpoint writes them
+		// again, with what comes after.
+		p.unwrittenMu.Lock()
+		p.unwritten.Add(changes)
+		p.unwrittenMu.Unlock()
 		return fmt.Errorf("%w: %s: checkpoint at seq %d: %w", ErrWrite, p.cfg.Path, seq, err)
 	}
 	p.checkpointed.Store(seq)
 	p.checkpointedOnce = true
-	p.cfg.Logger.Debug("projection checkpointed", "seq", seq, "keys", view.Len(), "took", time.Since(started).Round(time.Millisecond))
+	p.cfg.Logger.Debug("projection checkpointed", "seq", seq, "keys", changes.Len(), "took", time.Since(started).Round(time.Millisecond))
 	return nil
 }
 
-// writeCheckpoint writes view to the file; a panic of bbolt's on a page
-// of the file damaged since it was opened (a bad sector) is an error that
-// says so.
-func (p *Projector) writeCheckpoint(view *buckets.Set) (err error) {
+// writeCheckpoint writes the changed keys of view to the file; a panic of
+// bbolt's on a page of the file damaged since it was opened (a bad
+// sector) is an error that says so.
+func (p *Projector) writeCheckpoint(view *buckets.Set, changes buckets.Changes) (err error) {
 	defer ledger.Survive(p.cfg.Logger, "checkpoint the projection", func(e error) {
 		err = fmt.Errorf("%w; a page of the file damaged since it was opened (its check at the next start names it; moving the file aside rebuilds it from the stream)", e)
 	})
-	return writeSet(p.db, view)
+	return writeChanges(p.db, view, changes)
+}
+
+// writeChanges writes to the file, in one transaction, view's value of
+// every key in changes, and deletes those view does not hold.
+func writeChanges(db *bolt.DB, view *buckets.Set, changes buckets.Changes) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range slices.Sorted(maps.Keys(changes)) {
+			fb, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return err
+			}
+			vb := view.Bucket([]byte(name))
+			for _, k := range slices.Sorted(maps.Keys(changes[name])) {
+				key := []byte(k)
+				var v []byte
+				if vb != nil {
+					v = vb.Get(key)
+				}
+				if v == nil {
+					err = fb.Delete(key)
+				} else {
+					err = fb.Put(key, v)
+				}
+				if err != nil {
+					return fmt.Errorf("bucket %s: %w", name, err)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // Checkpointed returns the applied sequence the file holds: what a

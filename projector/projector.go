@@ -153,6 +153,11 @@ type Projector struct {
 	ckMu             sync.Mutex
 	checkpointed     atomic.Uint64
 	checkpointedOnce bool
+	// unwritten are the keys changed by the views published since the
+	// last checkpoint took them; unwrittenMu makes a view's publication
+	// and its changes one step for Checkpoint.
+	unwrittenMu sync.Mutex
+	unwritten   buckets.Changes
 	// checkpointDue asks the checkpoint loop for one now.
 	checkpointDue chan struct{}
 
@@ -242,6 +247,9 @@ func (p *Projector) load(existed bool) error {
 	if err != nil {
 		return err
 	}
+	// From here the file lacks what the state takes: the layout and the
+	// stream's binding below, then each batch.
+	set.TrackChanges()
 	if err := initBuckets(set); err != nil {
 		return err
 	}
@@ -262,8 +270,20 @@ func (p *Projector) load(existed bool) error {
 			p.factTime.Store(int64(binary.BigEndian.Uint64(v)))
 		}
 	}
-	p.view.Store(set.Snapshot())
+	p.publish(set)
 	return nil
+}
+
+// publish makes set's state the view, and its changes the next
+// checkpoint's.
+func (p *Projector) publish(set *buckets.Set) {
+	p.unwrittenMu.Lock()
+	defer p.unwrittenMu.Unlock()
+	p.view.Store(set.Snapshot())
+	if p.unwritten == nil {
+		p.unwritten = buckets.Changes{}
+	}
+	p.unwritten.Add(set.TakeChanges())
 }
 
 // read calls fn with the newest view of the live state.
@@ -439,13 +459,14 @@ func (p *Projector) ApplyPrepared(ctx context.Context, b *Prepared) error {
 	if err != nil {
 		p.fold.Forget()
 		p.set = p.view.Load().Clone()
+		p.set.TrackChanges()
 		first, last := records[0].Seq, records[len(records)-1].Seq
 		if panicked {
 			return fmt.Errorf("apply batch seq %d..%d: %w; a bug (the log holds the stack)", first, last, err)
 		}
 		return fmt.Errorf("apply batch seq %d..%d: %w", first, last, err)
 	}
-	p.view.Store(p.set.Snapshot())
+	p.publish(p.set)
 	if last := records[len(records)-1].Seq; last-p.checkpointed.Load() >= p.cfg.CheckpointEvery {
 		select {
 		case p.checkpointDue <- struct{}{}:

@@ -25,6 +25,7 @@ func (p *Projector) Recharge() error {
 	}
 	p.fold.Forget()
 	set := p.view.Load().Clone()
+	set.TrackChanges()
 	_, at := AppliedAt(set)
 	f := fold{tx: set, cache: p.fold}
 	var objects []*objectRecord
@@ -50,7 +51,7 @@ func (p *Projector) Recharge() error {
 		return err
 	}
 	p.set, p.rules = set, RulesVersion
-	p.view.Store(set.Snapshot())
+	p.publish(set)
 	return nil
 }
 

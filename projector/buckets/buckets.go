@@ -52,6 +52,56 @@ type Set struct {
 	trees    map[string]*btree.BTreeG[item]
 	codecs   map[string]*Codec
 	readOnly bool
+	// changes, while tracked (TrackChanges), are the keys written or
+	// deleted since TakeChanges, by bucket.
+	changes Changes
+}
+
+// Changes are keys written or deleted, by bucket: what a copy of a set
+// kept elsewhere (a checkpoint file) must take again to equal it.
+type Changes map[string]map[string]struct{}
+
+// Add adds the keys of c to cs.
+func (cs Changes) Add(c Changes) {
+	for name, keys := range c {
+		into := cs[name]
+		if into == nil {
+			cs[name] = keys
+			continue
+		}
+		for k := range keys {
+			into[k] = struct{}{}
+		}
+	}
+}
+
+// Len returns the number of keys in cs.
+func (cs Changes) Len() int {
+	n := 0
+	for _, keys := range cs {
+		n += len(keys)
+	}
+	return n
+}
+
+// TrackChanges makes the writable set note the keys written or deleted
+// from now on, for TakeChanges.
+func (s *Set) TrackChanges() {
+	if s.changes == nil {
+		s.changes = Changes{}
+	}
+}
+
+// TakeChanges returns the keys written or deleted since the last call
+// (or since TrackChanges) and starts noting afresh; nil if the set does
+// not track them.
+func (s *Set) TakeChanges() Changes {
+	if s.changes == nil {
+		return nil
+	}
+	c := s.changes
+	s.changes = Changes{}
+	return c
 }
 
 // New returns an empty set.
@@ -70,7 +120,21 @@ func (s *Set) Bucket(name []byte) *Bucket {
 	if !ok {
 		return nil
 	}
-	return &Bucket{tree: t, codec: s.codecs[string(name)], readOnly: s.readOnly}
+	return &Bucket{tree: t, codec: s.codecs[string(name)], readOnly: s.readOnly, changes: s.changesOf(name)}
+}
+
+// changesOf is the set of changed keys of the bucket called name, nil if
+// changes are not tracked.
+func (s *Set) changesOf(name []byte) map[string]struct{} {
+	if s.changes == nil {
+		return nil
+	}
+	keys := s.changes[string(name)]
+	if keys == nil {
+		keys = map[string]struct{}{}
+		s.changes[string(name)] = keys
+	}
+	return keys
 }
 
 // CreateBucketIfNotExists returns the bucket called name, made empty if
@@ -84,7 +148,7 @@ func (s *Set) CreateBucketIfNotExists(name []byte) (*Bucket, error) {
 		t = newTree()
 		s.trees[string(name)] = t
 	}
-	return &Bucket{tree: t, codec: s.codecs[string(name)]}, nil
+	return &Bucket{tree: t, codec: s.codecs[string(name)], changes: s.changesOf(name)}, nil
 }
 
 // Names returns the names of the buckets, in order.
@@ -130,6 +194,14 @@ type Bucket struct {
 	tree     *btree.BTreeG[item]
 	codec    *Codec
 	readOnly bool
+	changes  map[string]struct{} // nil unless the set tracks changes
+}
+
+// changed notes key as written or deleted.
+func (b *Bucket) changed(key []byte) {
+	if b.changes != nil {
+		b.changes[string(key)] = struct{}{}
+	}
 }
 
 // bytes is the value of it as bytes, encoded if the bucket has a codec.
@@ -173,6 +245,7 @@ func (b *Bucket) Put(key, value []byte) error {
 		value = []byte{}
 	}
 	b.tree.Set(item{k: key, v: value})
+	b.changed(key)
 	return nil
 }
 
@@ -200,6 +273,7 @@ func (b *Bucket) PutValue(key []byte, v any) error {
 		return fmt.Errorf("put %q: %w", key, ErrNilValue)
 	}
 	b.tree.Set(item{k: key, val: v})
+	b.changed(key)
 	return nil
 }
 
@@ -221,7 +295,9 @@ func (b *Bucket) Delete(key []byte) error {
 	if b.readOnly {
 		return ErrReadOnly
 	}
-	b.tree.Delete(item{k: key})
+	if _, ok := b.tree.Delete(item{k: key}); ok {
+		b.changed(key)
+	}
 	return nil
 }
 
