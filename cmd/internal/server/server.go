@@ -390,14 +390,7 @@ func (p *parts) run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Ready != nil {
 		cfg.Ready(p.url)
 	}
-	serving := []any{"nats", p.url, "projection", p.path, "applied_seq", p.proj.Applied()}
-	if p.metrics != nil {
-		serving = append(serving, "metrics", p.metrics.URL())
-	}
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
-		serving = append(serving, "memory_limit", fmt.Sprintf("%.0fMiB", float64(limit)/(1<<20)))
-	}
-	log.Info("quota ledger serving", serving...)
+	log.Info("quota ledger serving", p.serving()...)
 	if err := stopped(g.Wait()); err != nil {
 		return err
 	}
@@ -506,4 +499,17 @@ func hostName() string {
 		return "unknown"
 	}
 	return name
+}
+
+// serving is what the line saying the ledger serves names: where, what
+// it has applied, and the Go runtime's memory limit if it has one.
+func (p *parts) serving() []any {
+	attrs := []any{"nats", p.url, "projection", p.path, "applied_seq", p.proj.Applied()}
+	if p.metrics != nil {
+		attrs = append(attrs, "metrics", p.metrics.URL())
+	}
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		attrs = append(attrs, "memory_limit", fmt.Sprintf("%.0fMiB", float64(limit)/(1<<20)))
+	}
+	return attrs
 }
