@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -200,5 +201,61 @@ func TestCodecBucketKeepsValuesDecoded(t *testing.T) {
 	}
 	if err := b.PutValue([]byte("k"), nil); !errors.Is(err, ErrNilValue) {
 		t.Fatalf("PutValue of nil: %v, want ErrNilValue", err)
+	}
+}
+
+// TestChangesNameWhatWasWritten checks that a set tracking its changes
+// names each key written or deleted (in buckets with and without a codec)
+// once, leaves out a delete of a key it did not hold, and starts afresh
+// after TakeChanges.
+func TestChangesNameWhatWasWritten(t *testing.T) {
+	s := New()
+	s.SetCodec([]byte("decoded"), &Codec{
+		Encode: func(v any) []byte { return []byte(v.(string)) },
+		Decode: func(b []byte) (any, error) { return string(b), nil },
+	})
+	raw, err := s.CreateBucketIfNotExists([]byte("raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Put([]byte("kept"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.TakeChanges(); got != nil {
+		t.Fatalf("a set not tracking changes gave %v", got)
+	}
+	s.TrackChanges()
+	dec, err := s.CreateBucketIfNotExists([]byte("decoded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Bucket([]byte("raw")).Put([]byte("a"), []byte("1")))
+	must(s.Bucket([]byte("raw")).Put([]byte("a"), []byte("2")))
+	must(s.Bucket([]byte("raw")).Delete([]byte("kept")))
+	must(s.Bucket([]byte("raw")).Delete([]byte("never")))
+	must(dec.PutValue([]byte("b"), "x"))
+	must(dec.Put([]byte("c"), []byte("y")))
+	got := s.TakeChanges()
+	want := Changes{"raw": {"a": {}, "kept": {}}, "decoded": {"b": {}, "c": {}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes %v, want %v", got, want)
+	}
+	if got.Len() != 4 {
+		t.Errorf("Len %d, want 4", got.Len())
+	}
+	must(s.Bucket([]byte("decoded")).Delete([]byte("b")))
+	next := s.TakeChanges()
+	if want := (Changes{"decoded": {"b": {}}}); !reflect.DeepEqual(next, want) {
+		t.Fatalf("after TakeChanges: %v, want %v", next, want)
+	}
+	got.Add(next)
+	if got.Len() != 4 || len(got["decoded"]) != 2 {
+		t.Errorf("Add gave %v", got)
 	}
 }
