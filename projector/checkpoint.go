@@ -19,8 +19,9 @@ import (
 // every CheckpointEvery applied records or CheckpointInterval, in the
 // background, and at Close, the keys the views published since the last
 // checkpoint changed are written to the file in one transaction, as the
-// newest view holds them, with the applied sequence it reflects. The
-// file's first checkpoint after a start takes what the start changed.
+// newest view holds them, with the applied sequence it reflects (the
+// whole view, when most keys changed). The file's first checkpoint after
+// a start takes what the start changed.
 
 // Defaults of the checkpoints.
 const (
@@ -155,13 +156,19 @@ func (p *Projector) Checkpoint() error {
 	return nil
 }
 
-// writeCheckpoint writes the changed keys of view to the file; a panic of
-// bbolt's on a page of the file damaged since it was opened (a bad
-// sector) is an error that says so.
+// writeCheckpoint writes the changed keys of view to the file, or the
+// whole of view when most keys changed; a panic of bbolt's on a page of
+// the file damaged since it was opened (a bad sector) is an error that
+// says so.
 func (p *Projector) writeCheckpoint(view *buckets.Set, changes buckets.Changes) (err error) {
 	defer ledger.Survive(p.cfg.Logger, "checkpoint the projection", func(e error) {
 		err = fmt.Errorf("%w; a page of the file damaged since it was opened (its check at the next start names it; moving the file aside rebuilds it from the stream)", e)
 	})
+	if changes.Len() >= view.Len()/2 {
+		// Most of the state changed (a start, a catch-up): the file is
+		// written afresh, its pages full, rather than split in place.
+		return writeSet(p.db, view)
+	}
 	return writeChanges(p.db, view, changes)
 }
 
