@@ -236,22 +236,29 @@ func (w *rawWatch) run() {
 			return
 		}
 		ev, err := w.event(frame.Type, frame.Object)
-		if err != nil {
-			status := apierrors.NewInternalError(err).ErrStatus
-			ev = watch.Event{Type: watch.Error, Object: &status}
-		}
-		if ev.Type == watch.Error {
-			w.lw.events.watchError(ev.Object.(*metav1.Status))
-		}
-		select {
-		case w.result <- ev:
-		case <-w.stop:
-			return
-		}
-		if ev.Type == watch.Error {
+		if !w.lw.hand(ev, err, w.result, w.stop) {
 			return
 		}
 	}
+}
+
+// hand hands a watch's next event (or err, which it turns into an error
+// event) to result, noting an error event, and says whether the watch
+// goes on: not after an error event, nor once stop is closed.
+func (lw *listWatch) hand(ev watch.Event, err error, result chan<- watch.Event, stop <-chan struct{}) bool {
+	if err != nil {
+		status := apierrors.NewInternalError(err).ErrStatus
+		ev = watch.Event{Type: watch.Error, Object: &status}
+	}
+	if ev.Type == watch.Error {
+		lw.events.watchError(ev.Object.(*metav1.Status))
+	}
+	select {
+	case result <- ev:
+	case <-stop:
+		return false
+	}
+	return ev.Type != watch.Error
 }
 
 func (w *rawWatch) event(typ watch.EventType, raw json.RawMessage) (watch.Event, error) {

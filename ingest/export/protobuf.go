@@ -184,19 +184,7 @@ func (w *typedWatch) run() {
 			return
 		}
 		ev, err := w.event(in)
-		if err != nil {
-			status := apierrors.NewInternalError(err).ErrStatus
-			ev = watch.Event{Type: watch.Error, Object: &status}
-		}
-		if ev.Type == watch.Error {
-			w.lw.events.watchError(ev.Object.(*metav1.Status))
-		}
-		select {
-		case w.result <- ev:
-		case <-w.stop:
-			return
-		}
-		if ev.Type == watch.Error {
+		if !w.lw.hand(ev, err, w.result, w.stop) {
 			return
 		}
 	}
