@@ -138,10 +138,10 @@ func TestMemSamplerKeepsTheLargestSample(t *testing.T) {
 	time.Sleep(3 * memSampleInterval)
 	peak := m.end()
 	runtime.KeepAlive(big)
-	if peak.part != "allocating" {
-		t.Errorf("peak sampled during %q, want allocating", peak.part)
+	if peak.Part != "allocating" {
+		t.Errorf("peak sampled during %q, want allocating", peak.Part)
 	}
-	if peak.heapObjects < 64<<20 || peak.anon < 64<<20 || peak.rss < peak.anon {
+	if peak.HeapObjects < 64<<20 || peak.Anon < 64<<20 || peak.RSS < peak.Anon {
 		t.Errorf("peak %+v: want at least 64 MiB of heap objects and anonymous memory", peak)
 	}
 	if note := peak.note(); !strings.Contains(note, "during allocating") {

@@ -454,7 +454,7 @@ func (r *run) replay() (peak memSample, hwm int64) {
 		if out.Applied != last {
 			return 0, "", fmt.Errorf("replay applied up to seq %d, the stream ends at %d", out.Applied, last)
 		}
-		peak, hwm = out.Peak.sample(), out.PeakRSS
+		peak, hwm = out.Peak, out.PeakRSS
 		return rate(int(out.Applied), out.Elapsed), "into a fresh file, in a process of its own", nil
 	}, ceiling(FigureRawRead, "≥ 0.5 × ceiling", halfOfCeiling))
 	return peak, hwm

@@ -39,23 +39,8 @@ type replayOutcome struct {
 	Elapsed time.Duration
 	// PeakRSS is the child's VmHWM in bytes; Peak its largest sample.
 	PeakRSS int64
-	Peak    memSampleJSON
+	Peak    memSample
 	Err     string
-}
-
-// memSampleJSON carries a memSample across the process boundary.
-type memSampleJSON struct {
-	Part                           string
-	RSS, Anon, File                int64
-	HeapObjects, HeapSpare, Stacks uint64
-}
-
-func (s memSample) toJSON() memSampleJSON {
-	return memSampleJSON{s.part, s.rss, s.anon, s.file, s.heapObjects, s.heapSpare, s.stacks}
-}
-
-func (j memSampleJSON) sample() memSample {
-	return memSample{j.Part, j.RSS, j.Anon, j.File, j.HeapObjects, j.HeapSpare, j.Stacks}
 }
 
 // ReplayChild runs the replay job in $BENCH_REPLAY_CHILD with hooks and
@@ -104,7 +89,7 @@ func runReplayJob(job replayJob, hooks Hooks) replayOutcome {
 	if err != nil {
 		return fail(err)
 	}
-	return replayOutcome{Applied: applied, Elapsed: elapsed, PeakRSS: hwm, Peak: peak.toJSON()}
+	return replayOutcome{Applied: applied, Elapsed: elapsed, PeakRSS: hwm, Peak: peak}
 }
 
 // replayInChild runs the replay in a child process of the running

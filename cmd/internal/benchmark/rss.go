@@ -107,12 +107,14 @@ type memSampler struct {
 // memSampleInterval is how often memSampler samples.
 const memSampleInterval = 100 * time.Millisecond
 
+// memSample is one sample of the process's memory; its fields are
+// exported for the replay process's answer (replaychild.go).
 type memSample struct {
-	part            string
-	rss, anon, file int64 // VmRSS, RssAnon, RssFile
+	Part            string
+	RSS, Anon, File int64 // VmRSS, RssAnon, RssFile
 	// The Go runtime's view (runtime/metrics): live and dead objects,
 	// heap memory free or unused within spans, goroutine stacks.
-	heapObjects, heapSpare, stacks uint64
+	HeapObjects, HeapSpare, Stacks uint64
 }
 
 // startMemSampler starts sampling, the samples labelled part until at
@@ -132,11 +134,11 @@ func (m *memSampler) run() {
 	t := time.NewTicker(memSampleInterval)
 	defer t.Stop()
 	for {
-		if s, err := sampleMem(*m.part.Load()); err == nil && s.rss > m.peak.rss {
+		if s, err := sampleMem(*m.part.Load()); err == nil && s.RSS > m.peak.RSS {
 			// A profile again only for a peak a tenth larger: writing one
 			// costs time the phase is measured in.
-			if m.profileDir != "" && s.rss > m.peak.rss+m.peak.rss/10 {
-				writeHeapProfile(filepath.Join(m.profileDir, s.part+" peak.heap.pprof"))
+			if m.profileDir != "" && s.RSS > m.peak.RSS+m.peak.RSS/10 {
+				writeHeapProfile(filepath.Join(m.profileDir, s.Part+" peak.heap.pprof"))
 			}
 			m.peak = s
 		}
@@ -167,8 +169,8 @@ func (m *memSampler) end() memSample {
 }
 
 func sampleMem(part string) (memSample, error) {
-	s := memSample{part: part}
-	if err := readStatus(map[string]*int64{"VmRSS": &s.rss, "RssAnon": &s.anon, "RssFile": &s.file}); err != nil {
+	s := memSample{Part: part}
+	if err := readStatus(map[string]*int64{"VmRSS": &s.RSS, "RssAnon": &s.Anon, "RssFile": &s.File}); err != nil {
 		return s, err
 	}
 	ms := []metrics.Sample{
@@ -184,18 +186,18 @@ func sampleMem(part string) (memSample, error) {
 		}
 		return ms[i].Value.Uint64()
 	}
-	s.heapObjects, s.heapSpare, s.stacks = value(0), value(1)+value(2), value(3)
+	s.HeapObjects, s.HeapSpare, s.Stacks = value(0), value(1)+value(2), value(3)
 	return s, nil
 }
 
 // note describes a sample for a peak figure's note.
 func (s memSample) note() string {
-	if s.rss == 0 {
+	if s.RSS == 0 {
 		return ""
 	}
 	mib := func(v int64) string { return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20)) }
 	return fmt.Sprintf("largest sample (every %v), during %s: RSS %s, of it anonymous %s (the Go heap's objects %s, its free and unused memory %s, stacks %s) and mapped files %s",
-		memSampleInterval, s.part, mib(s.rss), mib(s.anon), mib(int64(s.heapObjects)), mib(int64(s.heapSpare)), mib(int64(s.stacks)), mib(s.file))
+		memSampleInterval, s.Part, mib(s.RSS), mib(s.Anon), mib(int64(s.HeapObjects)), mib(int64(s.HeapSpare)), mib(int64(s.Stacks)), mib(s.File))
 }
 
 // memoryLimit is the Go runtime's soft memory limit, zero when none is
