@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quotaledger/quota/ledger"
+	"github.com/quotaledger/quota/ledger/ledgertest"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -43,7 +44,7 @@ func TestServeOnAClusterKeepsReplicas(t *testing.T) {
 		}))
 	}
 	url := servers[0].ClientURL()
-	waitForJetStreamCluster(t, url)
+	ledgertest.WaitJetStream(t, jetStreamAt(t, url), 30*time.Second)
 
 	// A first server makes the streams with one copy and takes the events;
 	// the next one, with --replicas 3, raises the copies.
@@ -93,26 +94,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitForJetStreamCluster waits until the cluster at url has a JetStream
-// meta leader, which answers account information.
-func waitForJetStreamCluster(t *testing.T, url string) {
-	t.Helper()
-	js := jetStreamAt(t, url)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster's JetStream did not get ready in 30 s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // currentReplicas counts a stream's followers that are caught up.

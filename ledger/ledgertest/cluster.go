@@ -152,7 +152,14 @@ func (c *Cluster) Connect(except ...int) (*nats.Conn, jetstream.JetStream) {
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
 	_, js := c.Connect()
-	deadline := time.Now().Add(ClusterReadyTimeout)
+	WaitJetStream(c.t, js, ClusterReadyTimeout)
+}
+
+// WaitJetStream waits, at most within, until js answers JetStream's
+// account information: a cluster's members have a meta leader.
+func WaitJetStream(t testing.TB, js jetstream.JetStream, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := js.AccountInfo(ctx)
@@ -161,7 +168,7 @@ func (c *Cluster) WaitReady() {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the cluster's JetStream did not get ready within %s: %v", ClusterReadyTimeout, err)
+			t.Fatalf("the cluster's JetStream did not get ready within %s: %v", within, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
