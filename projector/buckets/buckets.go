@@ -197,9 +197,13 @@ type Bucket struct {
 	changes  map[string]struct{} // nil unless the set tracks changes
 }
 
-// changed notes key as written or deleted.
+// changed notes key as written or deleted; a key noted already costs no
+// copy of it.
 func (b *Bucket) changed(key []byte) {
-	if b.changes != nil {
+	if b.changes == nil {
+		return
+	}
+	if _, ok := b.changes[string(key)]; !ok {
 		b.changes[string(key)] = struct{}{}
 	}
 }
