@@ -277,16 +277,16 @@ func (a *Archive) writeFile(fill func(io.Writer) (string, error)) (int64, error)
 		os.Remove(tmp)
 		return 0, fmt.Errorf("archive %s: write %s: %w", a.dir, name, err)
 	}
-	if err := syncDir(a.dir); err != nil {
+	if err := SyncDir(a.dir); err != nil {
 		return 0, fmt.Errorf("archive %s: sync the directory after writing %s: %w", a.dir, name, err)
 	}
 	return st.Size(), nil
 }
 
-// syncDir syncs a directory, so that a rename in it survives a power
+// SyncDir syncs a directory, so that a rename in it survives a power
 // loss. A file system that cannot sync a directory (some network and
 // object-store mounts answer EINVAL) has nothing more to make durable.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,9 +22,10 @@ import (
 // every CheckpointEvery applied records or CheckpointInterval, in the
 // background, and at Close, the keys the views published since the last
 // checkpoint changed are written to the file in one transaction, as the
-// newest view holds them, with the applied sequence it reflects (the
-// whole view, when most keys changed). The file's first checkpoint after
-// a start takes what the start changed.
+// newest view holds them, with the applied sequence it reflects. When
+// most keys changed, the whole view goes to a new file instead, renamed
+// over the old (rewrite). The file's first checkpoint after a start takes
+// what the start changed.
 
 // Defaults of the checkpoints.
 const (
@@ -84,42 +88,107 @@ func LoadFile(path string) (*buckets.Set, error) {
 	return set.Snapshot(), nil
 }
 
-// writeSet replaces every bucket of the file with snap's, in one
-// transaction.
-func writeSet(db *bolt.DB, snap *buckets.Set) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		for _, name := range snap.Names() {
-			if tx.Bucket([]byte(name)) != nil {
-				if err := tx.DeleteBucket([]byte(name)); err != nil {
+// rewriteSuffix names the file a rewrite builds beside the file it
+// replaces.
+const rewriteSuffix = ".rewrite"
+
+// rewriteTxBytes bounds the keys and values one transaction of a rewrite
+// puts: bbolt holds them, and the pages they fill, on the heap until the
+// transaction commits. A variable for the tests.
+var rewriteTxBytes = 8 << 20
+
+// openFile opens (or creates) a projection file for writing, waiting at
+// most openTimeout for its lock.
+func openFile(path string, noSync bool) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoSync: noSync, FreelistType: bolt.FreelistMapType})
+}
+
+// rewrite writes view to a new file beside path, renames it over path and
+// returns it open (and locked): a crash or an error leaves path as it
+// was. The new file is written in transactions of at most rewriteTxBytes
+// each, its pages full, and synced once, before the rename, unless noSync;
+// the file it replaced is neither read nor changed.
+func rewrite(path string, view *buckets.Set, noSync bool) (_ *bolt.DB, err error) {
+	tmp := path + rewriteSuffix
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	db, err := openFile(tmp, true)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := fill(db, view); err != nil {
+		return nil, err
+	}
+	if !noSync {
+		if err := db.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	db.NoSync = noSync
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, err
+	}
+	if !noSync {
+		if err := ledger.SyncDir(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("sync the directory after renaming %s: %w", tmp, err)
+		}
+	}
+	return db, nil
+}
+
+// fill writes every bucket of view to db, a new file, in transactions of
+// at most rewriteTxBytes of keys and values. Keys come in order: the
+// pages are filled full.
+func fill(db *bolt.DB, view *buckets.Set) error {
+	tx, err := db.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // the last one's, after a failure
+	size := 0
+	for _, name := range view.Names() {
+		fb, err := tx.CreateBucket([]byte(name))
+		if err != nil {
+			return err
+		}
+		fb.FillPercent = 1
+		err = view.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+			if size >= rewriteTxBytes {
+				if err := tx.Commit(); err != nil {
 					return err
 				}
+				if tx, err = db.Begin(true); err != nil {
+					return err
+				}
+				fb = tx.Bucket([]byte(name))
+				fb.FillPercent = 1
+				size = 0
 			}
-			fb, err := tx.CreateBucket([]byte(name))
-			if err != nil {
-				return err
-			}
-			// Keys come in order: full pages.
-			fb.FillPercent = 1
-			if err := snap.Bucket([]byte(name)).ForEach(fb.Put); err != nil {
-				return fmt.Errorf("bucket %s: %w", name, err)
-			}
+			size += len(k) + len(v)
+			return fb.Put(k, v)
+		})
+		if err != nil {
+			return fmt.Errorf("bucket %s: %w", name, err)
 		}
-		return nil
-	})
+	}
+	return tx.Commit()
 }
 
 // WriteFile writes view to a new projection file at path (replay's --db,
 // a snapshot), replacing what path held.
 func WriteFile(path string, view *buckets.Set) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoSync: true})
-	if err != nil {
-		return fmt.Errorf("write projection %s: %w", path, err)
-	}
-	err = writeSet(db, view)
+	db, err := rewrite(path, view, false)
 	if err == nil {
-		err = db.Sync()
+		err = db.Close()
 	}
-	if err = errors.Join(err, db.Close()); err != nil {
+	if err != nil {
 		return fmt.Errorf("write projection %s: %w", path, err)
 	}
 	return nil
@@ -165,9 +234,19 @@ func (p *Projector) writeCheckpoint(view *buckets.Set, changes buckets.Changes) 
 		err = fmt.Errorf("%w; a page of the file damaged since it was opened (its check at the next start names it; moving the file aside rebuilds it from the stream)", e)
 	})
 	if changes.Len() >= view.Len()/2 {
-		// Most of the state changed (a start, a catch-up): the file is
-		// written afresh, its pages full, rather than split in place.
-		return writeSet(p.db, view)
+		// Most of the state changed (a start, a catch-up): a new file
+		// replaces the old, its pages full, rather than the old's split in
+		// place, and its writer's heap bounded by rewriteTxBytes.
+		db, err := rewrite(p.cfg.Path, view, p.cfg.NoSync)
+		if err != nil {
+			return err
+		}
+		old := p.db
+		p.db = db
+		if err := old.Close(); err != nil {
+			p.cfg.Logger.Warn("close the projection file a checkpoint replaced", "err", err)
+		}
+		return nil
 	}
 	return writeChanges(p.db, view, changes)
 }

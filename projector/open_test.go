@@ -151,39 +151,91 @@ func fillLeafPages(t *testing.T, path string) (offset int64, size int) {
 	return projectortest.LeafPage(t, db, true)
 }
 
-// TestCheckpointMeetingADamagedPage damages a leaf of a projection's
-// file while it is in use, as a bad sector met while the server runs
-// would: the fold, in memory, goes on applying, and the next checkpoint,
-// on which bbolt panics, returns an error saying what may have happened
-// (the process goes on, to stop cleanly).
+// TestCheckpointMeetingADamagedPage damages the leaf holding a pod of a
+// projection's file while it is in use, as a bad sector met while the
+// server runs would: the fold, in memory, goes on applying; the next
+// checkpoint writes that pod in place, bbolt panics on the page, and the
+// checkpoint returns an error saying what may have happened (the process
+// goes on, to stop cleanly). A checkpoint that changes most keys then
+// writes a new file in the damaged one's place.
 func TestCheckpointMeetingADamagedPage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "projection.db")
 	p, err := Open(Config{Path: path, NoSync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	records := benchRecords(t, 2, 300)
 	applyAll(t, p, records, len(records))
-	projectortest.DamageLeaf(t, p.DB(), path, true)
-	// Every pod again, as updates.
-	var again []ledger.Record
-	for _, rec := range records {
-		if rec.Event.Type == ledger.Upsert && rec.Event.Resource == "pods" {
-			rec.Seq = records[len(records)-1].Seq + uint64(len(again)) + 1
-			again = append(again, rec)
+	last := records[len(records)-1]
+	damagePagesHolding(t, p.DB(), path, objectKey(last.Namespace, last.Event.Resource, last.Event.Name))
+	again := func(recs ...ledger.Record) {
+		t.Helper()
+		seq := p.Applied()
+		for i := range recs {
+			recs[i].Seq = seq + uint64(i) + 1
+		}
+		if err := p.Apply(t.Context(), recs); err != nil {
+			t.Fatalf("Apply with the file damaged: %v; the live state is in memory", err)
+		}
+		if got, want := p.Applied(), recs[len(recs)-1].Seq; got != want {
+			t.Errorf("applied seq %d, want %d", got, want)
 		}
 	}
-	if err := p.Apply(t.Context(), again); err != nil {
-		t.Fatalf("Apply with the file damaged: %v; the live state is in memory", err)
-	}
-	if got, want := p.Applied(), again[len(again)-1].Seq; got != want {
-		t.Errorf("applied seq %d, want %d", got, want)
-	}
+	again(last)
 	err = p.Checkpoint()
 	if err == nil || !errors.Is(err, ErrWrite) || !strings.Contains(err.Error(), "damaged since it was opened") {
 		t.Fatalf("a checkpoint over a damaged page: %v; want ErrWrite naming a damaged page as a cause", err)
 	}
-	p.db.Close()
+	// Every pod again, as updates.
+	var pods []ledger.Record
+	for _, rec := range records {
+		if rec.Event.Type == ledger.Upsert && rec.Event.Resource == "pods" {
+			pods = append(pods, rec)
+		}
+	}
+	again(pods...)
+	if err := p.Checkpoint(); err != nil {
+		t.Fatalf("a checkpoint of most keys, in a new file: %v", err)
+	}
+	if err := Check(p.DB()); err != nil {
+		t.Fatalf("the file a checkpoint wrote in the damaged one's place: %v", err)
+	}
+	if got, want := p.Checkpointed(), p.Applied(); got != want {
+		t.Fatalf("checkpointed seq %d, want %d", got, want)
+	}
+}
+
+// damagePagesHolding overwrites the header of every page of the file at
+// path that holds key: reading one makes bbolt panic.
+func damagePagesHolding(t *testing.T, db *bolt.DB, path string, key []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := db.Info().PageSize
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	found := 0
+	for at := 0; ; {
+		i := bytes.Index(b[at:], key)
+		if i < 0 {
+			break
+		}
+		page := (at + i) / size
+		if _, err := f.WriteAt(bytes.Repeat([]byte{0xff}, 16), int64(page*size)); err != nil {
+			t.Fatal(err)
+		}
+		found++
+		at = (page + 1) * size
+	}
+	if found == 0 {
+		t.Fatalf("no page of %s holds %q", path, key)
+	}
 }
 
 // TestOpenRecordsTheRules: a new file, or one that has applied nothing,

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -148,8 +149,9 @@ type Projector struct {
 	// snapshot, what every read sees: the state after one applied batch.
 	set  *buckets.Set
 	view atomic.Pointer[buckets.Set]
-	// ckMu serializes checkpoints; checkpointed is the applied sequence
-	// of the newest one, checkpointedOnce set once the file holds one.
+	// ckMu serializes checkpoints, and guards db, which one may replace;
+	// checkpointed is the applied sequence of the newest one,
+	// checkpointedOnce set once the file holds one.
 	ckMu             sync.Mutex
 	checkpointed     atomic.Uint64
 	checkpointedOnce bool
@@ -196,13 +198,15 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	cfg = cfg.withDefaults()
 	st, statErr := os.Stat(cfg.Path)
 	existed := statErr == nil && st.Size() > 0
-	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{
-		Timeout:      openTimeout,
-		NoSync:       cfg.NoSync,
-		FreelistType: bolt.FreelistMapType,
-	})
+	db, err := openFile(cfg.Path, cfg.NoSync)
 	if err != nil {
 		return nil, openError(cfg.Path, err)
+	}
+	// A rewrite a crash cut short; the file is locked now, so it is no
+	// other process's.
+	if err := os.Remove(cfg.Path + rewriteSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		db.Close()
+		return nil, fmt.Errorf("open projection %s: remove an unfinished checkpoint: %w", cfg.Path, err)
 	}
 	if existed {
 		// Seconds for a large file that is not in the page cache.
@@ -380,7 +384,7 @@ func Check(db *bolt.DB) error {
 // Close writes a last checkpoint and closes the projection file.
 func (p *Projector) Close() error {
 	err := p.Checkpoint()
-	if cerr := p.db.Close(); err == nil {
+	if cerr := p.file().Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -388,14 +392,22 @@ func (p *Projector) Close() error {
 
 // Discard closes the projection file without a last checkpoint: for a
 // projection whose file is thrown away (a replay's temporary one).
-func (p *Projector) Discard() error { return p.db.Close() }
+func (p *Projector) Discard() error { return p.file().Close() }
 
 // DB writes a checkpoint of the newest view and returns the file, for
-// reading (tests, the whole-state check). Nothing else writes it.
+// reading (tests, the whole-state check) until the next checkpoint, which
+// may replace it. Nothing else writes it.
 func (p *Projector) DB() *bolt.DB {
 	if err := p.Checkpoint(); err != nil {
 		p.cfg.Logger.Error("checkpoint for a read of the file", "err", err)
 	}
+	return p.file()
+}
+
+// file returns the open projection file, which a checkpoint may replace.
+func (p *Projector) file() *bolt.DB {
+	p.ckMu.Lock()
+	defer p.ckMu.Unlock()
 	return p.db
 }
 

@@ -247,10 +247,15 @@ func (s *Snapshots) Write(ctx context.Context, p *Projector, kind string) (Snaps
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	tmp.Close()
+	// WriteFile puts a new file in the name's place: read that one.
 	if err := WriteFile(tmp.Name(), view); err != nil {
 		return SnapshotInfo{}, fmt.Errorf("copy projection for snapshot: %w", err)
 	}
+	if tmp, err = os.Open(tmp.Name()); err != nil {
+		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)
+	}
+	defer tmp.Close()
 	st, err := tmp.Stat()
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("write snapshot: %w", err)

@@ -33,7 +33,8 @@ func (r *recorder) Errorf(format string, args ...any) {
 // behind the fold's back: the check names it. A damaged page then fails
 // the check too.
 func TestCheckUsedFindsAPlantedFigure(t *testing.T) {
-	p, err := projector.Open(projector.Config{Path: filepath.Join(t.TempDir(), "p.db"), NoSync: true}, nil)
+	path := filepath.Join(t.TempDir(), "p.db")
+	p, err := projector.Open(projector.Config{Path: path, NoSync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestCheckUsedFindsAPlantedFigure(t *testing.T) {
 	}
 
 	// A damaged page fails the check rather than passing it unread.
-	projectortest.DamageLeaf(t, p.DB(), p.DB().Path(), false)
+	projectortest.DamageLeaf(t, p.DB(), path, false)
 	damaged := &recorder{TB: t}
 	usedtest.CheckUsed(damaged, p.DB())
 	if len(damaged.errors) != 1 || !strings.Contains(damaged.errors[0], "projection file damaged") {
