@@ -23,9 +23,10 @@ import (
 // background, and at Close, the keys the views published since the last
 // checkpoint changed are written to the file in one transaction, as the
 // newest view holds them, with the applied sequence it reflects. When
-// most keys changed, the whole view goes to a new file instead, renamed
-// over the old (rewrite). The file's first checkpoint after a start takes
-// what the start changed.
+// most keys changed, or more than a write in place holds on the heap
+// (inPlace), the whole view goes to a new file instead, renamed over the
+// old (rewrite). The file's first checkpoint after a start takes what the
+// start changed.
 
 // Defaults of the checkpoints.
 const (
@@ -203,52 +204,66 @@ func (p *Projector) Checkpoint() error {
 	p.ckMu.Lock()
 	defer p.ckMu.Unlock()
 	p.unwrittenMu.Lock()
-	view, changes := p.view.Load(), p.unwritten
-	p.unwritten = buckets.Changes{}
+	view, changes, all := p.view.Load(), p.unwritten, p.unwrittenAll
+	p.unwritten, p.unwrittenAll = buckets.Changes{}, false
 	p.unwrittenMu.Unlock()
 	seq := appliedSeq(view)
-	if seq == p.checkpointed.Load() && p.checkpointedOnce && changes.Len() == 0 {
+	if seq == p.checkpointed.Load() && p.checkpointedOnce && changes.Len() == 0 && !all {
 		return nil
 	}
 	started := time.Now()
-	if err := p.writeCheckpoint(view, changes); err != nil {
+	rewritten, err := p.writeCheckpoint(view, changes, all)
+	if err != nil {
 		// The file may hold none of them: the next checkpoint writes them
 		// again, with what comes after.
 		p.unwrittenMu.Lock()
-		p.unwritten.Add(changes)
+		p.addUnwritten(changes, all)
 		p.unwrittenMu.Unlock()
 		return fmt.Errorf("%w: %s: checkpoint at seq %d: %w", ErrWrite, p.cfg.Path, seq, err)
 	}
 	p.checkpointed.Store(seq)
 	p.checkpointedOnce = true
-	p.cfg.Logger.Debug("projection checkpointed", "seq", seq, "keys", changes.Len(), "took", time.Since(started).Round(time.Millisecond))
+	p.cfg.Logger.Debug("projection checkpointed", "seq", seq, "keys", changes.Len(), "new_file", rewritten, "took", time.Since(started).Round(time.Millisecond))
 	return nil
 }
 
-// writeCheckpoint writes the changed keys of view to the file, or the
-// whole of view when most keys changed; a panic of bbolt's on a page of
-// the file damaged since it was opened (a bad sector) is an error that
-// says so.
-func (p *Projector) writeCheckpoint(view *buckets.Set, changes buckets.Changes) (err error) {
+// inPlaceBytesMax bounds the pages a checkpoint written in place may
+// change, counted as a page per changed key: bbolt reads each through its
+// mapping of the file and holds it, and the page that replaces it, on the
+// heap until the transaction commits. A checkpoint of more changes writes
+// a new file (rewrite), in steps of rewriteTxBytes. A variable for the
+// tests.
+var inPlaceBytesMax = 32 << 20
+
+// inPlace says whether a checkpoint of changes keys, of a state of keys
+// keys, is written into the file in place: unless most keys changed (the
+// new file's pages are full, where writes in place split them half full)
+// or the pages it changes would exceed inPlaceBytesMax.
+func inPlace(changes, keys, pageSize int) bool {
+	return changes < keys/2 && changes*pageSize <= inPlaceBytesMax
+}
+
+// writeCheckpoint writes the changed keys of view to the file, in place,
+// or the whole of view to a new file (with all, or past inPlace), and says
+// which; a panic of bbolt's on a page of the file damaged since it was
+// opened (a bad sector) is an error that says so.
+func (p *Projector) writeCheckpoint(view *buckets.Set, changes buckets.Changes, all bool) (rewritten bool, err error) {
 	defer ledger.Survive(p.cfg.Logger, "checkpoint the projection", func(e error) {
 		err = fmt.Errorf("%w; a page of the file damaged since it was opened (its check at the next start names it; moving the file aside rebuilds it from the stream)", e)
 	})
-	if changes.Len() >= view.Len()/2 {
-		// Most of the state changed (a start, a catch-up): a new file
-		// replaces the old, its pages full, rather than the old's split in
-		// place, and its writer's heap bounded by rewriteTxBytes.
-		db, err := rewrite(p.cfg.Path, view, p.cfg.NoSync)
-		if err != nil {
-			return err
-		}
-		old := p.db
-		p.db = db
-		if err := old.Close(); err != nil {
-			p.cfg.Logger.Warn("close the projection file a checkpoint replaced", "err", err)
-		}
-		return nil
+	if !all && inPlace(changes.Len(), view.Len(), p.pageSize) {
+		return false, writeChanges(p.db, view, changes)
 	}
-	return writeChanges(p.db, view, changes)
+	db, err := rewrite(p.cfg.Path, view, p.cfg.NoSync)
+	if err != nil {
+		return true, err
+	}
+	old := p.db
+	p.db = db
+	if err := old.Close(); err != nil {
+		p.cfg.Logger.Warn("close the projection file a checkpoint replaced", "err", err)
+	}
+	return true, nil
 }
 
 // writeChanges writes to the file, in one transaction, view's value of

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest/workload"
 )
 
@@ -31,7 +32,7 @@ func TestCheckpointsWriteWhatChanged(t *testing.T) {
 	defer func(n int) { rewriteTxBytes = n }(rewriteTxBytes)
 	rewriteTxBytes = 2 << 10
 	p := openTemp(t)
-	inPlace, rewritten := 0, 0
+	inPlaceN, rewrittenN := 0, 0
 	for i := 0; i < len(recs); i += 40 {
 		batch := recs[i:min(i+40, len(recs))]
 		if err := p.Apply(t.Context(), batch); err != nil {
@@ -44,19 +45,19 @@ func TestCheckpointsWriteWhatChanged(t *testing.T) {
 			t.Fatal("a batch applied twice was taken")
 		}
 		p.unwrittenMu.Lock()
-		if p.unwritten.Len() < p.View().Len()/2 {
-			inPlace++
+		if !p.unwrittenAll && inPlace(p.unwritten.Len(), p.View().Len(), p.pageSize) {
+			inPlaceN++
 		} else {
-			rewritten++
+			rewrittenN++
 		}
 		p.unwrittenMu.Unlock()
 		checkFileIsView(t, p)
 	}
 	checkFileIsView(t, p)
-	if inPlace < 10 || rewritten < 1 {
-		t.Errorf("%d checkpoints in place and %d in a new file, want at least 10 and 1", inPlace, rewritten)
+	if inPlaceN < 10 || rewrittenN < 1 {
+		t.Errorf("%d checkpoints in place and %d in a new file, want at least 10 and 1", inPlaceN, rewrittenN)
 	}
-	t.Logf("%d records, %d keys in the state; %d checkpoints in place, %d in a new file", len(recs), p.View().Len(), inPlace, rewritten)
+	t.Logf("%d records, %d keys in the state; %d checkpoints in place, %d in a new file", len(recs), p.View().Len(), inPlaceN, rewrittenN)
 }
 
 // checkFileIsView checkpoints p and compares its file with its view.
@@ -68,6 +69,53 @@ func checkFileIsView(t *testing.T, p *Projector) {
 	}
 	if err := SameState(file, p.View()); err != nil {
 		t.Fatalf("at seq %d the file is not the live state: %v", p.Applied(), err)
+	}
+}
+
+// TestCheckpointsPastTheInPlaceBoundWriteANewFile: a checkpoint of few
+// keys is written in place, in the same file; one whose pages would pass
+// inPlaceBytesMax goes to a new file, which replaces the old, and the
+// keys changed past that bound are not kept until it.
+func TestCheckpointsPastTheInPlaceBoundWriteANewFile(t *testing.T) {
+	p := openTemp(t)
+	records := benchRecords(t, 2, 300)
+	applyAll(t, p, records, len(records))
+	checkFileIsView(t, p)
+	same := func() bool {
+		t.Helper()
+		before, err := os.Stat(p.cfg.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := records[len(records)-1]
+		last.Seq = p.Applied() + 1
+		if err := p.Apply(t.Context(), []ledger.Record{last}); err != nil {
+			t.Fatal(err)
+		}
+		checkFileIsView(t, p)
+		after, err := os.Stat(p.cfg.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os.SameFile(before, after)
+	}
+	if !same() {
+		t.Fatal("a checkpoint of one object's keys replaced the file")
+	}
+	defer func(n int) { inPlaceBytesMax = n }(inPlaceBytesMax)
+	inPlaceBytesMax = p.pageSize
+	last := records[len(records)-1]
+	last.Seq = p.Applied() + 1
+	if err := p.Apply(t.Context(), []ledger.Record{last}); err != nil {
+		t.Fatal(err)
+	}
+	p.unwrittenMu.Lock()
+	if !p.unwrittenAll || p.unwritten.Len() != 0 {
+		t.Errorf("past the bound: rewrite %v, %d keys kept; want a rewrite and none", p.unwrittenAll, p.unwritten.Len())
+	}
+	p.unwrittenMu.Unlock()
+	if same() {
+		t.Fatalf("a checkpoint past inPlaceBytesMax (%d bytes) was written in place", inPlaceBytesMax)
 	}
 }
 

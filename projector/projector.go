@@ -158,8 +158,10 @@ type Projector struct {
 	// unwritten are the keys changed by the views published since the
 	// last checkpoint took them; unwrittenMu makes a view's publication
 	// and its changes one step for Checkpoint.
-	unwrittenMu sync.Mutex
-	unwritten   buckets.Changes
+	unwrittenMu  sync.Mutex
+	unwritten    buckets.Changes
+	unwrittenAll bool // the next checkpoint rewrites the file (addUnwritten)
+	pageSize     int  // the file's
 	// checkpointDue asks the checkpoint loop for one now.
 	checkpointDue chan struct{}
 
@@ -220,7 +222,7 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	if existed {
 		cfg.Logger.Info("projection file checked", "path", cfg.Path, "bytes", st.Size(), "took", time.Since(started).Round(time.Millisecond))
 	}
-	p := &Projector{cfg: cfg, db: db, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1),
+	p := &Projector{cfg: cfg, db: db, pageSize: db.Info().PageSize, stream: stream, fold: NewFold(), changed: make(chan struct{}), wake: make(chan struct{}, 1),
 		checkpointDue: make(chan struct{}, 1)}
 	if stream != nil {
 		p.positions.read = stream.LastSeq
@@ -284,10 +286,25 @@ func (p *Projector) publish(set *buckets.Set) {
 	p.unwrittenMu.Lock()
 	defer p.unwrittenMu.Unlock()
 	p.view.Store(set.Snapshot())
+	p.addUnwritten(set.TakeChanges(), false)
+}
+
+// addUnwritten adds changes to the next checkpoint's, and all, the note
+// that it rewrites the whole file. Past what a checkpoint writes in place
+// (inPlaceBytesMax) the keys are not kept: that note replaces them. The
+// caller holds unwrittenMu.
+func (p *Projector) addUnwritten(changes buckets.Changes, all bool) {
 	if p.unwritten == nil {
 		p.unwritten = buckets.Changes{}
 	}
-	p.unwritten.Add(set.TakeChanges())
+	p.unwrittenAll = p.unwrittenAll || all
+	if !p.unwrittenAll {
+		p.unwritten.Add(changes)
+		p.unwrittenAll = p.unwritten.Len()*p.pageSize > inPlaceBytesMax
+	}
+	if p.unwrittenAll {
+		clear(p.unwritten)
+	}
 }
 
 // read calls fn with the newest view of the live state.
