@@ -95,7 +95,7 @@ const reservingLimitRange = `{"apiVersion":"v1","kind":"LimitRange","metadata":{
 // admission responder is plugged in. Dry runs go to the namespaces of the
 // stream's pods; reserving creates go to ReservingNamespace, each a pod of
 // its own name.
-func (r *run) admission(env Env) {
+func (r *run) admission(env Env, beforeReserving func()) {
 	names := []string{FigureAdmitDry1, FigureAdmitDry1P50, FigureAdmitDry1P99, FigureAdmitDry16,
 		FigureAdmitReserve1, FigureAdmitReserve1P50, FigureAdmitReserve1P99, FigureAdmitReserve16, FigureAdmitReserve32}
 	opts := admissionOptions()
@@ -141,6 +141,7 @@ func (r *run) admission(env Env) {
 		paired:  true,
 	}, names[0], names[1], names[2], names[3], opts)
 
+	beforeReserving()
 	r.rawAppend(ctx)
 	reserving, err := r.reservingPods(ctx, env)
 	if err != nil {

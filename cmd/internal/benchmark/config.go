@@ -100,10 +100,10 @@ type Hooks struct {
 	// AdmissionSubject is the subject admissions of a namespace are sent
 	// to. Nil: "quota.admit.<namespace>", as the design names it.
 	AdmissionSubject func(namespace string) string
-	// Replay rebuilds a fresh projection at path from the whole stream and
-	// returns the last sequence it applied. Nil: the replay figure is
-	// reported as not measured yet.
-	Replay func(ctx context.Context, stream *ledger.Stream, path string) (uint64, error)
+	// Replay rebuilds a fresh projection at path from the stream up to
+	// seq until and returns the last sequence it applied. Nil: the replay
+	// figure is reported as not measured yet.
+	Replay func(ctx context.Context, stream *ledger.Stream, path string, until uint64) (uint64, error)
 }
 
 func (c Config) withDefaults() Config {

@@ -48,6 +48,7 @@ const (
 	FigureReplay            = "replay"
 	FigurePeakRSSIngest     = "peak RSS, generate and ingest"
 	FigurePeakRSSProjection = "peak RSS, projection and queries"
+	FigurePeakRSSReserving  = "peak RSS, reserving admissions"
 	FigurePeakRSSReplay     = "peak RSS, replay"
 	FigureProjectionFile    = "projection file size"
 )
@@ -136,6 +137,10 @@ type run struct {
 	// mem samples the memory of the phase under way, labelled with the
 	// figure being measured.
 	mem *memSampler
+	// workloadEnd is the stream's last sequence once the workload is in
+	// it, before the admissions append their reservations: what the
+	// replay rebuilds.
+	workloadEnd uint64
 }
 
 // Run measures every figure on the stream cfg.Workload describes and
@@ -179,18 +184,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.dropRawStream(ctx); err != nil {
 		return nil, fmt.Errorf("benchmark: delete the raw publish stream: %w", err)
 	}
-	// Each peak RSS covers what the ledger does, not the ceilings
-	// measured before it: their garbage is returned to the system first.
-	startPeak := func(part string) {
-		debug.FreeOSMemory()
-		resetPeakRSS()
-		r.mem = startMemSampler(part, r.cfg.ProfileDir)
-	}
-	startPeak(FigureIngest)
+	r.startPeak(FigureIngest)
 	r.phase(FigureIngest, UnitEventsPerSecond, r.ingest, ceiling(FigureRawPublish, "≥ 0.5 × ceiling", halfOfCeiling))
 	r.add(peakWithTarget(FigurePeakRSSIngest, r.cfg.Workload, r.mem.end()))
 	r.phase(FigureRawRead, UnitEventsPerSecond, r.rawRead)
-	startPeak(FigureProjection)
+	r.startPeak(FigureProjection)
 
 	p, stop, err := r.projection()
 	if err == nil {
@@ -206,6 +204,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Duration = time.Since(rep.Started)
 	rep.settle()
 	return rep, nil
+}
+
+// startPeak starts the peak RSS of a phase, labelled part. Each peak
+// covers what the ledger does, not the ceilings measured before it: their
+// garbage is returned to the system first.
+func (r *run) startPeak(part string) {
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	r.mem = startMemSampler(part, r.cfg.ProfileDir)
 }
 
 // open connects to the embedded server and opens the ledger's stream on
@@ -246,15 +253,43 @@ func (r *run) measureQueries(p *projector.Projector, env Env) {
 	stopEcho := r.requests()
 	r.mem.at("the describe queries")
 	r.describe(p)
-	r.mem.at("the admissions")
-	r.admission(env)
+	r.mem.at("the dry-run admissions")
+	// The reserving admissions hold a reservation for every pod they
+	// admit (nothing reports the pods, as `quota export` would): the
+	// state grows past the workload's live objects, and their peak is a
+	// figure of its own.
+	reserving := false
+	startReserving := func() {
+		r.addProjectionPeak(r.rep)
+		r.startPeak(FigurePeakRSSReserving)
+		reserving = true
+	}
+	r.admission(env, startReserving)
+	if !reserving { // the admissions stopped before
+		startReserving()
+	}
 	stopEcho()
-	r.addProjectionPeak(r.rep)
+	r.add(peakFigure(FigurePeakRSSReserving, "", r.mem.end()))
+	r.noteReservations(p)
 	// `quota replay` runs in a process of its own: its peak is that
 	// process's.
 	r.mem = nil
 	peak, hwm := r.replay()
 	r.add(replayPeak(r.cfg.Workload, peak, hwm))
+}
+
+// noteReservations adds to the reserving peak's note how many
+// reservations the projection holds open at its end.
+func (r *run) noteReservations(p *projector.Projector) {
+	f := r.rep.Figure(FigurePeakRSSReserving)
+	if f == nil {
+		return
+	}
+	n := p.View().Bucket([]byte("reserved"))
+	if n == nil {
+		return
+	}
+	f.Note = fmt.Sprintf("%d reservations open at its end, beside the workload's %d live objects; ", n.Len(), r.rep.Stats.Live) + f.Note
 }
 
 // replayPeak is the figure of the replay process's peak RSS (hwm, its

@@ -33,7 +33,7 @@ func TestHarnessSmoke(t *testing.T) {
 		FigureAdmitDry1, FigureAdmitDry1P50, FigureAdmitDry1P99, FigureAdmitDry16,
 		FigureRawAppend1, FigureRawAppend1P50, FigureRawAppend1P99,
 		FigureAdmitReserve1, FigureAdmitReserve1P50, FigureAdmitReserve1P99, FigureAdmitReserve16,
-		FigureReplay, FigurePeakRSSIngest, FigurePeakRSSProjection, FigurePeakRSSReplay, FigureProjectionFile,
+		FigureReplay, FigurePeakRSSIngest, FigurePeakRSSProjection, FigurePeakRSSReserving, FigurePeakRSSReplay, FigureProjectionFile,
 	} {
 		f := rep.Figure(name)
 		switch {
@@ -59,7 +59,7 @@ func TestHarnessSmoke(t *testing.T) {
 			t.Errorf("%s: note %q lists no ceiling runs", name, f.Note)
 		}
 	}
-	for _, name := range []string{FigurePeakRSSIngest, FigurePeakRSSProjection, FigurePeakRSSReplay} {
+	for _, name := range []string{FigurePeakRSSIngest, FigurePeakRSSProjection, FigurePeakRSSReserving, FigurePeakRSSReplay} {
 		if f := rep.Figure(name); f != nil && !strings.Contains(f.Note, "largest sample") {
 			t.Errorf("%s: note %q has no breakdown of the peak", name, f.Note)
 		}
@@ -67,6 +67,14 @@ func TestHarnessSmoke(t *testing.T) {
 	// The replay's peak is its own process's, not the harness's.
 	if f := rep.Figure(FigurePeakRSSReplay); f != nil && !strings.Contains(f.Note, "own process") {
 		t.Errorf("%s: note %q does not say the replay ran in its own process", FigurePeakRSSReplay, f.Note)
+	}
+	// The reserving admissions' peak says how many reservations they left
+	// open; the replay rebuilds the workload's events alone.
+	if f := rep.Figure(FigurePeakRSSReserving); f != nil && !strings.Contains(f.Note, "reservations open at its end") {
+		t.Errorf("%s: note %q does not count the reservations", FigurePeakRSSReserving, f.Note)
+	}
+	if f := rep.Figure(FigureReplay); f != nil && !strings.Contains(f.Note, "the workload's events") {
+		t.Errorf("%s: note %q does not say what it rebuilt", FigureReplay, f.Note)
 	}
 	if got, want := rep.Stats.Events, 3000; got != want {
 		t.Errorf("got %d events generated, want %d", got, want)

@@ -40,8 +40,8 @@ func pluggedHooks() Hooks {
 			return nil
 		},
 		AdmissionSubject: func(namespace string) string { return admission.SubjectPrefix + namespace },
-		Replay: func(ctx context.Context, stream *ledger.Stream, path string) (uint64, error) {
-			res, err := replay.Rebuild(ctx, stream, replay.Options{Path: path})
+		Replay: func(ctx context.Context, stream *ledger.Stream, path string, until uint64) (uint64, error) {
+			res, err := replay.Rebuild(ctx, stream, replay.Options{Path: path, UntilSeq: until})
 			if err != nil {
 				return 0, err
 			}

@@ -435,27 +435,25 @@ func waitForResponder(ctx context.Context, url, subject string, payload []byte) 
 	}
 }
 
-// replay rebuilds a fresh projection from the whole stream through
-// Hooks.Replay, in a process of its own (replayInChild), as `quota
-// replay` runs beside the server; it returns that process's peak.
+// replay rebuilds a fresh projection from the workload's events (the
+// stream up to r.workloadEnd, before the admissions' reservations)
+// through Hooks.Replay, in a process of its own (replayInChild), as
+// `quota replay --until-seq` runs beside the server; it returns that
+// process's peak.
 func (r *run) replay() (peak memSample, hwm int64) {
 	r.phase(FigureReplay, UnitEventsPerSecond, func(ctx context.Context) (float64, string, error) {
 		if r.cfg.Hooks.Replay == nil {
 			return 0, "the replay package is not plugged in (Hooks.Replay)", ErrNotMeasured
 		}
-		last, err := r.stream.LastSeq(ctx)
-		if err != nil {
-			return 0, "", err
-		}
 		out, err := r.replayInChild(ctx)
 		if err != nil {
 			return 0, "", err
 		}
-		if out.Applied != last {
-			return 0, "", fmt.Errorf("replay applied up to seq %d, the stream ends at %d", out.Applied, last)
+		if out.Applied != r.workloadEnd {
+			return 0, "", fmt.Errorf("replay applied up to seq %d, the workload ends at %d", out.Applied, r.workloadEnd)
 		}
 		peak, hwm = out.Peak, out.PeakRSS
-		return rate(int(out.Applied), out.Elapsed), "into a fresh file, in a process of its own", nil
+		return rate(int(out.Applied), out.Elapsed), fmt.Sprintf("the workload's events (up to seq %d, before the admissions' reservations) into a fresh file, in a process of its own", r.workloadEnd), nil
 	}, ceiling(FigureRawRead, "≥ 0.5 × ceiling", halfOfCeiling))
 	return peak, hwm
 }

@@ -69,6 +69,7 @@ func (r *run) projection() (*projector.Projector, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
+	r.workloadEnd = last
 	p, err := projector.Open(projector.Config{
 		Path:   filepath.Join(r.cfg.Dir, "projection.db"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

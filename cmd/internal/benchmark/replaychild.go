@@ -31,6 +31,7 @@ const EnvReplayChild = "BENCH_REPLAY_CHILD"
 // file at Path; ProfileDir, when set, gets the heap profile at its peak.
 type replayJob struct {
 	URL, Path, ProfileDir string
+	Until                 uint64
 }
 
 // replayOutcome is the child's answer.
@@ -79,7 +80,7 @@ func runReplayJob(job replayJob, hooks Hooks) replayOutcome {
 	resetPeakRSS()
 	mem := startMemSampler(FigureReplay, job.ProfileDir)
 	start := time.Now()
-	applied, err := hooks.Replay(ctx, stream, job.Path)
+	applied, err := hooks.Replay(ctx, stream, job.Path, job.Until)
 	elapsed := time.Since(start)
 	peak := mem.end()
 	if err != nil {
@@ -99,7 +100,7 @@ func (r *run) replayInChild(ctx context.Context) (replayOutcome, error) {
 	if err != nil {
 		return replayOutcome{}, err
 	}
-	job, err := json.Marshal(replayJob{URL: r.url, Path: filepath.Join(r.cfg.Dir, "replay.db"), ProfileDir: r.cfg.ProfileDir})
+	job, err := json.Marshal(replayJob{URL: r.url, Path: filepath.Join(r.cfg.Dir, "replay.db"), ProfileDir: r.cfg.ProfileDir, Until: r.workloadEnd})
 	if err != nil {
 		return replayOutcome{}, err
 	}
