@@ -161,7 +161,7 @@ type Projector struct {
 	unwrittenMu  sync.Mutex
 	unwritten    buckets.Changes
 	unwrittenAll bool // the next checkpoint rewrites the file (addUnwritten)
-	pageSize     int  // the file's
+	pageSize     int  // the file's page size, for inPlace
 	// checkpointDue asks the checkpoint loop for one now.
 	checkpointDue chan struct{}
 
