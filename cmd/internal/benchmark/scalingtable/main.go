@@ -13,8 +13,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: scalingtable REPORT.json...")
 		os.Exit(2)
 	}
-	fmt.Println("| events | namespaces | live (peak) | ingest ev/s | raw publish ev/s | projection ev/s | raw read ev/s | describe req/s (1 client) | peak RSS MiB | bbolt MiB | bbolt B/live object |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| events | namespaces | live (peak) | ingest ev/s | raw publish ev/s | projection ev/s | replay ev/s | raw read ev/s | describe req/s (1 client) | peak RSS MiB: ingest, projection, reserving, replay | bbolt MiB | bbolt B/live object |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
 	for _, path := range os.Args[1:] {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -38,19 +38,15 @@ func main() {
 				return fmt.Sprintf("%.0f", f.Value)
 			}
 		}
-		rss := 0.0
-		for _, name := range []string{benchmark.FigurePeakRSSIngest, benchmark.FigurePeakRSSProjection} {
-			if f := rep.Figure(name); f != nil && f.Value > rss {
-				rss = f.Value
-			}
-		}
+		rss := v(benchmark.FigurePeakRSSIngest) + ", " + v(benchmark.FigurePeakRSSProjection) + ", " +
+			v(benchmark.FigurePeakRSSReserving) + ", " + v(benchmark.FigurePeakRSSReplay)
 		perObject := "–"
 		if f := rep.Figure(benchmark.FigureProjectionFile); f != nil && f.Status == benchmark.Measured && rep.Stats.Live > 0 {
 			perObject = fmt.Sprintf("%.0f", f.Value/float64(rep.Stats.Live))
 		}
-		fmt.Printf("| %d | %d | %d | %s | %s | %s | %s | %s | %.0f | %s | %s |\n",
+		fmt.Printf("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			rep.Stats.Events, rep.Workload.Namespaces, rep.Stats.LiveMax,
-			v(benchmark.FigureIngest), v(benchmark.FigureRawPublish), v(benchmark.FigureProjection), v(benchmark.FigureRawRead),
-			v(benchmark.FigureDescribe1), rss/(1<<20), v(benchmark.FigureProjectionFile), perObject)
+			v(benchmark.FigureIngest), v(benchmark.FigureRawPublish), v(benchmark.FigureProjection), v(benchmark.FigureReplay),
+			v(benchmark.FigureRawRead), v(benchmark.FigureDescribe1), rss, v(benchmark.FigureProjectionFile), perObject)
 	}
 }
