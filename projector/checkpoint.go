@@ -98,10 +98,18 @@ const rewriteSuffix = ".rewrite"
 // transaction commits. A variable for the tests.
 var rewriteTxBytes = 8 << 20
 
+// rewriteMmapBytes is how much of a new file a rewrite maps at once. Each
+// time bbolt maps a growing file again it copies what the transaction
+// holds from the old mapping to the heap (node.dereference); a mapping is
+// address space, not memory, until pages are read through it.
+const rewriteMmapBytes = 1 << 30
+
 // openFile opens (or creates) a projection file for writing, waiting at
-// most openTimeout for its lock.
-func openFile(path string, noSync bool) (*bolt.DB, error) {
-	return bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoSync: noSync, FreelistType: bolt.FreelistMapType})
+// most openTimeout for its lock, with mmapBytes of it mapped at first (0:
+// bbolt's default).
+func openFile(path string, noSync bool, mmapBytes int) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoSync: noSync, FreelistType: bolt.FreelistMapType,
+		InitialMmapSize: mmapBytes})
 }
 
 // rewrite writes view to a new file beside path, renames it over path and
@@ -114,7 +122,7 @@ func rewrite(path string, view *buckets.Set, noSync bool) (_ *bolt.DB, err error
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	db, err := openFile(tmp, true)
+	db, err := openFile(tmp, true, rewriteMmapBytes)
 	if err != nil {
 		return nil, err
 	}

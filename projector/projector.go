@@ -200,7 +200,7 @@ func Open(cfg Config, stream *ledger.Stream) (*Projector, error) {
 	cfg = cfg.withDefaults()
 	st, statErr := os.Stat(cfg.Path)
 	existed := statErr == nil && st.Size() > 0
-	db, err := openFile(cfg.Path, cfg.NoSync)
+	db, err := openFile(cfg.Path, cfg.NoSync, 0)
 	if err != nil {
 		return nil, openError(cfg.Path, err)
 	}
