@@ -102,7 +102,13 @@ var rewriteTxBytes = 8 << 20
 // time bbolt maps a growing file again it copies what the transaction
 // holds from the old mapping to the heap (node.dereference); a mapping is
 // address space, not memory, until pages are read through it.
-const rewriteMmapBytes = 1 << 30
+// rewriteAllocBytes is how far past what it holds the file grows at a
+// time: bbolt grows a file mapped past its allocation step by that step
+// beyond what it needs (16 MiB by default, even for a small state).
+const (
+	rewriteMmapBytes  = 1 << 30
+	rewriteAllocBytes = 64 << 10
+)
 
 // openFile opens (or creates) a projection file for writing, waiting at
 // most openTimeout for its lock, with mmapBytes of it mapped at first (0:
@@ -126,6 +132,7 @@ func rewrite(path string, view *buckets.Set, noSync bool) (_ *bolt.DB, err error
 	if err != nil {
 		return nil, err
 	}
+	db.AllocSize = rewriteAllocBytes
 	defer func() {
 		if err != nil {
 			db.Close()

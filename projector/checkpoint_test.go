@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/ledger/ledgertest/workload"
 )
@@ -117,6 +119,24 @@ func TestCheckpointsPastTheInPlaceBoundWriteANewFile(t *testing.T) {
 	if same() {
 		t.Fatalf("a checkpoint past inPlaceBytesMax (%d bytes) was written in place", inPlaceBytesMax)
 	}
+	// The new file grows by what it holds, not by bbolt's default step.
+	st, err := os.Stat(p.cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, most := fileSize(p.db), rewriteAllocBytes+p.pageSize; st.Size() > int64(used+most) {
+		t.Errorf("the new file takes %d bytes for %d used, want at most %d more", st.Size(), used, most)
+	}
+}
+
+// fileSize returns the bytes db's pages take.
+func fileSize(db *bolt.DB) int {
+	var n int64
+	_ = db.View(func(tx *bolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	return int(n)
 }
 
 // TestOpenRemovesAnUnfinishedRewrite: a rewrite a crash cut short leaves
