@@ -34,9 +34,9 @@ func TestServeStopsWhenItsProjectionCannotBeWritten(t *testing.T) {
 	first, rest := splitLines(t, writeWorkload(t, 4, 3000), 200)
 	data := t.TempDir()
 
-	// 2048 blocks of 512 bytes: room for the checkpoints of the first
+	// 1024 blocks of 512 bytes: room for the checkpoints of the first
 	// events' projection, not for all of them.
-	limited := exec.Command("sh", "-c", `ulimit -f 2048 && exec "$0" "$@"`,
+	limited := exec.Command("sh", "-c", `ulimit -f 1024 && exec "$0" "$@"`,
 		binary, "serve", "--nats", url, "--data", data, "--projection-checkpoint-every", "500")
 	logs := &ledgertest.LogBuffer{}
 	limited.Stderr = logs
