@@ -10,10 +10,10 @@
 // view, so it sees exactly a prefix of the stream. The bbolt file is the
 // checkpoint of that state (checkpoint.go), written in the background
 // with the applied sequence it reflects: the keys changed, in place, or
-// when many changed the whole state, in a new file renamed over the old. Objects and quotas are kept as
-// records, not bytes (store.go's codecs): a record once stored is never
-// changed, since published views share it; the fold stores a changed
-// copy.
+// when many changed the whole state, in a new file renamed over the old.
+// Objects and quotas are kept as records, not bytes (store.go's codecs):
+// a record once stored is never changed, since published views share it;
+// the fold stores a changed copy.
 //
 // Invariants:
 //   - The applied sequence is stored in the same view, and the same
