@@ -110,14 +110,6 @@ const (
 	rewriteAllocBytes = 64 << 10
 )
 
-// openFile opens (or creates) a projection file for writing, waiting at
-// most openTimeout for its lock, with mmapBytes of it mapped at first (0:
-// bbolt's default).
-func openFile(path string, noSync bool, mmapBytes int) (*bolt.DB, error) {
-	return bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, NoSync: noSync, FreelistType: bolt.FreelistMapType,
-		InitialMmapSize: mmapBytes})
-}
-
 // rewrite writes view to a new file beside path, renames it over path and
 // returns it open (and locked): a crash or an error leaves path as it
 // was. The new file is written in transactions of at most rewriteTxBytes
