@@ -111,6 +111,22 @@ func (e *Embedded) ReplicaLastSeq(stream string) (uint64, error) {
 	return s.State.LastSeq, nil
 }
 
+// lastSeq is the last sequence of stream in the server's store, read in
+// process; false when the server holds no such stream in the global
+// account.
+func (e *Embedded) lastSeq(stream string) (uint64, bool) {
+	acc, err := e.srv.JszAccount(&server.JSzOptions{Account: server.DEFAULT_GLOBAL_ACCOUNT, Streams: true})
+	if err != nil {
+		return 0, false
+	}
+	for _, s := range acc.Streams {
+		if s.Name == stream {
+			return s.State.LastSeq, true
+		}
+	}
+	return 0, false
+}
+
 // LameDuckShutdown stops a cluster member the way that costs the others
 // least, and returns once it has stopped: it stops taking new clients,
 // hands every leadership it holds (streams, consumers, the JetStream

@@ -40,6 +40,9 @@ type Stream struct {
 	cfg     Config
 	events  jetstream.Stream
 	rejects jetstream.Stream
+	// local, when set, is the server of its own that holds the stream in
+	// this process (ReadLocally).
+	local *Embedded
 }
 
 // Open creates the event stream and the dead-letter stream, or updates them
@@ -448,8 +451,14 @@ func joinFailures(failures []entryFailure) error {
 // LastSeq returns the sequence of the last event in the stream, 0 if it is
 // empty. The stream's leader answers; on a replicated stream without one
 // for now (an election), it is asked again for Config.AckWaitTimeout at
-// most.
+// most. On a stream read locally (ReadLocally), the server's store
+// answers in process.
 func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
+	if s.local != nil {
+		if seq, ok := s.local.lastSeq(s.cfg.StreamName); ok {
+			return seq, nil
+		}
+	}
 	var info *jetstream.StreamInfo
 	err := s.leaderless(ctx, func(ctx context.Context) (err error) {
 		info, err = s.events.Info(ctx)
@@ -459,6 +468,19 @@ func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("last seq of %s: %w", s.cfg.StreamName, err)
 	}
 	return info.State.LastSeq, nil
+}
+
+// ReadLocally makes LastSeq read the stream's last sequence from e's
+// store in process, with no request, when e is a server of its own that
+// holds the stream (`quota serve`'s embedded server): such a server
+// stores an event before it acknowledges its append, so the read still
+// sees every acknowledged event. A cluster member's replica may lag the
+// quorum that acknowledged an event, so there LastSeq still asks the
+// stream's leader. Call it before the stream is used.
+func (s *Stream) ReadLocally(e *Embedded) {
+	if !e.Clustered() {
+		s.local = e
+	}
 }
 
 // PurgeBefore removes the events before seq from the stream, keeping seq

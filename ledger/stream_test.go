@@ -256,6 +256,45 @@ func TestLastSubjectSeq(t *testing.T) {
 	}
 }
 
+// A stream read locally answers LastSeq from the embedded server's store:
+// every acknowledged append is in it, as the leader's answer says.
+func TestLastSeqReadLocally(t *testing.T) {
+	srv, _, js := ledgertest.StartServer(t)
+	asked := ledgertest.OpenStream(t, js)
+	local, err := ledger.Attach(context.Background(), js, ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local.ReadLocally(srv)
+	ctx := context.Background()
+	if last, err := local.LastSeq(ctx); err != nil || last != 0 {
+		t.Fatalf("LastSeq of an empty stream: got %d, %v; want 0", last, err)
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				res, err := asked.Append(ctx, pod("ns", fmt.Sprintf("p%d-%d", w, i)), ledger.AppendOptions{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if last, err := local.LastSeq(ctx); err != nil || last < res.Seq {
+					t.Errorf("LastSeq right after append %d was acknowledged: got %d, %v", res.Seq, last, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want, err := asked.LastSeq(ctx)
+	if err != nil || want != 100 {
+		t.Fatalf("LastSeq asked of the server: got %d, %v; want 100", want, err)
+	}
+	if last, err := local.LastSeq(ctx); err != nil || last != want {
+		t.Fatalf("LastSeq read locally: got %d, %v; want %d", last, err, want)
+	}
+}
+
 func TestAppendBatchAcknowledgesEveryEntry(t *testing.T) {
 	_, _, js := ledgertest.StartServer(t)
 	s := ledgertest.OpenStreamConfig(t, js, ledger.Config{AppendBatchInFlightMax: 7})

@@ -235,6 +235,7 @@ func (r *run) open(ctx context.Context) error {
 		nc.Close()
 		return fmt.Errorf("benchmark: %w", err)
 	}
+	stream.ReadLocally(r.srv)
 	r.nc, r.js, r.stream = nc, js, stream
 	return nil
 }

@@ -112,6 +112,9 @@ func (p *parts) openStream(ctx context.Context, nc *nats.Conn, cfg Config, log *
 	if limit, size := nc.MaxPayload(), int64(stream.Config().MaxMsgSize); limit < size {
 		return nil, fmt.Errorf("%w: the NATS server at %s takes messages of at most %d bytes (max_payload), under the largest event of %d bytes: raise its max_payload or lower the largest event", ErrPayloadLimit, p.url, limit, size)
 	}
+	if p.embedded != nil {
+		stream.ReadLocally(p.embedded)
+	}
 	p.stream = stream
 	return js, nil
 }
