@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -18,31 +19,99 @@ import (
 // all is set), optionally only the one called name, as a Kubernetes
 // ResourceQuotaList whose status carries the projection's Used.
 func (p *Projector) Quotas(namespace, name string, all bool) (*corev1.ResourceQuotaList, error) {
-	list := &corev1.ResourceQuotaList{
+	applied, records, err := p.quotaRecords(namespace, name, all)
+	if err != nil {
+		return nil, err
+	}
+	list := quotaList(applied)
+	for _, r := range records {
+		item, err := r.kubernetesObject()
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, *item)
+	}
+	return list, nil
+}
+
+// quotaList is the list Quotas returns, without its items, at the
+// applied sequence.
+func quotaList(applied uint64) *corev1.ResourceQuotaList {
+	return &corev1.ResourceQuotaList{
 		TypeMeta: metav1.TypeMeta{Kind: "ResourceQuotaList", APIVersion: "v1"},
+		ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(applied, 10)},
 		Items:    []corev1.ResourceQuota{},
 	}
-	err := p.read(func(tx *buckets.Set) error {
-		list.ResourceVersion = strconv.FormatUint(appliedSeq(tx), 10)
+}
+
+// quotaRecords returns the records Quotas lists, in its order, and the
+// sequence the projection had applied when it read them.
+func (p *Projector) quotaRecords(namespace, name string, all bool) (applied uint64, records []*quotaRecord, err error) {
+	err = p.read(func(tx *buckets.Set) error {
+		applied = appliedSeq(tx)
 		return forEachQuota(tx, namespace, all, func(r *quotaRecord) error {
-			if name != "" && r.Name != name {
-				return nil
+			if name == "" || r.Name == name {
+				records = append(records, r)
 			}
-			item, err := r.kubernetesObject()
-			if err != nil {
-				return err
-			}
-			list.Items = append(list.Items, *item)
 			return nil
 		})
 	})
 	if err != nil {
+		return 0, nil, err
+	}
+	if name != "" && len(records) == 0 {
+		return 0, nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
+	}
+	return applied, records, nil
+}
+
+// quotaReply is the describe reply, QueryReply{List: p.Quotas(...)},
+// encoded as json.Marshal encodes it, from each record's encoding
+// (quotaRecord.encoded), made once per record.
+func (p *Projector) quotaReply(namespace, name string, all bool) ([]byte, error) {
+	applied, records, err := p.quotaRecords(namespace, name, all)
+	if err != nil {
 		return nil, err
 	}
-	if name != "" && len(list.Items) == 0 {
-		return nil, fmt.Errorf("%w: %s/%s", ErrQuotaNotFound, namespace, name)
+	// The list with no items ends in its items' brackets; the items go
+	// between them, as json.Marshal would put them.
+	b, err := json.Marshal(&QueryReply{List: quotaList(applied)})
+	if err != nil {
+		return nil, err
 	}
-	return list, nil
+	const empty = "[]}}"
+	if !bytes.HasSuffix(b, []byte(empty)) {
+		return nil, fmt.Errorf("%w: an empty quota list encodes as %s", ErrInvariant, b)
+	}
+	b = b[:len(b)-len(empty)+1]
+	for i, r := range records {
+		enc, err := r.encoded()
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, enc...)
+	}
+	return append(b, empty[1:]...), nil
+}
+
+// encoded returns r's Kubernetes object encoded as json.Marshal encodes
+// it, made at its first read.
+func (r *quotaRecord) encoded() ([]byte, error) {
+	encode := func() ([]byte, error) {
+		q, err := r.kubernetesObject()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(q)
+	}
+	if r.rendered == nil {
+		return encode()
+	}
+	r.rendered.encodeOnce.Do(func() { r.rendered.enc, r.rendered.encErr = encode() })
+	return r.rendered.enc, r.rendered.encErr
 }
 
 // kubernetesObject returns the stored record r as the Kubernetes object,

@@ -157,9 +157,11 @@ func respond(ctx context.Context, nc *nats.Conn, log *slog.Logger, m *nats.Msg, 
 		log.Warn("query failed", "subject", m.Subject, "err", err)
 		reply = &QueryReply{Error: err.Error()}
 	}
-	b, err := json.Marshal(reply)
-	if err != nil {
-		b, _ = json.Marshal(QueryReply{Error: "encode reply: " + err.Error()})
+	b, encoded := reply.(encodedReply)
+	if !encoded {
+		if b, err = json.Marshal(reply); err != nil {
+			b, _ = json.Marshal(QueryReply{Error: "encode reply: " + err.Error()})
+		}
 	}
 	if err := ledger.SendAnswer(nc, m, b); err != nil {
 		log.Warn("query reply not sent", "subject", m.Subject, "err", err)
@@ -185,12 +187,16 @@ func (r *Responder) describe(ctx context.Context, data []byte) (any, error) {
 	if err := r.p.CatchUp(ctx); err != nil {
 		return nil, err
 	}
-	list, err := r.p.Quotas(req.Namespace, req.Name, req.AllNamespaces)
+	b, err := r.p.quotaReply(req.Namespace, req.Name, req.AllNamespaces)
 	if err != nil {
 		return nil, err
 	}
-	return &QueryReply{List: list}, nil
+	return encodedReply(b), nil
 }
+
+// encodedReply is a reply an answer has already encoded: respond sends it
+// as it is.
+type encodedReply []byte
 
 // versions answers a ledger.VersionsRequest with a ledger.VersionsReply,
 // once the projection reflects everything appended before it.

@@ -112,18 +112,23 @@ type quotaRecord struct {
 	// parsed is the valid quota read from Object, nil for an invalid one:
 	// the live state keeps it so that no read decodes it again.
 	parsed *quota.Quota
-	// rendered is the record as the Kubernetes object (resourceQuota),
-	// made by the first read that needs it; a record in the live state is
+	// rendered is the record as the Kubernetes object (resourceQuota)
+	// and its encoding, each made by the first read that needs it; a record in the live state is
 	// never changed, so neither is its rendering. Nil for a record not
 	// yet stored.
 	rendered *rendering
 }
 
-// rendering holds a stored quota record's Kubernetes object, made once.
+// rendering holds a stored quota record's Kubernetes object and its JSON
+// encoding, each made once.
 type rendering struct {
 	once sync.Once
 	q    *corev1.ResourceQuota
 	err  error
+
+	encodeOnce sync.Once
+	enc        []byte
+	encErr     error
 }
 
 // skippedRecord notes a stream record that the fold could not apply.
