@@ -31,6 +31,26 @@ func TestReplyChecks(t *testing.T) {
 	}
 }
 
+// TestCheckDescribe accepts a describe reply only when it lists quotas
+// and carries no error.
+func TestCheckDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		ok    bool
+	}{
+		{`{"list":{"kind":"ResourceQuotaList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"q"}}]}}`, true},
+		{`{"list":{"kind":"ResourceQuotaList","apiVersion":"v1","metadata":{},"items":[]}}`, false},
+		{`{"error":"context deadline exceeded"}`, false},
+		{`{"list":{"items":[{}]}`, false},
+		{`{}`, false},
+		{`not json`, false},
+	} {
+		if got := checkDescribe([]byte(tc.reply)) == nil; got != tc.ok {
+			t.Errorf("checkDescribe(%s) accepted %v, want %v", tc.reply, got, tc.ok)
+		}
+	}
+}
+
 // TestScanReplyReadsTheResponderReplies checks the scan itself on the
 // replies the responder writes, which it must read without encoding/json.
 func TestScanReplyReadsTheResponderReplies(t *testing.T) {
