@@ -58,9 +58,9 @@ type Config struct {
 	Hooks Hooks
 	// Log receives progress lines. Nil: discarded.
 	Log io.Writer
-	// ProfileDir, when set, gets a CPU profile of each request-reply
-	// measurement's first run, named after it (e.g. "admission
-	// reserving, 16 clients.pprof"), the allocation profiles before and
+	// ProfileDir, when set, gets a CPU profile of the projection and of
+	// each request-reply measurement's first run, named after it (e.g.
+	// "admission reserving, 16 clients.pprof"), the allocation profiles before and
 	// after it (".allocs-base.pprof", ".allocs.pprof") and its execution
 	// trace (".trace"). The profiles cover the
 	// whole process: the clients, the embedded NATS server and the

@@ -32,7 +32,8 @@ const (
 	// EnvJSON is a file the report is written to as JSON.
 	EnvJSON = "BENCH_JSON"
 	// EnvProfile is a directory that gets CPU and allocation profiles of
-	// each request-reply measurement (default: none).
+	// the projection and of each request-reply measurement (default:
+	// none).
 	EnvProfile = "BENCH_PROFILE"
 
 	DefaultBenchEvents     = 200_000

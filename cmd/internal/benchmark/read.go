@@ -77,6 +77,11 @@ func (r *run) projection() (*projector.Projector, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
+	stopProfile, err := r.profile(FigureProjection)
+	if err != nil {
+		p.Close()
+		return fail(err)
+	}
 	runCtx, stopRun := context.WithCancel(context.Background())
 	exited := make(chan error, 1)
 	start := time.Now()
@@ -101,11 +106,15 @@ func (r *run) projection() (*projector.Projector, func(), error) {
 		if err == nil {
 			err = errors.New("projector stopped before catching up")
 		}
+		_ = stopProfile()
 		stopRun()
 		p.Close()
 		return fail(err)
 	}
 	elapsed := time.Since(start)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		stop()
 		return fail(err)
