@@ -111,6 +111,19 @@ func (e *Embedded) ReplicaLastSeq(stream string) (uint64, error) {
 	return s.State.LastSeq, nil
 }
 
+// ReadLocally makes LastSeq read the stream's last sequence from e's
+// store in process, with no request, when e is a server of its own that
+// holds the stream (`quota serve`'s embedded server): such a server
+// stores an event before it acknowledges its append, so the read still
+// sees every acknowledged event. A cluster member's replica may lag the
+// quorum that acknowledged an event, so there LastSeq still asks the
+// stream's leader. Call it before the stream is used.
+func (s *Stream) ReadLocally(e *Embedded) {
+	if !e.Clustered() {
+		s.local = e
+	}
+}
+
 // lastSeq is the last sequence of stream in the server's store, read in
 // process; false when the server holds no such stream in the global
 // account.

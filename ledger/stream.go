@@ -470,19 +470,6 @@ func (s *Stream) LastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
-// ReadLocally makes LastSeq read the stream's last sequence from e's
-// store in process, with no request, when e is a server of its own that
-// holds the stream (`quota serve`'s embedded server): such a server
-// stores an event before it acknowledges its append, so the read still
-// sees every acknowledged event. A cluster member's replica may lag the
-// quorum that acknowledged an event, so there LastSeq still asks the
-// stream's leader. Call it before the stream is used.
-func (s *Stream) ReadLocally(e *Embedded) {
-	if !e.Clustered() {
-		s.local = e
-	}
-}
-
 // PurgeBefore removes the events before seq from the stream, keeping seq
 // and later (JetStream's purge up to a sequence), and returns how many it
 // removed (counted from the stream's first sequence, as it has no gaps).
