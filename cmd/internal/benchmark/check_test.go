@@ -44,10 +44,28 @@ func TestCheckDescribe(t *testing.T) {
 		{`{"list":{"items":[{}]}`, false},
 		{`{}`, false},
 		{`not json`, false},
+		{`{"list":{"items":[{}]},"list":{"items":[]}}`, false},
+		{`{"LIST":{"items":[{}]}}`, true},
+		{`{"list":{"items":[{}],"Items":[]}}`, false},
+		{`{"list":{"items":[{}]},"Error":"x"}`, false},
+		{`{"error":"","list":{"items":[{},{}]}}`, true},
+		{`{"error":"x","error":"","list":{"items":[{}]}}`, true},
+		{`{"list":{"items":[{]}}`, false},
+		{`{"list":{"items":[{}]}} x`, false},
 	} {
 		if got := checkDescribe([]byte(tc.reply)) == nil; got != tc.ok {
 			t.Errorf("checkDescribe(%s) accepted %v, want %v", tc.reply, got, tc.ok)
 		}
+		// The scan accepts only what encoding/json accepts; the rest it
+		// leaves to encoding/json.
+		if items, failed, ok := scanDescribe([]byte(tc.reply)); ok && !failed && items > 0 && !tc.ok {
+			t.Errorf("scanDescribe(%s) = %d, %v, %v: accepted", tc.reply, items, failed, ok)
+		}
+	}
+	// A reply as the responder writes it is read by the scan alone.
+	reply := `{"list":{"kind":"ResourceQuotaList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}}`
+	if items, failed, ok := scanDescribe([]byte(reply)); !ok || failed || items != 2 {
+		t.Errorf("scanDescribe(%s) = %d, %v, %v; want 2, false, true", reply, items, failed, ok)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/quotaledger/quota/ledger/jsonscan"
 	"github.com/quotaledger/quota/projector"
 )
 
@@ -411,6 +412,9 @@ func (r *run) describe(p *projector.Projector) {
 // decode the quotas into the Kubernetes types, a client's own cost (two
 // fifths of the CPU at 1 client), which the ceiling's client does not pay.
 func checkDescribe(b []byte) error {
+	if items, failed, ok := scanDescribe(b); ok && !failed && items > 0 {
+		return nil
+	}
 	var reply struct {
 		Error string `json:"error"`
 		List  *struct {
@@ -427,6 +431,45 @@ func checkDescribe(b []byte) error {
 		return fmt.Errorf("describe reply without quotas: %.200s", b)
 	}
 	return nil
+}
+
+// scanDescribe reads, without decoding it, whether a describe reply
+// carries an error and how many items its list holds, the way the
+// responder writes a reply: plain keys, each once, in their case. It checks the grammar
+// of the whole reply. ok false leaves the reply to encoding/json, which
+// also words what is wrong.
+func scanDescribe(b []byte) (items int, failed, ok bool) {
+	s := jsonscan.New(b)
+	var list bool
+	walked := s.Members(func(key []byte, plain bool) bool {
+		switch {
+		case !plain:
+			return false
+		case string(key) == "error":
+			v, ok := s.String()
+			failed = failed || len(v) > 0
+			return ok
+		case jsonscan.EqualFoldASCII(key, "error") || jsonscan.EqualFoldASCII(key, "list") && string(key) != "list":
+			return false // encoding/json matches keys without regard to case
+		case string(key) != "list":
+			return s.Skip()
+		case list:
+			return false // repeated: encoding/json keeps the last
+		}
+		list = true
+		var seen bool
+		return s.Members(func(key []byte, plain bool) bool {
+			if !plain || string(key) != "items" {
+				return plain && !jsonscan.EqualFoldASCII(key, "items") && s.Skip()
+			}
+			if seen {
+				return false
+			}
+			seen = true
+			return s.Elements(func() bool { items++; return s.Skip() })
+		})
+	})
+	return items, failed, walked && s.AtEnd()
 }
 
 // waitForResponder polls subject until something answers, since a
