@@ -14,7 +14,9 @@
 // answered: never is a past moment answered from a later state. Verify
 // asks the live server for a copy of its projection at its applied
 // sequence S, rebuilds to exactly S from the oldest starting point that
-// serves, and lists every difference (Compare).
+// serves, and lists every difference (Compare). A copy that arrives
+// damaged (its digest does not match) is asked for again, three times at
+// most.
 //
 // Invariant: a rebuild of the same stream prefix holds the same bytes in
 // every bucket, whatever the batch sizes and wherever it started (from the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/quotaledger/quota/ledger"
 	"github.com/quotaledger/quota/projector"
@@ -44,19 +45,15 @@ func (v *Verification) Close() error { return v.Rebuilt.Close() }
 // copy of the live projection, so a drift it was taken after is carried
 // into the rebuild and not seen.
 func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *projector.Snapshots, opts Options) (*Verification, error) {
-	info, err := requestSnapshot(ctx, nc, opts.Member)
-	if err != nil {
-		return nil, err
-	}
-	defer snaps.Delete(context.WithoutCancel(ctx), info.Name)
 	dir, err := os.MkdirTemp("", "quota-verify-")
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	livePath := filepath.Join(dir, "live.db")
-	if _, err := snaps.Download(ctx, info.Name, livePath); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
+	info, err := liveCopy(ctx, nc, snaps, opts.Member, livePath)
+	if err != nil {
+		return nil, err
 	}
 	// A page damaged in the live file is copied into its snapshot as it
 	// is: LoadFile checks every page first.
@@ -74,6 +71,35 @@ func Verify(ctx context.Context, nc *nats.Conn, stream *ledger.Stream, snaps *pr
 	v := &Verification{Live: info, Rebuilt: rebuilt}
 	v.Differences = Compare(live, rebuilt.Projector.View())
 	return v, nil
+}
+
+// liveCopyAttempts bounds the copies of the live projection Verify asks
+// for when each arrives damaged.
+const liveCopyAttempts = 3
+
+// liveCopy asks the live server for a copy of its projection and
+// downloads it to path. A copy the object store returns with another
+// digest than it was stored with is deleted and a new one asked for, up
+// to liveCopyAttempts in all: the copy is only a way to read the live
+// projection. Each copy is deleted once read.
+func liveCopy(ctx context.Context, nc *nats.Conn, snaps *projector.Snapshots, member, path string) (projector.SnapshotInfo, error) {
+	var damaged []error
+	for range liveCopyAttempts {
+		info, err := requestSnapshot(ctx, nc, member)
+		if err != nil {
+			return projector.SnapshotInfo{}, errors.Join(append(damaged, err)...)
+		}
+		_, err = snaps.Download(ctx, info.Name, path)
+		snaps.Delete(context.WithoutCancel(ctx), info.Name)
+		if err == nil {
+			return info, nil
+		}
+		if !errors.Is(err, jetstream.ErrDigestMismatch) {
+			return projector.SnapshotInfo{}, fmt.Errorf("verify: %w", err)
+		}
+		damaged = append(damaged, fmt.Errorf("verify: %w", err))
+	}
+	return projector.SnapshotInfo{}, fmt.Errorf("verify: %d copies of the live projection arrived damaged: %w", liveCopyAttempts, errors.Join(damaged...))
 }
 
 // requestSnapshot asks the live server (the one named member, when set)
