@@ -402,8 +402,8 @@ func (r *run) describe(p *projector.Projector) {
 		return
 	}
 	r.addRequestFigures(spec, FigureDescribe1, "", FigureDescribe1P99, FigureDescribe16, map[string][]option{
-		FigureDescribe1:  {ceiling(FigureRawRequest1, "", nil)},
-		FigureDescribe16: {ceiling(FigureRawRequest16, "", nil)},
+		FigureDescribe1:  {ceiling(FigureRawRequest1, "≥ 0.5 × ceiling", halfOfCeiling)},
+		FigureDescribe16: {ceiling(FigureRawRequest16, "≥ 0.5 × ceiling", halfOfCeiling)},
 	})
 }
 
