@@ -435,9 +435,9 @@ func checkDescribe(b []byte) error {
 
 // scanDescribe reads, without decoding it, whether a describe reply
 // carries an error and how many items its list holds, the way the
-// responder writes a reply: plain keys, each once, in their case. It checks the grammar
-// of the whole reply. ok false leaves the reply to encoding/json, which
-// also words what is wrong.
+// responder writes a reply: plain keys, each once, in their case. It
+// checks the grammar of the whole reply. ok false leaves the reply to
+// encoding/json, which also words what is wrong.
 func scanDescribe(b []byte) (items int, failed, ok bool) {
 	s := jsonscan.New(b)
 	var list bool
