@@ -113,9 +113,9 @@ type quotaRecord struct {
 	// the live state keeps it so that no read decodes it again.
 	parsed *quota.Quota
 	// rendered is the record as the Kubernetes object (resourceQuota)
-	// and its encoding, each made by the first read that needs it; a record in the live state is
-	// never changed, so neither is its rendering. Nil for a record not
-	// yet stored.
+	// and its encoding, each made by the first read that needs it; a
+	// record in the live state is never changed, so neither is its
+	// rendering. Nil for a record not yet stored.
 	rendered *rendering
 }
 
