@@ -247,8 +247,12 @@ var inPlaceBytesMax = 32 << 20
 // new file's pages are full, where writes in place split them half full)
 // or the pages it changes would exceed inPlaceBytesMax.
 func inPlace(changes, keys, pageSize int) bool {
-	return changes < keys/2 && changes*pageSize <= inPlaceBytesMax
+	return changes < keys/2 && !pastInPlaceBytes(changes, pageSize)
 }
+
+// pastInPlaceBytes says whether the pages of changes keys, a page each,
+// exceed what a checkpoint writes in place.
+func pastInPlaceBytes(changes, pageSize int) bool { return changes*pageSize > inPlaceBytesMax }
 
 // writeCheckpoint writes the changed keys of view to the file, in place,
 // or the whole of view to a new file (with all, or past inPlace), and says

@@ -296,7 +296,7 @@ func (p *Projector) addUnwritten(changes buckets.Changes, all bool) {
 	p.unwrittenAll = p.unwrittenAll || all
 	if !p.unwrittenAll {
 		p.unwritten.Add(changes)
-		p.unwrittenAll = p.unwritten.Len()*p.pageSize > inPlaceBytesMax
+		p.unwrittenAll = pastInPlaceBytes(p.unwritten.Len(), p.pageSize)
 	}
 	if p.unwrittenAll {
 		clear(p.unwritten)

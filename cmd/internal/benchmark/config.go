@@ -60,11 +60,11 @@ type Config struct {
 	Log io.Writer
 	// ProfileDir, when set, gets a CPU profile of the projection and of
 	// each request-reply measurement's first run, named after it (e.g.
-	// "admission reserving, 16 clients.pprof"), the allocation profiles before and
-	// after it (".allocs-base.pprof", ".allocs.pprof") and its execution
-	// trace (".trace"). The profiles cover the
-	// whole process: the clients, the embedded NATS server and the
-	// measured component alike.
+	// "admission reserving, 16 clients.pprof"), the allocation profiles
+	// before and after it (".allocs-base.pprof", ".allocs.pprof") and its
+	// execution trace (".trace"). The profiles cover the whole process:
+	// the clients, the embedded NATS server and the measured component
+	// alike.
 	ProfileDir string
 }
 
