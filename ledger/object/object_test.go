@@ -359,9 +359,13 @@ func FuzzDecode(f *testing.F) {
 	for _, in := range edgeInputs {
 		f.Add([]byte(in))
 	}
+	for _, in := range headInputs {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkTrimmed(t, raw)
 		checkIdentity(t, raw)
+		checkHeadFirst(t, raw)
 		o, err := Decode(raw)
 		if err != nil {
 			return

@@ -13,21 +13,16 @@ import (
 
 // decodeTyped is Decode for any object, through unmarshal into the
 // k8s.io/api type of its kind, read first from the top-level keys
-// (typeMeta) so that the value is decoded in one pass, its identity taken
-// from its metadata. The header is decoded on its own where typeMeta
+// (typedValue) so that the value is decoded in one pass, its identity
+// taken from its metadata. The header is decoded on its own where the keys
 // cannot vouch for the kind, and where the value does not decode (to word
 // the error as the API server does).
 func decodeTyped(b []byte) (*Object, error) {
 	var h header
-	var v runtime.Object
-	if apiVersion, kind, ok := typeMeta(b); ok {
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if info := knownKinds[groupKind{gv.Group, kind}]; err == nil && info.decode != nil {
-			if v, err = info.decode(b, apiVersion); err == nil {
-				h.APIVersion, h.Kind = apiVersion, kind
-				h.Metadata = metaOf(v.(metav1.Object))
-			}
-		}
+	v, apiVersion, kind := typedValue(b)
+	if v != nil {
+		h.APIVersion, h.Kind = apiVersion, kind
+		h.Metadata = metaOf(v.(metav1.Object))
 	}
 	if v == nil {
 		hp, err := unmarshal[header](b)
@@ -63,6 +58,87 @@ func metaOf(m metav1.Object) headerMeta {
 		ResourceVersion: m.GetResourceVersion(), DeletionTimestamp: m.GetDeletionTimestamp(),
 		DeletionGracePeriodSeconds: m.GetDeletionGracePeriodSeconds(),
 	}
+}
+
+// typedValue decodes b into the type of its kind, the kind read from its
+// leading keys where the value decoded agrees, from all of them otherwise;
+// nil where neither vouches for a kind kept typed, or b does not decode as
+// it.
+func typedValue(b []byte) (v runtime.Object, apiVersion, kind string) {
+	headVersion, headKind, head := "", "", false
+	if headFirst {
+		if headVersion, headKind, head = typeMetaHead(b); head {
+			// The head does not see the keys after it: the value's own
+			// apiVersion and kind (the last of repeated keys, matched
+			// without regard to case, as encoding/json reads them) must
+			// be the head's, or typeMeta decides.
+			if v = decodeKnown(b, headVersion, headKind); v != nil && hasTypeMeta(v, headVersion, headKind) {
+				return v, headVersion, headKind
+			}
+		}
+	}
+	apiVersion, kind, ok := typeMeta(b)
+	if !ok || head && apiVersion == headVersion && kind == headKind {
+		// The same kind would not decode a second time either.
+		return nil, "", ""
+	}
+	if v = decodeKnown(b, apiVersion, kind); v == nil {
+		return nil, "", ""
+	}
+	return v, apiVersion, kind
+}
+
+// headFirst makes decodeTyped try typeMetaHead before typeMeta. A
+// variable for the tests, which compare the two ways.
+var headFirst = true
+
+// decodeKnown decodes b into the k8s.io/api type of a kind the ledger
+// keeps typed; nil for another kind, or if b does not decode as it.
+func decodeKnown(b []byte, apiVersion, kind string) runtime.Object {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	info := knownKinds[groupKind{gv.Group, kind}]
+	if err != nil || info.decode == nil {
+		return nil
+	}
+	v, err := info.decode(b, apiVersion)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// hasTypeMeta says whether the decoded value v holds apiVersion and kind.
+func hasTypeMeta(v runtime.Object, apiVersion, kind string) bool {
+	tm, ok := v.GetObjectKind().(*metav1.TypeMeta)
+	return ok && tm.APIVersion == apiVersion && tm.Kind == kind
+}
+
+// typeMetaHead reads the apiVersion and kind of a JSON object from its
+// top-level keys up to the later of the two, as typeMeta does, and stops
+// there: the API server writes them first, so that for its objects the
+// rest is read once, by the typed decode. What it reads holds only if the
+// value decoded agrees (decodeTyped checks).
+func typeMetaHead(b []byte) (apiVersion, kind string, ok bool) {
+	s := jsonscan.New(b)
+	var haveVersion, haveKind, failed bool
+	s.Members(func(key []byte, plain bool) bool {
+		switch {
+		case !plain:
+			failed = true
+		case string(key) == "apiVersion":
+			haveVersion = jsonscan.StringTo(s, &apiVersion)
+			failed = !haveVersion
+		case string(key) == "kind":
+			haveKind = jsonscan.StringTo(s, &kind)
+			failed = !haveKind
+		case jsonscan.EqualFoldASCII(key, "apiVersion") || jsonscan.EqualFoldASCII(key, "kind"):
+			failed = true
+		default:
+			failed = !s.Skip()
+		}
+		return !failed && !(haveVersion && haveKind)
+	})
+	return apiVersion, kind, !failed && haveVersion && haveKind
 }
 
 // typeMeta reads the apiVersion and kind of a JSON object from its
