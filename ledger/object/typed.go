@@ -67,17 +67,17 @@ func metaOf(m metav1.Object) headerMeta {
 func typedValue(b []byte) (v runtime.Object, apiVersion, kind string) {
 	headVersion, headKind, head := "", "", false
 	if headFirst {
-		if headVersion, headKind, head = typeMetaHead(b); head {
+		if headVersion, headKind, head = typeMeta(b, true); head {
 			// The head does not see the keys after it: the value's own
 			// apiVersion and kind (the last of repeated keys, matched
 			// without regard to case, as encoding/json reads them) must
-			// be the head's, or typeMeta decides.
+			// be the head's, or all the keys decide.
 			if v = decodeKnown(b, headVersion, headKind); v != nil && hasTypeMeta(v, headVersion, headKind) {
 				return v, headVersion, headKind
 			}
 		}
 	}
-	apiVersion, kind, ok := typeMeta(b)
+	apiVersion, kind, ok := typeMeta(b, false)
 	if !ok || head && apiVersion == headVersion && kind == headKind {
 		// The same kind would not decode a second time either.
 		return nil, "", ""
@@ -88,7 +88,7 @@ func typedValue(b []byte) (v runtime.Object, apiVersion, kind string) {
 	return v, apiVersion, kind
 }
 
-// headFirst makes decodeTyped try typeMetaHead before typeMeta. A
+// headFirst makes decodeTyped read the leading keys first. A
 // variable for the tests, which compare the two ways.
 var headFirst = true
 
@@ -113,15 +113,18 @@ func hasTypeMeta(v runtime.Object, apiVersion, kind string) bool {
 	return ok && tm.APIVersion == apiVersion && tm.Kind == kind
 }
 
-// typeMetaHead reads the apiVersion and kind of a JSON object from its
-// top-level keys up to the later of the two, as typeMeta does, and stops
-// there: the API server writes them first, so that for its objects the
-// rest is read once, by the typed decode. What it reads holds only if the
-// value decoded agrees (decodeTyped checks).
-func typeMetaHead(b []byte) (apiVersion, kind string, ok bool) {
+// typeMeta reads the apiVersion and kind of a JSON object from its
+// top-level keys, skipping the other values. It reports ok only when both
+// are plain strings under their exact keys and no key read could decode
+// as either: encoding/json matches keys without regard to case and keeps
+// the last of repeated ones. With head it stops at the later of the two,
+// which the API server writes first, so that for its objects the rest is
+// read once, by the typed decode; what it reads then holds only if the
+// value decoded agrees (typedValue checks).
+func typeMeta(b []byte, head bool) (apiVersion, kind string, ok bool) {
 	s := jsonscan.New(b)
 	var haveVersion, haveKind, failed bool
-	s.Members(func(key []byte, plain bool) bool {
+	walked := s.Members(func(key []byte, plain bool) bool {
 		switch {
 		case !plain:
 			failed = true
@@ -136,33 +139,7 @@ func typeMetaHead(b []byte) (apiVersion, kind string, ok bool) {
 		default:
 			failed = !s.Skip()
 		}
-		return !failed && !(haveVersion && haveKind)
+		return !failed && !(head && haveVersion && haveKind)
 	})
-	return apiVersion, kind, !failed && haveVersion && haveKind
-}
-
-// typeMeta reads the apiVersion and kind of a JSON object from its
-// top-level keys, skipping the other values. It reports ok only when both
-// are plain strings under their exact keys and no other top-level key
-// could decode as either: encoding/json matches keys without regard to
-// case and keeps the last of repeated ones.
-func typeMeta(b []byte) (apiVersion, kind string, ok bool) {
-	s := jsonscan.New(b)
-	var haveVersion, haveKind bool
-	walked := s.Members(func(key []byte, plain bool) bool {
-		switch {
-		case !plain:
-			return false
-		case string(key) == "apiVersion":
-			haveVersion = jsonscan.StringTo(s, &apiVersion)
-			return haveVersion
-		case string(key) == "kind":
-			haveKind = jsonscan.StringTo(s, &kind)
-			return haveKind
-		case jsonscan.EqualFoldASCII(key, "apiVersion") || jsonscan.EqualFoldASCII(key, "kind"):
-			return false
-		}
-		return s.Skip()
-	})
-	return apiVersion, kind, walked && haveVersion && haveKind
+	return apiVersion, kind, !failed && haveVersion && haveKind && (walked || head)
 }
