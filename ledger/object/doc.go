@@ -41,7 +41,9 @@
 // typed value (what the projector and replay read back for every event)
 // in one pass of its own on jsonscan, and everything else into the
 // k8s.io/api types with github.com/goccy/go-json; both give the same
-// Object. The first keeps, process-wide, the resource.Quantity of up to
-// 1024 quantity texts that Kubernetes holds as an int64, and hands out
-// copies, which share no inf.Dec.
+// Object. The type is chosen by the apiVersion and kind of the leading
+// keys (the API server writes them first) when the value decoded agrees,
+// by all the top-level keys otherwise. The first keeps, process-wide, the
+// resource.Quantity of up to 1024 quantity texts that Kubernetes holds as
+// an int64, and hands out copies, which share no inf.Dec.
 package object
